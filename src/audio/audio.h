@@ -1,0 +1,42 @@
+/* Audio input: decode a file with libsndfile (WAV in its PCM and float encodings, FLAC,
+ * Ogg/Vorbis, Opus, MP3), average the channels to mono, resample to 16 kHz with libsoxr's HQ
+ * recipe (as mistral-common does). */
+#ifndef VOX_AUDIO_AUDIO_H
+#define VOX_AUDIO_AUDIO_H
+
+#include <stddef.h>
+
+#include "common/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define VOX_SAMPLE_RATE 16000
+/* One request holds at most 30 minutes of audio: 60 chunks of 375 audio tokens fill 22,500 of
+ * the decoder's 32,768 positions, leaving room for the prompt and the transcript. */
+#define VOX_MAX_AUDIO_SECONDS 1800
+
+typedef struct {
+    float *samples;    /* mono, VOX_SAMPLE_RATE Hz, owned */
+    size_t n_samples;
+    int source_rate;     /* sample rate of the file */
+    int source_channels; /* channel count of the file */
+} vox_audio;
+
+/* Decodes, mixes and resamples PATH. Reads until the end of the stream (the reported frame
+ * count may be unknown or wrong). Errors, each naming the file: cannot open / not audio
+ * (VOX_ERR_IO / VOX_ERR_FORMAT), empty (VOX_ERR_FORMAT), non-finite samples (VOX_ERR_FORMAT),
+ * longer than max_seconds (VOX_ERR_TOO_LONG; 0 means VOX_MAX_AUDIO_SECONDS). */
+vox_status vox_audio_load(const char *path, double max_seconds, vox_audio *out, vox_error *err);
+
+/* Resamples mono float samples from in_rate to out_rate (soxr HQ); *out is malloc'ed. */
+vox_status vox_audio_resample(const float *in, size_t n_in, double in_rate, double out_rate,
+                              float **out, size_t *n_out, vox_error *err);
+
+void vox_audio_free(vox_audio *a);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,46 @@
+/* The tekken tokenizer (tekken.json): byte-level BPE with rank-ordered merges after splitting the
+ * text with the file's own pre-tokenizer regex (PCRE2, UTF + Unicode properties).
+ * Ids 0..num_special-1 are special tokens; text token id = num_special + rank; only the first
+ * (default_vocab_size - num_special) vocab entries are used. */
+#ifndef VOX_TOKENIZER_TEKKEN_H
+#define VOX_TOKENIZER_TEKKEN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct vox_tokenizer vox_tokenizer;
+
+/* Loads and validates PATH as mistral-common does (rank equals position, the first 256 entries
+ * are the 256 single bytes, unique tokens, sizes consistent). A bad file is VOX_ERR_FORMAT. */
+vox_status vox_tokenizer_load(const char *path, vox_tokenizer **out, vox_error *err);
+void vox_tokenizer_free(vox_tokenizer *tok);
+
+/* Total ids the model's vocabulary covers: num_special + used text tokens. */
+int32_t vox_tokenizer_vocab_size(const vox_tokenizer *tok);
+int32_t vox_tokenizer_num_special(const vox_tokenizer *tok);
+/* Id of a special token by its string ("<s>", "[AUDIO]", ...), or -1. */
+int32_t vox_tokenizer_special_id(const vox_tokenizer *tok, const char *name);
+
+/* Encodes UTF-8 text to ids (never produces special tokens). *ids is malloc'ed. */
+vox_status vox_tokenizer_encode(const vox_tokenizer *tok, const char *text, size_t len,
+                                int32_t **ids, size_t *n_ids, vox_error *err);
+
+/* Decodes ids to UTF-8 text: special ids (< num_special) are skipped, the bytes of the rest are
+ * joined and invalid UTF-8 becomes U+FFFD. *text is malloc'ed and NUL-terminated. Ids outside
+ * the vocabulary are VOX_ERR_INVALID_ARG. */
+vox_status vox_tokenizer_decode(const vox_tokenizer *tok, const int32_t *ids, size_t n_ids,
+                                char **text, vox_error *err);
+
+/* The raw bytes of one id (special: its token string), or NULL for an id out of range. */
+const char *vox_tokenizer_piece(const vox_tokenizer *tok, int32_t id, size_t *len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
