@@ -1,0 +1,100 @@
+/* voxtral.json: the manifest of an exported model directory.
+ *
+ * It names the three blobs and the tokenizer, records every hyper-parameter the forward pass
+ * needs, the special-token ids, each blob's dtype and the source checkpoint. The loader checks
+ * every tensor of the blobs against these numbers before it allocates anything.
+ *
+ * {
+ *   "format": "voxtral_runner", "format_version": 1,
+ *   "source": {"layout": "transformers" | "mistral", "path": "...", "dtype": "F32" | "BF16"},
+ *   "audio_encoder": {"file": "audio_encoder.safetensors", "dtype": "BF16",
+ *       "num_mel_bins": 128, "d_model": 1280, "layers": 32, "heads": 20, "head_dim": 64,
+ *       "ffn_dim": 5120, "max_source_positions": 1500, "layer_norm_eps": 1e-5,
+ *       "downsample_factor": 4, "projector_dim": 3072},
+ *   "token_embedding": {"file": "token_embedding.safetensors", "dtype": "BF16"},
+ *   "text_decoder": {"file": "text_decoder.safetensors", "dtype": "BF16",
+ *       "vocab_size": 131072, "hidden": 3072, "layers": 30, "heads": 32, "kv_heads": 8,
+ *       "head_dim": 128, "ffn_dim": 8192, "rope_theta": 1e8, "rms_norm_eps": 1e-5,
+ *       "max_position_embeddings": 32768},
+ *   "tokenizer": {"file": "tekken.json", "bos": 1, "eos": 2, "inst": 3, "inst_end": 4,
+ *       "audio": 24, "begin_audio": 25, "transcribe": 34},
+ *   "audio": {"sample_rate": 16000, "chunk_seconds": 30, "frame_rate": 12.5}
+ * }
+ *
+ * Tensor names inside the blobs (shapes as [rows, cols]; L = layer index):
+ *   audio_encoder:  conv1.weight [d, mel, 3], conv1.bias [d], conv2.weight [d, d, 3], conv2.bias [d],
+ *                   positions [max_source_positions, d] (always F32),
+ *                   layers.L.attn_norm.{weight,bias} [d], layers.L.attn.q.{weight [d,d], bias [d]},
+ *                   layers.L.attn.k.weight [d,d], layers.L.attn.v.{weight,bias},
+ *                   layers.L.attn.o.{weight,bias}, layers.L.ffn_norm.{weight,bias},
+ *                   layers.L.fc1.{weight [ffn,d], bias [ffn]}, layers.L.fc2.{weight [d,ffn], bias [d]},
+ *                   norm.{weight,bias} [d],
+ *                   projector.linear1.weight [projector_dim, d*downsample],
+ *                   projector.linear2.weight [projector_dim, projector_dim]
+ *   token_embedding: embedding [vocab_size, hidden]
+ *   text_decoder:   layers.L.attn_norm.weight [hidden], layers.L.attn.q.weight [heads*head_dim, hidden],
+ *                   layers.L.attn.k.weight [kv_heads*head_dim, hidden], layers.L.attn.v.weight (same),
+ *                   layers.L.attn.o.weight [hidden, heads*head_dim], layers.L.ffn_norm.weight [hidden],
+ *                   layers.L.mlp.gate.weight [ffn, hidden], layers.L.mlp.up.weight [ffn, hidden],
+ *                   layers.L.mlp.down.weight [hidden, ffn], norm.weight [hidden],
+ *                   lm_head.weight [vocab_size, hidden]
+ * q/k rows use the rotate-half RoPE pairing (dim i with i + head_dim/2), as transformers does.
+ */
+#ifndef VOX_FORMAT_MANIFEST_H
+#define VOX_FORMAT_MANIFEST_H
+
+#include "common/dtype.h"
+#include "common/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define VOX_MANIFEST_FILE "voxtral.json"
+#define VOX_FORMAT_VERSION 1
+#define VOX_PATH_MAX 4096
+
+typedef struct {
+    char file[256];
+    vox_dtype dtype;
+    int num_mel_bins, d_model, layers, heads, head_dim, ffn_dim, max_source_positions;
+    double layer_norm_eps;
+    int downsample_factor, projector_dim;
+} vox_encoder_config;
+
+typedef struct {
+    char file[256];
+    vox_dtype dtype;
+    int vocab_size, hidden, layers, heads, kv_heads, head_dim, ffn_dim, max_position_embeddings;
+    double rope_theta, rms_norm_eps;
+} vox_decoder_config;
+
+typedef struct {
+    int format_version;
+    char source_layout[32];
+    char source_path[VOX_PATH_MAX];
+    vox_dtype source_dtype;
+    vox_encoder_config encoder;
+    struct {
+        char file[256];
+        vox_dtype dtype;
+    } embedding;
+    vox_decoder_config decoder;
+    struct {
+        char file[256];
+        int bos, eos, inst, inst_end, audio, begin_audio, transcribe;
+    } tokenizer;
+    int sample_rate;
+    double chunk_seconds, frame_rate;
+} vox_manifest;
+
+/* Reads DIR/voxtral.json; validates types, ranges (all sizes positive, heads * head_dim
+ * consistent, kv_heads divides heads, ...) and the format version (a mismatch says to re-export). */
+vox_status vox_manifest_read(const char *dir, vox_manifest *m, vox_error *err);
+/* Writes DIR/voxtral.json (through a temporary file and a rename). */
+vox_status vox_manifest_write(const char *dir, const vox_manifest *m, vox_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
