@@ -89,10 +89,18 @@ typedef struct {
 } vox_manifest;
 
 /* Reads DIR/voxtral.json; validates types, ranges (all sizes positive, heads * head_dim
- * consistent, kv_heads divides heads, ...) and the format version (a mismatch says to re-export). */
+ * consistent, kv_heads divides heads, ...) and the format version (a mismatch says to re-export).
+ * Every failure is a VOX_ERR_FORMAT (VOX_ERR_IO when the file cannot be read) whose message names
+ * the file and the field. */
 vox_status vox_manifest_read(const char *dir, vox_manifest *m, vox_error *err);
-/* Writes DIR/voxtral.json (through a temporary file and a rename). */
+/* Writes DIR/voxtral.json (through a temporary file and a rename), after vox_manifest_validate. */
 vox_status vox_manifest_write(const char *dir, const vox_manifest *m, vox_error *err);
+/* The checks of vox_manifest_read on the values alone (sizes positive, d_model == heads *
+ * head_dim, kv_heads divides heads, head_dim even, projector_dim == decoder hidden, token ids
+ * inside the vocabulary, ...). The blob file names and dtypes are checked only when
+ * check_files is set: the exporter validates the hyper-parameters before it knows them.
+ * VOX_ERR_FORMAT with a message naming the field ("text_decoder.kv_heads ..."). */
+vox_status vox_manifest_validate(const vox_manifest *m, int check_files, vox_error *err);
 
 #ifdef __cplusplus
 }
