@@ -25,7 +25,15 @@ void vox_error_prefix(vox_error *err, const char *fmt, ...) {
     va_end(ap);
     char old[VOX_ERROR_MSG_MAX];
     memcpy(old, err->msg, sizeof old);
-    snprintf(err->msg, sizeof err->msg, "%s: %s", prefix, old);
+    /* Truncation keeps the message well-formed; the prefix matters more than the tail. */
+    size_t n = strlen(prefix);
+    if (n > sizeof err->msg - 3) n = sizeof err->msg - 3;
+    memcpy(err->msg, prefix, n);
+    memcpy(err->msg + n, ": ", 2);
+    size_t room = sizeof err->msg - n - 3, len = strlen(old);
+    if (len > room) len = room;
+    memcpy(err->msg + n + 2, old, len);
+    err->msg[n + 2 + len] = 0;
 }
 
 const char *vox_status_name(vox_status code) {

@@ -1,0 +1,159 @@
+/* The operation table the forward pass is written against.
+ *
+ * pipeline/ computes the model once, in terms of these operations; each backend implements them:
+ *   cpu.c   portable C, float32 activations, weights used in place from the mapped file (F32,
+ *           BF16 or F16, converted on the fly). The readable reference, and the path CI runs.
+ *   cuda.c  the product: kernels/ plus cuBLAS, BF16 activations, one stream.
+ *
+ * Tensors are plain descriptors (data pointer, dtype, shape) of row-major memory owned by the
+ * backend. A "view" is a descriptor into another tensor's memory (rows of a matrix, one layer of
+ * the KV cache); views are never freed. Compute operations enqueue work and cannot fail (shape
+ * errors are bugs and trip VOX_ASSERT); a backend reports asynchronous failures at sync().
+ *
+ * Shapes below use [rows, cols]; M = rows of activations, C = channels. */
+#ifndef VOX_BACKEND_BACKEND_H
+#define VOX_BACKEND_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/dtype.h"
+#include "common/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define VOX_TENSOR_MAX_DIMS 4
+
+typedef struct {
+    void *data; /* host (cpu) or device (cuda) memory */
+    vox_dtype dtype;
+    int ndim;
+    int64_t shape[VOX_TENSOR_MAX_DIMS];
+} vox_tensor;
+
+size_t vox_tensor_numel(const vox_tensor *t);
+size_t vox_tensor_nbytes(const vox_tensor *t);
+/* Rows [row0, row0 + n) of a tensor seen as [shape[0], rest]: a view. */
+vox_tensor vox_tensor_rows(const vox_tensor *t, int64_t row0, int64_t n);
+/* The same memory seen with another shape (same element count): a view. */
+vox_tensor vox_tensor_reshape2(const vox_tensor *t, int64_t rows, int64_t cols);
+
+/* What the logits of one position say: the argmax, the log-probability (log-softmax in fp32
+ * over the full vocabulary) of a chosen id, and the k most likely ids with theirs. */
+#define VOX_MAX_TOP_K 20
+typedef struct {
+    int32_t argmax;
+    float argmax_margin; /* top-1 logit minus top-2 logit */
+    int32_t chosen;      /* the id whose log-probability was asked for (argmax if none) */
+    float chosen_logprob;
+    int k;
+    int32_t top_ids[VOX_MAX_TOP_K];
+    float top_logprobs[VOX_MAX_TOP_K];
+} vox_logits_stats;
+
+typedef struct vox_backend vox_backend;
+
+struct vox_backend {
+    const char *name;   /* "cpu" or "cuda:N" */
+    vox_dtype act_type; /* dtype of activations (F32 on cpu, BF16 on cuda) */
+    void *impl;
+
+    void (*destroy)(vox_backend *be);
+
+    /* ---- memory ---- */
+    /* Allocates t->data for t's dtype and shape (set by the caller). */
+    vox_status (*alloc)(vox_backend *be, vox_tensor *t, vox_error *err);
+    void (*free)(vox_backend *be, vox_tensor *t);
+    /* Makes a weight from host memory of type src_type (a mapped file): cpu keeps a view of it,
+     * cuda uploads it converted to its weight type (BF16), or to F32 when keep_f32 (tables the
+     * reference keeps in float32, such as the encoder positions). */
+    vox_status (*weight)(vox_backend *be, vox_tensor *dst, const void *src, vox_dtype src_type,
+                         int ndim, const int64_t *shape, bool keep_f32, vox_error *err);
+    /* Releases what weight() made (nothing for a view). */
+    void (*free_weight)(vox_backend *be, vox_tensor *t);
+    /* Host float32 -> t (converted to t's dtype), n elements from the start of t. */
+    void (*upload_f32)(vox_backend *be, vox_tensor *t, const float *src, size_t n);
+    /* t -> host float32, n elements from the start of t (synchronises). */
+    vox_status (*download_f32)(vox_backend *be, float *dst, const vox_tensor *t, size_t n,
+                               vox_error *err);
+    /* Waits for all enqueued work; reports what went wrong asynchronously. */
+    vox_status (*sync)(vox_backend *be, vox_error *err);
+
+    /* ---- compute ---- */
+    /* y[M,N] = x[M,K] @ w[N,K]^T (+ bias[N]). */
+    void (*matmul)(vox_backend *be, vox_tensor *y, const vox_tensor *x, const vox_tensor *w,
+                   const vox_tensor *bias);
+    /* y[M,C] = LayerNorm(x[M,C]) * w + b (statistics in fp32). y may alias x. */
+    void (*layer_norm)(vox_backend *be, vox_tensor *y, const vox_tensor *x, const vox_tensor *w,
+                       const vox_tensor *b, float eps);
+    /* y[M,C] = x * rsqrt(mean(x^2) + eps) * w (statistics in fp32). y may alias x. */
+    void (*rms_norm)(vox_backend *be, vox_tensor *y, const vox_tensor *x, const vox_tensor *w,
+                     float eps);
+    /* x = GELU(x), exact (erf) form, in place. */
+    void (*gelu)(vox_backend *be, vox_tensor *x);
+    /* y[M,F] = silu(gate[M,F]) * up[M,F]. y may alias gate. */
+    void (*silu_mul)(vox_backend *be, vox_tensor *y, const vox_tensor *gate, const vox_tensor *up);
+    /* y = a + b, same shapes. y may alias a or b. */
+    void (*add)(vox_backend *be, vox_tensor *y, const vox_tensor *a, const vox_tensor *b);
+    /* x[B*T, C] += p[T, C] for each of the B blocks of T rows (p is F32; the sum is formed in
+     * fp32 and rounded once, as transformers adds the encoder positions). */
+    void (*add_rows_f32)(vox_backend *be, vox_tensor *x, const vox_tensor *p);
+    /* Convolution with kernel 3, padding 1, stride 1 or 2, over B independent sequences:
+     * x is [B, C_in, T_in] when x_channels_first, else [B*T_in, C_in] (time-major);
+     * y is [B*T_out, C_out] (time-major), T_out = (T_in - 1) / stride + 1; w [C_out, C_in, 3]. */
+    void (*conv1d_k3)(vox_backend *be, vox_tensor *y, const vox_tensor *x, bool x_channels_first,
+                      int batch, int t_in, const vox_tensor *w, const vox_tensor *bias, int stride);
+    /* Rotary embedding, rotate-half pairing (dim i with i + D/2), in place on x[T, H*D];
+     * row t has position pos0 + t. inv_freq_i = theta^(-2i/D). */
+    void (*rope)(vox_backend *be, vox_tensor *x, int n_heads, int head_dim, int64_t pos0,
+                 double theta);
+    /* Scaled dot-product attention over `batch` independent sequences, fp32 softmax.
+     * q [batch*Tq, Hq*D], k and v [batch*Tk, Hkv*D] (rows of one sequence contiguous), out like q.
+     * Query head h uses key/value head h / (Hq/Hkv). causal: query row i (absolute position
+     * q_pos0 + i) sees key rows j <= q_pos0 + i; otherwise all Tk keys. */
+    void (*attention)(vox_backend *be, vox_tensor *out, const vox_tensor *q, const vox_tensor *k,
+                      const vox_tensor *v, int batch, int t_q, int t_k, int n_heads,
+                      int n_kv_heads, int head_dim, float scale, bool causal, int64_t q_pos0);
+    /* y[n, C] = table[ids[i]] for host ids. */
+    void (*embed)(vox_backend *be, vox_tensor *y, const vox_tensor *table, const int32_t *ids,
+                  size_t n);
+    /* dst = src, same element count and dtype (views allowed: copies rows into a cache). */
+    void (*copy)(vox_backend *be, vox_tensor *dst, const vox_tensor *src);
+    /* Statistics of logits [1, V] (see vox_logits_stats); chosen < 0 means the argmax; k <= 20.
+     * Synchronises: the only device-to-host traffic of a decode step. */
+    vox_status (*logits_stats)(vox_backend *be, const vox_tensor *logits, int32_t chosen, int k,
+                               vox_logits_stats *out, vox_error *err);
+
+    /* ---- timing ---- */
+    /* Records a time mark in stream order; returns its index. elapsed_ms(a, b) after sync(). */
+    int (*mark)(vox_backend *be);
+    double (*elapsed_ms)(vox_backend *be, int a, int b);
+    /* Live and peak bytes held by the allocator (tensors and weights). */
+    void (*memory)(vox_backend *be, size_t *live, size_t *peak);
+};
+
+/* Creates a backend by device name: "cpu", "cuda", "cuda:N". */
+vox_status vox_backend_create(const char *device, vox_backend **out, vox_error *err);
+/* True when a CUDA device is usable (driver present, at least one GPU). */
+bool vox_backend_cuda_available(void);
+void vox_backend_destroy(vox_backend *be);
+
+/* Helpers that allocate a fresh tensor with the given shape. */
+vox_status vox_tensor_new(vox_backend *be, vox_tensor *t, vox_dtype dtype, int ndim,
+                          const int64_t *shape, vox_error *err);
+vox_status vox_tensor_new2(vox_backend *be, vox_tensor *t, vox_dtype dtype, int64_t rows,
+                           int64_t cols, vox_error *err);
+void vox_tensor_free(vox_backend *be, vox_tensor *t);
+
+vox_status vox_backend_cpu_create(vox_backend **out, vox_error *err);
+#ifdef VOX_HAVE_CUDA
+vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,443 @@
+/* The CPU backend: portable C, float32 activations, simple loops (OpenMP over rows).
+ *
+ * It is the readable reference the CUDA backend is tested against, and the path CI runs; speed
+ * is not its goal. Weights stay where the loader mapped them (F32, BF16 or F16) and are
+ * converted to float32 a row at a time as they are used. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend/backend.h"
+
+#define CPU_MAX_MARKS 4096
+
+typedef struct {
+    size_t live, peak;
+    double marks[CPU_MAX_MARKS];
+    int n_marks;
+} cpu_state;
+
+static double wall_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int64_t rows_of(const vox_tensor *t) { return t->shape[0]; }
+static int64_t cols_of(const vox_tensor *t) {
+    return (int64_t)(vox_tensor_numel(t) / (t->shape[0] ? (size_t)t->shape[0] : 1));
+}
+
+/* Row i of a 2-D view of t as float32: a pointer into t when it is F32, else converted into buf. */
+static const float *row_f32(const vox_tensor *t, int64_t i, int64_t cols, float *buf) {
+    size_t off = (size_t)i * (size_t)cols;
+    if (t->dtype == VOX_DTYPE_F32) return (const float *)t->data + off;
+    const char *base = (const char *)t->data + off * vox_dtype_size(t->dtype);
+    int ok = vox_to_f32(buf, base, t->dtype, (size_t)cols);
+    VOX_ASSERT(ok);
+    return buf;
+}
+
+static float *act(const vox_tensor *t) {
+    VOX_ASSERT(t->dtype == VOX_DTYPE_F32);
+    return (float *)t->data;
+}
+
+/* ---- memory ---------------------------------------------------------------------------------- */
+
+static vox_status cpu_alloc(vox_backend *be, vox_tensor *t, vox_error *err) {
+    cpu_state *s = be->impl;
+    size_t bytes = vox_tensor_nbytes(t);
+    t->data = calloc(1, bytes ? bytes : 1);
+    if (!t->data)
+        return vox_fail(err, VOX_ERR_NOMEM, "cpu: cannot allocate %zu bytes", bytes);
+    s->live += bytes;
+    if (s->live > s->peak) s->peak = s->live;
+    return VOX_OK;
+}
+
+static void cpu_free(vox_backend *be, vox_tensor *t) {
+    cpu_state *s = be->impl;
+    s->live -= vox_tensor_nbytes(t);
+    free(t->data);
+    t->data = NULL;
+}
+
+static vox_status cpu_weight(vox_backend *be, vox_tensor *dst, const void *src, vox_dtype type,
+                             int ndim, const int64_t *shape, bool keep_f32, vox_error *err) {
+    (void)be, (void)keep_f32; /* every type is read as float32 here */
+    if (type != VOX_DTYPE_F32 && type != VOX_DTYPE_BF16 && type != VOX_DTYPE_F16)
+        return vox_fail(err, VOX_ERR_UNSUPPORTED, "cpu: weights of type %s are not supported",
+                        vox_dtype_name(type));
+    memset(dst, 0, sizeof *dst);
+    dst->data = (void *)src; /* a view of the mapped file: read-only by contract */
+    dst->dtype = type;
+    dst->ndim = ndim;
+    for (int i = 0; i < ndim; i++) dst->shape[i] = shape[i];
+    return VOX_OK;
+}
+
+static void cpu_free_weight(vox_backend *be, vox_tensor *t) {
+    (void)be;
+    t->data = NULL; /* a view of the mapping, which the model closes */
+}
+
+static void cpu_upload_f32(vox_backend *be, vox_tensor *t, const float *src, size_t n) {
+    (void)be;
+    VOX_ASSERT(n <= vox_tensor_numel(t));
+    memcpy(act(t), src, n * sizeof(float));
+}
+
+static vox_status cpu_download_f32(vox_backend *be, float *dst, const vox_tensor *t, size_t n,
+                                   vox_error *err) {
+    (void)be, (void)err;
+    VOX_ASSERT(n <= vox_tensor_numel(t));
+    vox_to_f32(dst, t->data, t->dtype, n);
+    return VOX_OK;
+}
+
+static vox_status cpu_sync(vox_backend *be, vox_error *err) {
+    (void)be, (void)err;
+    return VOX_OK;
+}
+
+/* ---- compute --------------------------------------------------------------------------------- */
+
+/* Dot product with eight partial sums: vectorises without -ffast-math. */
+static float dot_f32(const float *a, const float *b, int64_t n) {
+    float acc[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++) acc[j] += a[i + j] * b[i + j];
+    float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    for (; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+static void cpu_matmul(vox_backend *be, vox_tensor *y, const vox_tensor *x, const vox_tensor *w,
+                       const vox_tensor *bias) {
+    (void)be;
+    int64_t M = rows_of(x), K = cols_of(x), N = rows_of(w);
+    VOX_ASSERT(cols_of(w) == K && rows_of(y) == M && cols_of(y) == N);
+    const float *X = act(x);
+    float *Y = act(y);
+    float *bias_f = NULL;
+    if (bias) {
+        VOX_ASSERT((int64_t)vox_tensor_numel(bias) == N);
+        bias_f = malloc((size_t)N * sizeof(float));
+        VOX_ASSERT(bias_f);
+        vox_to_f32(bias_f, bias->data, bias->dtype, (size_t)N);
+    }
+    /* Weight rows in blocks, so that a converted block is reused by every row of x. */
+    const int64_t NB = 64;
+#pragma omp parallel
+    {
+        float *wbuf = malloc((size_t)(NB * K) * sizeof(float));
+        VOX_ASSERT(wbuf);
+#pragma omp for schedule(dynamic)
+        for (int64_t n0 = 0; n0 < N; n0 += NB) {
+            int64_t nb = N - n0 < NB ? N - n0 : NB;
+            const float *wrows[64];
+            for (int64_t j = 0; j < nb; j++) wrows[j] = row_f32(w, n0 + j, K, wbuf + j * K);
+            for (int64_t m = 0; m < M; m++) {
+                const float *xm = X + m * K;
+                float *ym = Y + m * N + n0;
+                for (int64_t j = 0; j < nb; j++)
+                    ym[j] = dot_f32(xm, wrows[j], K) + (bias_f ? bias_f[n0 + j] : 0.0f);
+            }
+        }
+        free(wbuf);
+    }
+    free(bias_f);
+}
+
+static void cpu_layer_norm(vox_backend *be, vox_tensor *y, const vox_tensor *x,
+                           const vox_tensor *w, const vox_tensor *b, float eps) {
+    (void)be;
+    int64_t M = rows_of(x), C = cols_of(x);
+    float *wf = malloc((size_t)C * sizeof(float)), *bf = malloc((size_t)C * sizeof(float));
+    VOX_ASSERT(wf && bf);
+    vox_to_f32(wf, w->data, w->dtype, (size_t)C);
+    vox_to_f32(bf, b->data, b->dtype, (size_t)C);
+#pragma omp parallel for
+    for (int64_t m = 0; m < M; m++) {
+        const float *xm = act(x) + m * C;
+        float *ym = act(y) + m * C;
+        double mean = 0, var = 0;
+        for (int64_t c = 0; c < C; c++) mean += xm[c];
+        mean /= (double)C;
+        for (int64_t c = 0; c < C; c++) var += (xm[c] - mean) * (xm[c] - mean);
+        var /= (double)C;
+        float inv = (float)(1.0 / sqrt(var + eps));
+        for (int64_t c = 0; c < C; c++) ym[c] = ((float)(xm[c] - mean) * inv) * wf[c] + bf[c];
+    }
+    free(wf);
+    free(bf);
+}
+
+static void cpu_rms_norm(vox_backend *be, vox_tensor *y, const vox_tensor *x, const vox_tensor *w,
+                         float eps) {
+    (void)be;
+    int64_t M = rows_of(x), C = cols_of(x);
+    float *wf = malloc((size_t)C * sizeof(float));
+    VOX_ASSERT(wf);
+    vox_to_f32(wf, w->data, w->dtype, (size_t)C);
+#pragma omp parallel for
+    for (int64_t m = 0; m < M; m++) {
+        const float *xm = act(x) + m * C;
+        float *ym = act(y) + m * C;
+        double ss = 0;
+        for (int64_t c = 0; c < C; c++) ss += (double)xm[c] * xm[c];
+        float inv = (float)(1.0 / sqrt(ss / (double)C + eps));
+        for (int64_t c = 0; c < C; c++) ym[c] = wf[c] * (xm[c] * inv);
+    }
+    free(wf);
+}
+
+static void cpu_gelu(vox_backend *be, vox_tensor *x) {
+    (void)be;
+    float *p = act(x);
+    size_t n = vox_tensor_numel(x);
+#pragma omp parallel for
+    for (size_t i = 0; i < n; i++) p[i] = 0.5f * p[i] * (1.0f + erff(p[i] * 0.70710678118654752f));
+}
+
+static void cpu_silu_mul(vox_backend *be, vox_tensor *y, const vox_tensor *gate,
+                         const vox_tensor *up) {
+    (void)be;
+    size_t n = vox_tensor_numel(gate);
+    VOX_ASSERT(vox_tensor_numel(up) == n && vox_tensor_numel(y) == n);
+    const float *g = act(gate), *u = act(up);
+    float *o = act(y);
+#pragma omp parallel for
+    for (size_t i = 0; i < n; i++) o[i] = (g[i] / (1.0f + expf(-g[i]))) * u[i];
+}
+
+static void cpu_add(vox_backend *be, vox_tensor *y, const vox_tensor *a, const vox_tensor *b) {
+    (void)be;
+    size_t n = vox_tensor_numel(a);
+    VOX_ASSERT(vox_tensor_numel(b) == n && vox_tensor_numel(y) == n);
+    const float *pa = act(a), *pb = act(b);
+    float *py = act(y);
+    for (size_t i = 0; i < n; i++) py[i] = pa[i] + pb[i];
+}
+
+static void cpu_add_rows_f32(vox_backend *be, vox_tensor *x, const vox_tensor *p) {
+    (void)be;
+    VOX_ASSERT(p->dtype == VOX_DTYPE_F32);
+    int64_t T = rows_of(p), C = cols_of(p);
+    VOX_ASSERT(cols_of(x) == C && rows_of(x) % T == 0);
+    float *px = act(x);
+    const float *pp = p->data;
+    for (int64_t r = 0; r < rows_of(x); r++)
+        for (int64_t c = 0; c < C; c++) px[r * C + c] += pp[(r % T) * C + c];
+}
+
+static void cpu_conv1d_k3(vox_backend *be, vox_tensor *y, const vox_tensor *x,
+                          bool x_channels_first, int batch, int t_in, const vox_tensor *w,
+                          const vox_tensor *bias, int stride) {
+    (void)be;
+    int64_t c_out = w->shape[0], c_in = w->shape[1];
+    VOX_ASSERT(w->ndim == 3 && w->shape[2] == 3);
+    int t_out = (t_in - 1) / stride + 1;
+    VOX_ASSERT(rows_of(y) == (int64_t)batch * t_out && cols_of(y) == c_out);
+    VOX_ASSERT(vox_tensor_numel(x) == (size_t)batch * (size_t)t_in * (size_t)c_in);
+    float *bf = malloc((size_t)c_out * sizeof(float));
+    VOX_ASSERT(bf);
+    vox_to_f32(bf, bias->data, bias->dtype, (size_t)c_out);
+    const float *X = act(x);
+    float *Y = act(y);
+    /* Gather each output step's input window as [c_in * 3] (matching w's layout), then dot. */
+#pragma omp parallel
+    {
+        float *win = malloc((size_t)(c_in * 3) * sizeof(float));
+        float *wrow = malloc((size_t)(c_in * 3) * sizeof(float));
+        VOX_ASSERT(win && wrow);
+#pragma omp for
+        for (int64_t bt = 0; bt < (int64_t)batch * t_out; bt++) {
+            int64_t b = bt / t_out, t = bt % t_out;
+            for (int64_t ci = 0; ci < c_in; ci++) {
+                for (int k = 0; k < 3; k++) {
+                    int64_t ti = t * stride + k - 1;
+                    float v = 0.0f;
+                    if (ti >= 0 && ti < t_in)
+                        v = x_channels_first ? X[(b * c_in + ci) * t_in + ti]
+                                             : X[(b * t_in + ti) * c_in + ci];
+                    win[ci * 3 + k] = v;
+                }
+            }
+            for (int64_t co = 0; co < c_out; co++) {
+                const float *wr = row_f32(w, co, c_in * 3, wrow);
+                Y[bt * c_out + co] = dot_f32(win, wr, c_in * 3) + bf[co];
+            }
+        }
+        free(win);
+        free(wrow);
+    }
+    free(bf);
+}
+
+static void cpu_rope(vox_backend *be, vox_tensor *x, int n_heads, int head_dim, int64_t pos0,
+                     double theta) {
+    (void)be;
+    int64_t T = rows_of(x);
+    VOX_ASSERT(cols_of(x) == (int64_t)n_heads * head_dim && head_dim % 2 == 0);
+    int half = head_dim / 2;
+    float *px = act(x);
+    for (int64_t t = 0; t < T; t++) {
+        for (int i = 0; i < half; i++) {
+            /* As transformers: inv_freq in fp32, angle = position * inv_freq in fp32, then
+             * cos/sin of that fp32 angle. */
+            float inv_freq = (float)(1.0 / pow(theta, (double)(2 * i) / head_dim));
+            float angle = (float)(pos0 + t) * inv_freq;
+            float c = cosf(angle), s = sinf(angle);
+            for (int h = 0; h < n_heads; h++) {
+                float *v = px + t * n_heads * head_dim + h * head_dim;
+                float a = v[i], b = v[i + half];
+                v[i] = a * c - b * s;
+                v[i + half] = b * c + a * s;
+            }
+        }
+    }
+}
+
+static void cpu_attention(vox_backend *be, vox_tensor *out, const vox_tensor *q,
+                          const vox_tensor *k, const vox_tensor *v, int batch, int t_q, int t_k,
+                          int n_heads, int n_kv_heads, int head_dim, float scale, bool causal,
+                          int64_t q_pos0) {
+    (void)be;
+    VOX_ASSERT(n_heads % n_kv_heads == 0);
+    VOX_ASSERT(rows_of(q) == (int64_t)batch * t_q && rows_of(k) >= (int64_t)batch * t_k);
+    int group = n_heads / n_kv_heads;
+    int64_t qs = (int64_t)n_heads * head_dim, ks = (int64_t)n_kv_heads * head_dim;
+    const float *Q = act(q), *K = act(k), *V = act(v);
+    float *O = act(out);
+#pragma omp parallel
+    {
+        float *scores = malloc((size_t)t_k * sizeof(float));
+        VOX_ASSERT(scores);
+#pragma omp for collapse(2)
+        for (int64_t bh = 0; bh < (int64_t)batch * n_heads; bh++) {
+            for (int64_t i = 0; i < t_q; i++) {
+                int64_t b = bh / n_heads, h = bh % n_heads, kh = h / group;
+                const float *qi = Q + (b * t_q + i) * qs + h * head_dim;
+                int64_t n_keys = causal ? q_pos0 + i + 1 : t_k;
+                if (n_keys > t_k) n_keys = t_k;
+                float mx = -FLT_MAX;
+                for (int64_t j = 0; j < n_keys; j++) {
+                    const float *kj = K + (b * t_k + j) * ks + kh * head_dim;
+                    scores[j] = dot_f32(qi, kj, head_dim) * scale;
+                    if (scores[j] > mx) mx = scores[j];
+                }
+                double sum = 0;
+                for (int64_t j = 0; j < n_keys; j++) {
+                    scores[j] = expf(scores[j] - mx);
+                    sum += scores[j];
+                }
+                float *oi = O + (b * t_q + i) * qs + h * head_dim;
+                for (int d = 0; d < head_dim; d++) oi[d] = 0.0f;
+                for (int64_t j = 0; j < n_keys; j++) {
+                    const float *vj = V + (b * t_k + j) * ks + kh * head_dim;
+                    float p = (float)(scores[j] / sum);
+                    for (int d = 0; d < head_dim; d++) oi[d] += p * vj[d];
+                }
+            }
+        }
+        free(scores);
+    }
+}
+
+static void cpu_embed(vox_backend *be, vox_tensor *y, const vox_tensor *table, const int32_t *ids,
+                      size_t n) {
+    (void)be;
+    int64_t C = cols_of(table);
+    VOX_ASSERT(rows_of(y) == (int64_t)n && cols_of(y) == C);
+    for (size_t i = 0; i < n; i++) {
+        VOX_ASSERT(ids[i] >= 0 && ids[i] < rows_of(table));
+        const char *src = (const char *)table->data + (size_t)ids[i] * C * vox_dtype_size(table->dtype);
+        vox_to_f32(act(y) + i * C, src, table->dtype, (size_t)C);
+    }
+}
+
+static void cpu_copy(vox_backend *be, vox_tensor *dst, const vox_tensor *src) {
+    (void)be;
+    VOX_ASSERT(dst->dtype == src->dtype && vox_tensor_nbytes(dst) == vox_tensor_nbytes(src));
+    memmove(dst->data, src->data, vox_tensor_nbytes(src));
+}
+
+/* Fills the statistics of one row of float32 logits (shared with the CUDA backend's host side). */
+void vox_logits_stats_host(const float *logits, int64_t V, int32_t chosen, int k,
+                           vox_logits_stats *out);
+
+static vox_status cpu_logits_stats(vox_backend *be, const vox_tensor *logits, int32_t chosen,
+                                   int k, vox_logits_stats *out, vox_error *err) {
+    (void)be, (void)err;
+    vox_logits_stats_host(act(logits), (int64_t)vox_tensor_numel(logits), chosen, k, out);
+    return VOX_OK;
+}
+
+static int cpu_mark(vox_backend *be) {
+    cpu_state *s = be->impl;
+    VOX_ASSERT(s->n_marks < CPU_MAX_MARKS);
+    s->marks[s->n_marks] = wall_ms();
+    return s->n_marks++;
+}
+
+static double cpu_elapsed_ms(vox_backend *be, int a, int b) {
+    cpu_state *s = be->impl;
+    return s->marks[b] - s->marks[a];
+}
+
+static void cpu_memory(vox_backend *be, size_t *live, size_t *peak) {
+    cpu_state *s = be->impl;
+    *live = s->live;
+    *peak = s->peak;
+}
+
+static void cpu_destroy(vox_backend *be) {
+    free(be->impl);
+    free(be);
+}
+
+vox_status vox_backend_cpu_create(vox_backend **out, vox_error *err) {
+    vox_backend *be = calloc(1, sizeof *be);
+    cpu_state *s = calloc(1, sizeof *s);
+    if (!be || !s) {
+        free(be);
+        free(s);
+        return vox_fail(err, VOX_ERR_NOMEM, "cpu backend: out of memory");
+    }
+    *be = (vox_backend){
+        .name = "cpu",
+        .act_type = VOX_DTYPE_F32,
+        .impl = s,
+        .destroy = cpu_destroy,
+        .alloc = cpu_alloc,
+        .free = cpu_free,
+        .weight = cpu_weight,
+        .free_weight = cpu_free_weight,
+        .upload_f32 = cpu_upload_f32,
+        .download_f32 = cpu_download_f32,
+        .sync = cpu_sync,
+        .matmul = cpu_matmul,
+        .layer_norm = cpu_layer_norm,
+        .rms_norm = cpu_rms_norm,
+        .gelu = cpu_gelu,
+        .silu_mul = cpu_silu_mul,
+        .add = cpu_add,
+        .add_rows_f32 = cpu_add_rows_f32,
+        .conv1d_k3 = cpu_conv1d_k3,
+        .rope = cpu_rope,
+        .attention = cpu_attention,
+        .embed = cpu_embed,
+        .copy = cpu_copy,
+        .logits_stats = cpu_logits_stats,
+        .mark = cpu_mark,
+        .elapsed_ms = cpu_elapsed_ms,
+        .memory = cpu_memory,
+    };
+    *out = be;
+    return VOX_OK;
+}

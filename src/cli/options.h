@@ -1,0 +1,41 @@
+/* voxtral_runner's command line: parsed once into vox_cli_options, defaults in one place. */
+#ifndef VOX_CLI_OPTIONS_H
+#define VOX_CLI_OPTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "voxtral/voxtral.h"
+
+typedef enum { VOX_OUT_TXT, VOX_OUT_JSON } vox_output_format;
+
+typedef struct {
+    const char *model_dir;
+    const char *device;     /* NULL: automatic */
+    const char *language;   /* NULL: detect */
+    int max_new_tokens;     /* 0: by audio length */
+    bool ignore_eos;
+    int logprobs;
+    int32_t *force_ids;     /* owned */
+    size_t n_force_ids;
+    vox_output_format format;
+    bool latency;
+    const char *latency_json;
+    const char **files;     /* owned array of borrowed strings */
+    size_t n_files;
+} vox_cli_options;
+
+/* Exit statuses of voxtral_runner (README documents them). */
+enum { VOX_EXIT_OK = 0, VOX_EXIT_SOME_FAILED = 1, VOX_EXIT_USAGE = 2 };
+
+/* Parses argv. Returns 0 to go on, or an exit status to stop with (after --help/--version: 0;
+ * on a usage error: VOX_EXIT_USAGE, with the message in err). *stop is set when it should stop. */
+int vox_cli_parse(int argc, char **argv, vox_cli_options *o, bool *stop, vox_error *err);
+void vox_cli_options_free(vox_cli_options *o);
+void vox_cli_print_help(const char *prog);
+
+/* Parses "1,2,3" or "@FILE" (ids separated by commas or white space) into ids. */
+vox_status vox_cli_parse_ids(const char *spec, int32_t **ids, size_t *n, vox_error *err);
+
+#endif

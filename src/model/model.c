@@ -1,0 +1,229 @@
+/* Loading an exported model directory (see format/manifest.h for the names and shapes). */
+#include "model/model.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One weight the forward pass needs: where it lives, its expected shape, where it goes. */
+typedef struct {
+    vox_safetensors *blob;
+    char name[96];
+    int ndim;
+    int64_t shape[3];
+    bool keep_f32;
+    vox_tensor *dst;
+} weight_spec;
+
+typedef struct {
+    weight_spec *items;
+    size_t n, cap;
+} weight_list;
+
+static vox_status want(weight_list *l, vox_safetensors *blob, vox_tensor *dst, bool keep_f32,
+                       int ndim, int64_t d0, int64_t d1, int64_t d2, vox_error *err,
+                       const char *fmt, ...) __attribute__((format(printf, 10, 11)));
+
+static vox_status want(weight_list *l, vox_safetensors *blob, vox_tensor *dst, bool keep_f32,
+                       int ndim, int64_t d0, int64_t d1, int64_t d2, vox_error *err,
+                       const char *fmt, ...) {
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 256;
+        weight_spec *p = realloc(l->items, cap * sizeof *p);
+        if (!p) return vox_fail(err, VOX_ERR_NOMEM, "out of memory listing weights");
+        l->items = p;
+        l->cap = cap;
+    }
+    weight_spec *w = &l->items[l->n++];
+    memset(w, 0, sizeof *w);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(w->name, sizeof w->name, fmt, ap);
+    va_end(ap);
+    w->blob = blob;
+    w->ndim = ndim;
+    w->shape[0] = d0, w->shape[1] = d1, w->shape[2] = d2;
+    w->keep_f32 = keep_f32;
+    w->dst = dst;
+    return VOX_OK;
+}
+
+#define WANT(blob, dst, ndim, d0, d1, d2, ...)                                                   \
+    do {                                                                                        \
+        vox_status st_ = want(&list, blob, dst, false, ndim, d0, d1, d2, err, __VA_ARGS__);     \
+        if (st_) goto fail;                                                                     \
+    } while (0)
+
+static vox_status list_weights(vox_model *m, weight_list *l_out, vox_error *err) {
+    weight_list list = {0};
+    const vox_encoder_config *e = &m->cfg.encoder;
+    const vox_decoder_config *d = &m->cfg.decoder;
+    vox_safetensors *enc = m->blob_encoder, *emb = m->blob_embedding, *dec = m->blob_decoder;
+    int64_t D = e->d_model, F = e->ffn_dim;
+
+    WANT(enc, &m->conv1_w, 3, D, e->num_mel_bins, 3, "conv1.weight");
+    WANT(enc, &m->conv1_b, 1, D, 0, 0, "conv1.bias");
+    WANT(enc, &m->conv2_w, 3, D, D, 3, "conv2.weight");
+    WANT(enc, &m->conv2_b, 1, D, 0, 0, "conv2.bias");
+    if (want(&list, enc, &m->positions, true, 2, e->max_source_positions, D, 0, err, "positions"))
+        goto fail;
+    for (int i = 0; i < e->layers; i++) {
+        vox_encoder_layer *L = &m->enc_layers[i];
+        WANT(enc, &L->attn_norm_w, 1, D, 0, 0, "layers.%d.attn_norm.weight", i);
+        WANT(enc, &L->attn_norm_b, 1, D, 0, 0, "layers.%d.attn_norm.bias", i);
+        WANT(enc, &L->q_w, 2, D, D, 0, "layers.%d.attn.q.weight", i);
+        WANT(enc, &L->q_b, 1, D, 0, 0, "layers.%d.attn.q.bias", i);
+        WANT(enc, &L->k_w, 2, D, D, 0, "layers.%d.attn.k.weight", i);
+        WANT(enc, &L->v_w, 2, D, D, 0, "layers.%d.attn.v.weight", i);
+        WANT(enc, &L->v_b, 1, D, 0, 0, "layers.%d.attn.v.bias", i);
+        WANT(enc, &L->o_w, 2, D, D, 0, "layers.%d.attn.o.weight", i);
+        WANT(enc, &L->o_b, 1, D, 0, 0, "layers.%d.attn.o.bias", i);
+        WANT(enc, &L->ffn_norm_w, 1, D, 0, 0, "layers.%d.ffn_norm.weight", i);
+        WANT(enc, &L->ffn_norm_b, 1, D, 0, 0, "layers.%d.ffn_norm.bias", i);
+        WANT(enc, &L->fc1_w, 2, F, D, 0, "layers.%d.fc1.weight", i);
+        WANT(enc, &L->fc1_b, 1, F, 0, 0, "layers.%d.fc1.bias", i);
+        WANT(enc, &L->fc2_w, 2, D, F, 0, "layers.%d.fc2.weight", i);
+        WANT(enc, &L->fc2_b, 1, D, 0, 0, "layers.%d.fc2.bias", i);
+    }
+    WANT(enc, &m->enc_norm_w, 1, D, 0, 0, "norm.weight");
+    WANT(enc, &m->enc_norm_b, 1, D, 0, 0, "norm.bias");
+    WANT(enc, &m->proj1, 2, e->projector_dim, D * e->downsample_factor, 0, "projector.linear1.weight");
+    WANT(enc, &m->proj2, 2, e->projector_dim, e->projector_dim, 0, "projector.linear2.weight");
+
+    WANT(emb, &m->embedding, 2, d->vocab_size, d->hidden, 0, "embedding");
+
+    int64_t H = d->hidden, QD = (int64_t)d->heads * d->head_dim, KD = (int64_t)d->kv_heads * d->head_dim;
+    for (int i = 0; i < d->layers; i++) {
+        vox_decoder_layer *L = &m->dec_layers[i];
+        WANT(dec, &L->attn_norm, 1, H, 0, 0, "layers.%d.attn_norm.weight", i);
+        WANT(dec, &L->q, 2, QD, H, 0, "layers.%d.attn.q.weight", i);
+        WANT(dec, &L->k, 2, KD, H, 0, "layers.%d.attn.k.weight", i);
+        WANT(dec, &L->v, 2, KD, H, 0, "layers.%d.attn.v.weight", i);
+        WANT(dec, &L->o, 2, H, QD, 0, "layers.%d.attn.o.weight", i);
+        WANT(dec, &L->ffn_norm, 1, H, 0, 0, "layers.%d.ffn_norm.weight", i);
+        WANT(dec, &L->gate, 2, d->ffn_dim, H, 0, "layers.%d.mlp.gate.weight", i);
+        WANT(dec, &L->up, 2, d->ffn_dim, H, 0, "layers.%d.mlp.up.weight", i);
+        WANT(dec, &L->down, 2, H, d->ffn_dim, 0, "layers.%d.mlp.down.weight", i);
+    }
+    WANT(dec, &m->dec_norm, 1, H, 0, 0, "norm.weight");
+    WANT(dec, &m->lm_head, 2, d->vocab_size, H, 0, "lm_head.weight");
+    *l_out = list;
+    return VOX_OK;
+fail:
+    free(list.items);
+    return err->code;
+}
+
+static void shape_str(char *buf, size_t n, int ndim, const int64_t *shape) {
+    size_t o = (size_t)snprintf(buf, n, "[");
+    for (int i = 0; i < ndim && o < n; i++)
+        o += (size_t)snprintf(buf + o, n - o, i ? ", %lld" : "%lld", (long long)shape[i]);
+    if (o < n) snprintf(buf + o, n - o, "]");
+}
+
+/* Every tensor present, float, of the expected shape; checked before anything is allocated. */
+static vox_status check_weights(const weight_list *l, vox_error *err) {
+    for (size_t i = 0; i < l->n; i++) {
+        const weight_spec *w = &l->items[i];
+        const vox_st_tensor *t = vox_st_find(w->blob, w->name);
+        const char *path = vox_st_path(w->blob);
+        if (!t)
+            return vox_fail(err, VOX_ERR_FORMAT, "%s: tensor '%s' is missing (re-export the model)",
+                            path, w->name);
+        if (t->dtype != VOX_DTYPE_F32 && t->dtype != VOX_DTYPE_BF16 && t->dtype != VOX_DTYPE_F16)
+            return vox_fail(err, VOX_ERR_FORMAT, "%s: tensor '%s' has dtype %s; expected F32, BF16 or F16",
+                            path, w->name, vox_dtype_name(t->dtype));
+        if (w->keep_f32 && t->dtype != VOX_DTYPE_F32)
+            return vox_fail(err, VOX_ERR_FORMAT, "%s: tensor '%s' must be F32, not %s", path,
+                            w->name, vox_dtype_name(t->dtype));
+        bool same = t->ndim == w->ndim;
+        for (int k = 0; same && k < w->ndim; k++) same = t->shape[k] == w->shape[k];
+        if (!same) {
+            char got[128], exp[128];
+            shape_str(got, sizeof got, t->ndim, t->shape);
+            shape_str(exp, sizeof exp, w->ndim, w->shape);
+            return vox_fail(err, VOX_ERR_FORMAT,
+                            "%s: tensor '%s' has shape %s but voxtral.json implies %s", path,
+                            w->name, got, exp);
+        }
+    }
+    return VOX_OK;
+}
+
+static vox_status open_blob(const vox_model *m, const char *file, vox_safetensors **out,
+                            vox_error *err) {
+    char path[VOX_PATH_MAX + 300];
+    snprintf(path, sizeof path, "%s/%s", m->dir, file);
+    if (strchr(file, '/'))
+        return vox_fail(err, VOX_ERR_FORMAT, "%s/%s: blob names must be plain file names", m->dir,
+                        VOX_MANIFEST_FILE);
+    return vox_st_open(path, out, err);
+}
+
+vox_status vox_model_load(const char *dir, vox_backend *be, vox_model **out, vox_error *err) {
+    *out = NULL;
+    vox_model *m = calloc(1, sizeof *m);
+    if (!m) return vox_fail(err, VOX_ERR_NOMEM, "out of memory");
+    m->be = be;
+    snprintf(m->dir, sizeof m->dir, "%s", dir);
+    weight_list list = {0};
+    vox_status st = vox_manifest_read(dir, &m->cfg, err);
+    if (st) goto fail;
+    if ((st = open_blob(m, m->cfg.encoder.file, &m->blob_encoder, err))) goto fail;
+    if ((st = open_blob(m, m->cfg.embedding.file, &m->blob_embedding, err))) goto fail;
+    if ((st = open_blob(m, m->cfg.decoder.file, &m->blob_decoder, err))) goto fail;
+    m->enc_layers = calloc((size_t)m->cfg.encoder.layers, sizeof *m->enc_layers);
+    m->dec_layers = calloc((size_t)m->cfg.decoder.layers, sizeof *m->dec_layers);
+    if (!m->enc_layers || !m->dec_layers) {
+        st = vox_fail(err, VOX_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    if ((st = list_weights(m, &list, err))) goto fail;
+    if ((st = check_weights(&list, err))) goto fail;
+    for (size_t i = 0; i < list.n; i++) {
+        const weight_spec *w = &list.items[i];
+        const vox_st_tensor *t = vox_st_find(w->blob, w->name);
+        st = be->weight(be, w->dst, t->data, t->dtype, t->ndim, t->shape, w->keep_f32, err);
+        if (st) {
+            vox_error_prefix(err, "%s: tensor '%s'", vox_st_path(w->blob), w->name);
+            goto fail;
+        }
+    }
+    free(list.items);
+    /* CPU weights are views of the mappings, so these stay open for the model's lifetime. */
+    *out = m;
+    return VOX_OK;
+fail:
+    free(list.items);
+    vox_model_free(m);
+    return st;
+}
+
+static void free_weight(vox_model *m, vox_tensor *t) {
+    if (t->data) m->be->free_weight(m->be, t);
+    t->data = NULL;
+}
+
+void vox_model_free(vox_model *m) {
+    if (!m) return;
+    /* Every vox_tensor in the struct is a weight: walk them generically. */
+    vox_tensor *fixed[] = {&m->conv1_w, &m->conv1_b,    &m->conv2_w,    &m->conv2_b,
+                           &m->positions, &m->enc_norm_w, &m->enc_norm_b, &m->proj1,
+                           &m->proj2,   &m->embedding,  &m->dec_norm,   &m->lm_head};
+    for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++) free_weight(m, fixed[i]);
+    for (int l = 0; m->enc_layers && l < m->cfg.encoder.layers; l++) {
+        vox_tensor *t = (vox_tensor *)&m->enc_layers[l];
+        for (size_t i = 0; i < sizeof(vox_encoder_layer) / sizeof(vox_tensor); i++) free_weight(m, &t[i]);
+    }
+    for (int l = 0; m->dec_layers && l < m->cfg.decoder.layers; l++) {
+        vox_tensor *t = (vox_tensor *)&m->dec_layers[l];
+        for (size_t i = 0; i < sizeof(vox_decoder_layer) / sizeof(vox_tensor); i++) free_weight(m, &t[i]);
+    }
+    free(m->enc_layers);
+    free(m->dec_layers);
+    vox_st_close(m->blob_encoder);
+    vox_st_close(m->blob_embedding);
+    vox_st_close(m->blob_decoder);
+    free(m);
+}

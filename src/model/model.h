@@ -1,0 +1,59 @@
+/* The exported model in memory: the manifest, the mapped blobs and the weights on a backend.
+ *
+ * Loading reads DIR/voxtral.json, maps the three blobs, checks that every tensor the forward
+ * pass needs is present with the manifest's shape and a float dtype, and only then makes the
+ * backend weights (cpu: views of the mapping; cuda: one upload). */
+#ifndef VOX_MODEL_MODEL_H
+#define VOX_MODEL_MODEL_H
+
+#include "backend/backend.h"
+#include "format/manifest.h"
+#include "format/safetensors.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    vox_tensor attn_norm_w, attn_norm_b;     /* [d] */
+    vox_tensor q_w, q_b, k_w, v_w, v_b;      /* [d, d], [d]; k has no bias */
+    vox_tensor o_w, o_b;                     /* [d, d], [d] */
+    vox_tensor ffn_norm_w, ffn_norm_b;       /* [d] */
+    vox_tensor fc1_w, fc1_b, fc2_w, fc2_b;   /* [ffn, d], [ffn], [d, ffn], [d] */
+} vox_encoder_layer;
+
+typedef struct {
+    vox_tensor attn_norm;                    /* [hidden] */
+    vox_tensor q, k, v, o;                   /* [H*hd, hidden], [Hkv*hd, hidden] x2, [hidden, H*hd] */
+    vox_tensor ffn_norm;                     /* [hidden] */
+    vox_tensor gate, up, down;               /* [ffn, hidden] x2, [hidden, ffn] */
+} vox_decoder_layer;
+
+typedef struct {
+    char dir[VOX_PATH_MAX];
+    vox_manifest cfg;
+    vox_backend *be;
+    vox_safetensors *blob_encoder, *blob_embedding, *blob_decoder;
+
+    /* audio_encoder */
+    vox_tensor conv1_w, conv1_b;             /* [d, mel, 3], [d] */
+    vox_tensor conv2_w, conv2_b;             /* [d, d, 3], [d] */
+    vox_tensor positions;                    /* [max_source_positions, d], F32 */
+    vox_encoder_layer *enc_layers;
+    vox_tensor enc_norm_w, enc_norm_b;       /* [d] */
+    vox_tensor proj1, proj2;                 /* [proj, d*4], [proj, proj] */
+    /* token_embedding */
+    vox_tensor embedding;                    /* [vocab, hidden] */
+    /* text_decoder */
+    vox_decoder_layer *dec_layers;
+    vox_tensor dec_norm;                     /* [hidden] */
+    vox_tensor lm_head;                      /* [vocab, hidden] */
+} vox_model;
+
+vox_status vox_model_load(const char *dir, vox_backend *be, vox_model **out, vox_error *err);
+void vox_model_free(vox_model *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

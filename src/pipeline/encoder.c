@@ -1,0 +1,124 @@
+/* Audio encoder (Whisper large-v3 encoder) and projector, voxtral-spec.md sections 2 and 3.
+ *
+ * Per 30 s chunk: conv1 (k3, s1) + GELU, conv2 (k3, s2) + GELU -> [1500, d], + positions (fp32),
+ * 32 pre-LayerNorm layers with bidirectional attention, final LayerNorm; then the projector sees
+ * each 4 consecutive frames as one row [375, 4d] -> linear1 -> GELU -> linear2. */
+#include <math.h>
+
+#include "pipeline/pipeline.h"
+
+int vox_encoder_tokens_per_chunk(const vox_model *m) {
+    return m->cfg.encoder.max_source_positions / m->cfg.encoder.downsample_factor;
+}
+
+/* The encoder's workspace for a group of chunks. */
+typedef struct {
+    vox_tensor feats, conv1, x, h, q, k, v, attn, ffn;
+} encoder_work;
+
+static void work_free(vox_backend *be, encoder_work *w) {
+    vox_tensor *t = (vox_tensor *)w;
+    for (size_t i = 0; i < sizeof *w / sizeof *t; i++) vox_tensor_free(be, &t[i]);
+}
+
+static vox_status work_alloc(vox_model *m, encoder_work *w, int64_t B, vox_error *err) {
+    vox_backend *be = m->be;
+    const vox_encoder_config *e = &m->cfg.encoder;
+    vox_dtype a = be->act_type;
+    int64_t t_in = 2 * (int64_t)e->max_source_positions, T = B * e->max_source_positions;
+    int64_t feat_shape[3] = {B, e->num_mel_bins, t_in};
+    vox_status st;
+    if ((st = vox_tensor_new(be, &w->feats, a, 3, feat_shape, err)) ||
+        (st = vox_tensor_new2(be, &w->conv1, a, B * t_in, e->d_model, err)) ||
+        (st = vox_tensor_new2(be, &w->x, a, T, e->d_model, err)) ||
+        (st = vox_tensor_new2(be, &w->h, a, T, e->d_model, err)) ||
+        (st = vox_tensor_new2(be, &w->q, a, T, e->d_model, err)) ||
+        (st = vox_tensor_new2(be, &w->k, a, T, e->d_model, err)) ||
+        (st = vox_tensor_new2(be, &w->v, a, T, e->d_model, err)) ||
+        (st = vox_tensor_new2(be, &w->attn, a, T, e->d_model, err)) ||
+        (st = vox_tensor_new2(be, &w->ffn, a, T, e->ffn_dim, err))) {
+        work_free(be, w);
+        vox_error_prefix(err, "audio_encoder workspace for %lld chunks", (long long)B);
+    }
+    return st;
+}
+
+static void encoder_layer(vox_model *m, const vox_encoder_layer *L, encoder_work *w, int B) {
+    vox_backend *be = m->be;
+    const vox_encoder_config *e = &m->cfg.encoder;
+    float eps = (float)e->layer_norm_eps;
+    int T = e->max_source_positions;
+    /* x += o(attention(LN1(x))) */
+    be->layer_norm(be, &w->h, &w->x, &L->attn_norm_w, &L->attn_norm_b, eps);
+    be->matmul(be, &w->q, &w->h, &L->q_w, &L->q_b);
+    be->matmul(be, &w->k, &w->h, &L->k_w, NULL);
+    be->matmul(be, &w->v, &w->h, &L->v_w, &L->v_b);
+    be->attention(be, &w->attn, &w->q, &w->k, &w->v, B, T, T, e->heads, e->heads, e->head_dim,
+                  1.0f / sqrtf((float)e->head_dim), false, 0);
+    be->matmul(be, &w->h, &w->attn, &L->o_w, &L->o_b);
+    be->add(be, &w->x, &w->x, &w->h);
+    /* x += fc2(GELU(fc1(LN2(x)))) */
+    be->layer_norm(be, &w->h, &w->x, &L->ffn_norm_w, &L->ffn_norm_b, eps);
+    be->matmul(be, &w->ffn, &w->h, &L->fc1_w, &L->fc1_b);
+    be->gelu(be, &w->ffn);
+    be->matmul(be, &w->h, &w->ffn, &L->fc2_w, &L->fc2_b);
+    be->add(be, &w->x, &w->x, &w->h);
+}
+
+/* One group of B chunks: features (host) -> embeds rows [B * 375, hidden]. */
+static vox_status encode_group(vox_model *m, encoder_work *w, const float *features, int B,
+                               vox_tensor *out, vox_error *err) {
+    vox_backend *be = m->be;
+    const vox_encoder_config *e = &m->cfg.encoder;
+    int T = e->max_source_positions, t_in = 2 * T;
+    /* Views sized for this group (the workspace may be larger). */
+    vox_tensor feats = vox_tensor_rows(&w->feats, 0, B);
+    encoder_work g = *w;
+    g.conv1 = vox_tensor_rows(&w->conv1, 0, (int64_t)B * t_in);
+    vox_tensor *full[] = {&g.x, &g.h, &g.q, &g.k, &g.v, &g.attn, &g.ffn};
+    for (size_t i = 0; i < sizeof full / sizeof *full; i++)
+        *full[i] = vox_tensor_rows(full[i], 0, (int64_t)B * T);
+
+    be->upload_f32(be, &feats, features, (size_t)B * e->num_mel_bins * t_in);
+    be->conv1d_k3(be, &g.conv1, &feats, true, B, t_in, &m->conv1_w, &m->conv1_b, 1);
+    be->gelu(be, &g.conv1);
+    be->conv1d_k3(be, &g.x, &g.conv1, false, B, t_in, &m->conv2_w, &m->conv2_b, 2);
+    be->gelu(be, &g.x);
+    be->add_rows_f32(be, &g.x, &m->positions);
+    for (int l = 0; l < e->layers; l++) encoder_layer(m, &m->enc_layers[l], &g, B);
+    be->layer_norm(be, &g.x, &g.x, &m->enc_norm_w, &m->enc_norm_b, (float)e->layer_norm_eps);
+
+    /* Projector: [B*T, d] seen as [B*T/4, 4d] (4 consecutive frames a row; never crossing a
+     * chunk since T is a multiple of 4). The ffn buffer holds linear1's output. */
+    int64_t rows = (int64_t)B * T / e->downsample_factor;
+    vox_tensor grouped = vox_tensor_reshape2(&g.x, rows, (int64_t)e->d_model * e->downsample_factor);
+    vox_tensor hidden = vox_tensor_reshape2(&g.ffn, (int64_t)vox_tensor_numel(&g.ffn) / e->projector_dim,
+                                            e->projector_dim);
+    hidden = vox_tensor_rows(&hidden, 0, rows);
+    be->matmul(be, &hidden, &grouped, &m->proj1, NULL);
+    be->gelu(be, &hidden);
+    be->matmul(be, out, &hidden, &m->proj2, NULL);
+    (void)err;
+    return VOX_OK;
+}
+
+vox_status vox_encoder_forward(vox_model *m, const float *features, size_t n_chunks,
+                               vox_tensor *embeds, vox_error *err) {
+    const vox_encoder_config *e = &m->cfg.encoder;
+    VOX_ASSERT(e->max_source_positions % e->downsample_factor == 0);
+    /* linear1's output [B*375, proj] must fit in the ffn buffer [B*1500, ffn]. */
+    VOX_ASSERT((int64_t)e->projector_dim <= (int64_t)e->ffn_dim * e->downsample_factor);
+    int per_chunk = vox_encoder_tokens_per_chunk(m);
+    int group = n_chunks < VOX_ENCODER_CHUNK_BATCH ? (int)n_chunks : VOX_ENCODER_CHUNK_BATCH;
+    encoder_work w = {0};
+    vox_status st = work_alloc(m, &w, group, err);
+    if (st) return st;
+    size_t feat_per_chunk = (size_t)e->num_mel_bins * 2 * e->max_source_positions;
+    for (size_t c = 0; c < n_chunks && !st; c += (size_t)group) {
+        int B = n_chunks - c < (size_t)group ? (int)(n_chunks - c) : group;
+        vox_tensor out = vox_tensor_rows(embeds, (int64_t)c * per_chunk, (int64_t)B * per_chunk);
+        st = encode_group(m, &w, features + c * feat_per_chunk, B, &out, err);
+    }
+    work_free(m->be, &w);
+    return st;
+}
