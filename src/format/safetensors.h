@@ -6,7 +6,22 @@
  * reference implementation does, and more: header length <= 100 MB and inside the file; known
  * dtypes; shape products and byte sizes computed with overflow checks; each tensor's byte range
  * exactly its size; ranges contiguous from 0 with no holes or overlaps and ending exactly at the
- * end of the file; no duplicate names. Every violation is a VOX_ERR_FORMAT naming the file. */
+ * end of the file; no duplicate names. Every violation is a VOX_ERR_FORMAT naming the file (and
+ * the tensor, where there is one); a file that cannot be opened or mapped is a VOX_ERR_IO.
+ *
+ * Stricter than the reference, on purpose: each tensor entry has exactly the fields dtype, shape,
+ * data_offsets; at most VOX_ST_MAX_DIMS dimensions; numbers are plain integers below 2^53 (cJSON
+ * reads doubles, which are exact only that far; "3.0", "1e2", "012" are refused); names are
+ * non-empty and hold no "\u0000"; no control bytes and no byte-order mark in the header; a
+ * present __metadata__ is an object of strings.
+ *
+ * Alignment: safetensors guarantees none. A tensor's data is at file offset 8 + N + begin, and
+ * the mapping is page-aligned, so the pointer is aligned only as far as the writer arranged it
+ * (our writer and Python's pad 8 + N to a multiple of 8; begin offsets are sums of byte sizes).
+ * Do not assume more than 1-byte alignment: check ((uintptr_t)t->data % align) or memcpy.
+ *
+ * The mapping is MAP_PRIVATE and read-only: a file replaced by rename (as the writer does) is
+ * safe, but one truncated in place while open makes later reads of its data fault (SIGBUS). */
 #ifndef VOX_FORMAT_SAFETENSORS_H
 #define VOX_FORMAT_SAFETENSORS_H
 
@@ -45,7 +60,14 @@ const char *vox_st_path(const vox_safetensors *st);
 const char *vox_st_metadata(const vox_safetensors *st, const char *key);
 
 /* Writer: collects tensors (the data is referenced, not copied, until vox_st_writer_save), then
- * writes PATH.tmp and renames it to PATH, so that no partial file is ever left under PATH. */
+ * writes PATH.tmp and renames it to PATH, so that no partial file is ever left under PATH.
+ * The header lists __metadata__ first, then the tensors in the order they were added, with
+ * consecutive data_offsets; it is padded with spaces so that the data starts at a multiple of 8
+ * bytes. add refuses (VOX_ERR_INVALID_ARG) an empty, non-UTF-8, reserved ("__metadata__") or
+ * repeated name, a bad dtype, more than VOX_ST_MAX_DIMS dims, a negative dim, a byte size that
+ * overflows, or NULL data for a non-empty tensor. set_metadata replaces the value of a key set
+ * before. save reports a failed write (disk full: ENOSPC) as VOX_ERR_IO naming PATH, and removes
+ * PATH.tmp; PATH is then left as it was. */
 typedef struct vox_st_writer vox_st_writer;
 vox_st_writer *vox_st_writer_new(void);
 vox_status vox_st_writer_add(vox_st_writer *w, const char *name, vox_dtype dtype, int ndim,
