@@ -1,0 +1,104 @@
+/* The CUDA kernels' C interface: one launcher per operation, each enqueued on `stream`.
+ *
+ * Types: "bf16" pointers hold __nv_bfloat16 (raw 16-bit words to C), "f32" hold float. All
+ * matrices are row-major and contiguous. Arithmetic is fp32 inside every kernel (statistics,
+ * softmax, accumulation); each output is rounded to bf16 once, as torch does for the same op.
+ * Launchers never synchronise and never allocate; a launch error is left for the caller's next
+ * cudaGetLastError / stream check.
+ *
+ * GEMMs are not here: the backend calls cuBLASLt for them. */
+#ifndef VOX_KERNELS_H
+#define VOX_KERNELS_H
+
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- conversions and elementwise ---- */
+void vox_k_f32_to_bf16(void *dst_bf16, const float *src, int64_t n, cudaStream_t stream);
+void vox_k_bf16_to_f32(float *dst, const void *src_bf16, int64_t n, cudaStream_t stream);
+/* x = GELU(x), exact erf form, in place. */
+void vox_k_gelu(void *x_bf16, int64_t n, cudaStream_t stream);
+/* y = silu(gate) * up: silu rounded to bf16 first, then the product rounded (as torch's
+ * act_fn(gate) * up in bf16). y may alias gate. */
+void vox_k_silu_mul(void *y_bf16, const void *gate_bf16, const void *up_bf16, int64_t n,
+                    cudaStream_t stream);
+/* y = a + b (y may alias a or b). */
+void vox_k_add(void *y_bf16, const void *a_bf16, const void *b_bf16, int64_t n, cudaStream_t stream);
+/* x[r, c] = bf16(float(x[r, c]) + p[r % t, c]) for r < rows: x bf16 [rows, C], p f32 [t, C]. */
+void vox_k_add_rows_f32(void *x_bf16, const float *p, int64_t rows, int64_t t, int64_t c,
+                        cudaStream_t stream);
+
+/* ---- normalisation ---- */
+/* LayerNorm over the last dim, fp32 statistics: y = bf16((x - mean) * rstd * w + b). y may alias x. */
+void vox_k_layer_norm(void *y_bf16, const void *x_bf16, const void *w_bf16, const void *b_bf16,
+                      int64_t rows, int64_t c, float eps, cudaStream_t stream);
+/* RMSNorm as transformers' LlamaRMSNorm: h = bf16(x * rsqrt(mean(x^2) + eps)) (fp32 inside),
+ * y = bf16(w * h). y may alias x. */
+void vox_k_rms_norm(void *y_bf16, const void *x_bf16, const void *w_bf16, int64_t rows, int64_t c,
+                    float eps, cudaStream_t stream);
+
+/* ---- convolution (as im2col + GEMM) ---- */
+/* cols [batch * t_out, c_in * 3] with cols[b*t_out + t, ci*3 + k] = x at time t*stride + k - 1
+ * (zero outside [0, t_in)), x being [batch, c_in, t_in] (channels_first) or [batch*t_in, c_in]. */
+void vox_k_im2col_k3(void *cols_bf16, const void *x_bf16, int channels_first, int batch,
+                     int c_in, int t_in, int stride, cudaStream_t stream);
+
+/* ---- rotary embedding ---- */
+/* In place on x [t, n_heads * head_dim], rotate-half pairing: row r has position
+ * *pos0 + r (pos0 read on the device, so a captured graph can replay with a new position).
+ * inv_freq_i = theta^(-2i/head_dim) in fp32, angle = float(position) * inv_freq_i in fp32,
+ * cos/sin rounded to bf16, then out = bf16(x*cos + rotate_half(x)*sin) as transformers does. */
+void vox_k_rope(void *x_bf16, int64_t t, int n_heads, int head_dim, const int64_t *pos0_dev,
+                double theta, cudaStream_t stream);
+
+/* ---- embedding ---- */
+/* y[i] = table[ids[i]] for i < n; ids on the device. */
+void vox_k_embed(void *y_bf16, const void *table_bf16, const int32_t *ids_dev, int64_t n,
+                 int64_t c, cudaStream_t stream);
+
+/* ---- attention ---- */
+/* Flash-style attention, fp32 online softmax, never materialising the score matrix.
+ * q [batch*t_q, n_heads*head_dim], k/v [batch*t_k, n_kv_heads*head_dim] (row stride of k/v may
+ * exceed t_k rows per sequence: kv_seq_stride rows between sequences), out like q.
+ * Query head h reads kv head h / (n_heads / n_kv_heads). causal: query row i sees key rows
+ * j <= q_pos0 + i. head_dim in {64, 128}. */
+void vox_k_attention(void *out_bf16, const void *q_bf16, const void *k_bf16, const void *v_bf16,
+                     int batch, int t_q, int t_k, int64_t kv_seq_stride, int n_heads,
+                     int n_kv_heads, int head_dim, float scale, int causal, int64_t q_pos0,
+                     cudaStream_t stream);
+/* Single-query attention (decode) against a KV cache whose lengths are read on the device
+ * (sequence b attends to its first kv_len_dev[b] keys, so a captured graph can replay as the
+ * caches grow), split across the sequence into chunks reduced in a second pass. q/out [batch, n_heads*head_dim], k/v caches
+ * [batch * kv_seq_stride, n_kv_heads*head_dim]. workspace: vox_k_decode_attention_workspace()
+ * bytes. */
+size_t vox_k_decode_attention_workspace(int batch, int n_heads, int head_dim, int64_t max_kv);
+void vox_k_decode_attention(void *out_bf16, const void *q_bf16, const void *k_bf16,
+                            const void *v_bf16, int batch, const int32_t *kv_len_dev,
+                            int64_t max_kv, int64_t kv_seq_stride, int n_heads, int n_kv_heads,
+                            int head_dim, float scale, void *workspace, cudaStream_t stream);
+
+/* ---- logits ---- */
+/* Statistics of one row of bf16 logits [v]: argmax (first on ties), top-2 margin, logsumexp,
+ * the k (<= 20) best ids and logits, and the logit of `chosen` (-1: argmax), written to a
+ * small device struct the host copies back in one transfer. */
+typedef struct {
+    int32_t argmax;
+    float max_logit, second_logit, logsumexp;
+    float chosen_logit;
+    int32_t k;
+    int32_t top_ids[20];
+    float top_logits[20];
+} vox_k_logits_result;
+size_t vox_k_logits_workspace(int64_t v);
+void vox_k_logits_stats(vox_k_logits_result *out_dev, const void *logits_bf16, int64_t v,
+                        int32_t chosen, int k, void *workspace, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
