@@ -531,6 +531,7 @@ const vox_st_tensor *vox_st_find(const vox_safetensors *st, const char *name) {
 const char *vox_st_path(const vox_safetensors *st) { return st->path; }
 
 const char *vox_st_metadata(const vox_safetensors *st, const char *key) {
+    if (st->n_meta == 0) return NULL; /* st->meta is NULL: not a valid bsearch base */
     const char *k = key;
     char **hit = bsearch(&k, st->meta, st->n_meta, 2 * sizeof *st->meta, cmp_meta);
     return hit ? hit[1] : NULL;

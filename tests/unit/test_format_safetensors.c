@@ -150,6 +150,9 @@ static void test_round_trip(void) {
     CHECK(vox_st_writer_set_metadata(w, "note", "first", &err) == VOX_OK);
     CHECK(vox_st_writer_set_metadata(w, "note", "\xc3\xbcnic\"ode\" \\ \n", &err) == VOX_OK);
     CHECK_MSG(vox_st_writer_save(w, path, &err) == VOX_OK, "save: %s", err.msg);
+    char replaced[512];
+    path_in(replaced, sizeof replaced, "replaced.safetensors");
+    CHECK(vox_st_writer_save(w, replaced, &err) == VOX_OK);
     vox_st_writer_free(w);
     CHECK(!file_exists(tmp));
 
@@ -208,12 +211,12 @@ static void test_round_trip(void) {
     }
     free(raw);
 
-    /* Saving again over the file replaces it. */
+    /* Saving over an existing file replaces it. */
     w = vox_st_writer_new();
     CHECK(vox_st_writer_add(w, "only", VOX_DTYPE_I32, 1, (int64_t[]){2}, i32, &err) == VOX_OK);
-    CHECK(vox_st_writer_save(w, path, &err) == VOX_OK);
+    CHECK(vox_st_writer_save(w, replaced, &err) == VOX_OK);
     vox_st_writer_free(w);
-    st = open_ok(path);
+    st = open_ok(replaced);
     if (st) {
         CHECK(vox_st_count(st) == 1);
         CHECK(vox_st_metadata(st, "format") == NULL);
