@@ -18,6 +18,12 @@
 extern "C" {
 #endif
 
+/* ---- device scalars (kernels/scalars.cu) ---- */
+void vox_k_fill_i32(int32_t *dst, int32_t value, int n, cudaStream_t stream);
+void vox_k_set_i64(int64_t *dst, int64_t value, cudaStream_t stream);
+/* *pos += 1 and lens[i] += 1 for i < n (n <= 1024): one decode step, inside a captured graph. */
+void vox_k_advance_positions(int64_t *pos, int32_t *lens, int n, cudaStream_t stream);
+
 /* ---- conversions and elementwise ---- */
 void vox_k_f32_to_bf16(void *dst_bf16, const float *src, int64_t n, cudaStream_t stream);
 void vox_k_bf16_to_f32(float *dst, const void *src_bf16, int64_t n, cudaStream_t stream);

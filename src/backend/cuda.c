@@ -1,0 +1,625 @@
+/* The CUDA backend: BF16 weights and activations, fp32 accumulation, everything on one stream.
+ *
+ * Memory comes from a stream-ordered pool (cudaMallocFromPoolAsync / cudaFreeAsync on the
+ * compute stream) whose release threshold keeps freed memory reserved, so that steady-state
+ * allocation costs no driver call and no synchronisation. VOX_CUDA_PLAIN_MALLOC=1 makes every
+ * tensor a plain cudaMalloc/cudaFree instead, so compute-sanitizer sees out-of-bounds accesses
+ * that would land inside a larger pool block.
+ *
+ * GEMMs go to cuBLASLt (bias fused in the epilogue, rounded once, as torch's addmm); every other
+ * operation is a kernel from kernels/. Compute operations cannot fail synchronously: launch
+ * errors and asynchronous faults surface at the next sync(), with the last stage named. */
+#ifdef VOX_HAVE_CUDA
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "kernels.h"
+
+#define CUDA_MAX_MARKS 512
+#define STAGING_BYTES (64u << 20) /* two pinned buffers for weight uploads */
+#define GEMM_WORKSPACE_BYTES (32u << 20)
+#define GEMM_CACHE_SIZE 256
+
+typedef struct {
+    int64_t m, n, k;
+    int has_bias;
+    int valid;
+    cublasLtMatmulAlgo_t algo;
+} gemm_plan;
+
+typedef struct {
+    int device;
+    char name[32];
+    cudaStream_t stream;
+    cudaMemPool_t pool;
+    bool plain_malloc;
+    cublasLtHandle_t lt;
+    void *gemm_ws;
+    gemm_plan plans[GEMM_CACHE_SIZE];
+    size_t live, peak;
+    cudaEvent_t marks[CUDA_MAX_MARKS];
+    int n_marks;
+    /* pinned host staging for uploads, and its reuse guards */
+    void *staging[2];
+    cudaEvent_t staging_done[2];
+    int staging_next;
+    /* small pinned host buffers for ids and the logits result */
+    int32_t *ids_host;
+    size_t ids_cap;
+    cudaEvent_t ids_done;
+    vox_k_logits_result *logits_host;
+    /* device scratch: ids, positions, cache lengths, logits reduction */
+    int32_t *ids_dev;
+    size_t ids_dev_cap;
+    int64_t *pos_dev;
+    int32_t *kv_len_dev;
+    vox_k_logits_result *logits_dev;
+    void *logits_ws;
+    size_t logits_ws_bytes;
+    void *attn_ws;
+    size_t attn_ws_bytes;
+    cudaError_t first_error; /* first failure seen by an operation that cannot return it */
+    char first_error_where[64];
+} cuda_state;
+
+static cuda_state *S(vox_backend *be) { return be->impl; }
+
+static void note_error(cuda_state *s, cudaError_t e, const char *where) {
+    if (e != cudaSuccess && s->first_error == cudaSuccess) {
+        s->first_error = e;
+        snprintf(s->first_error_where, sizeof s->first_error_where, "%s", where);
+    }
+}
+
+/* After each launch: a bad configuration is reported at the next sync with the op's name. */
+#define LAUNCHED(s, what) note_error((s), cudaGetLastError(), (what))
+
+static vox_status cuda_fail(vox_error *err, cudaError_t e, const char *what) {
+    return vox_fail(err, VOX_ERR_DEVICE, "%s: CUDA error %s (%s)", what, cudaGetErrorName(e),
+                    cudaGetErrorString(e));
+}
+
+bool vox_cuda_device_count_positive(void);
+bool vox_cuda_device_count_positive(void) {
+    int n = 0;
+    return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+/* ---- memory ---------------------------------------------------------------------------------- */
+
+static vox_status dev_alloc(cuda_state *s, void **p, size_t bytes, vox_error *err) {
+    cudaError_t e = s->plain_malloc ? cudaMalloc(p, bytes ? bytes : 1)
+                                    : cudaMallocFromPoolAsync(p, bytes ? bytes : 1, s->pool, s->stream);
+    if (e != cudaSuccess) {
+        cudaGetLastError(); /* clear the non-sticky allocation error */
+        size_t free_b = 0, total_b = 0;
+        cudaMemGetInfo(&free_b, &total_b);
+        return vox_fail(err, VOX_ERR_DEVICE,
+                        "%s: cannot allocate %.1f MiB of device memory (%s; %.1f MiB live in the "
+                        "pool, %.1f of %.1f MiB free on the device)", s->name,
+                        bytes / 1048576.0, cudaGetErrorString(e), s->live / 1048576.0,
+                        free_b / 1048576.0, total_b / 1048576.0);
+    }
+    s->live += bytes;
+    if (s->live > s->peak) s->peak = s->live;
+    return VOX_OK;
+}
+
+static void dev_free(cuda_state *s, void *p, size_t bytes) {
+    if (!p) return;
+    note_error(s, s->plain_malloc ? cudaFree(p) : cudaFreeAsync(p, s->stream), "free");
+    s->live -= bytes;
+}
+
+static vox_status cu_alloc(vox_backend *be, vox_tensor *t, vox_error *err) {
+    return dev_alloc(S(be), &t->data, vox_tensor_nbytes(t), err);
+}
+
+static void cu_free(vox_backend *be, vox_tensor *t) {
+    dev_free(S(be), t->data, vox_tensor_nbytes(t));
+    t->data = NULL;
+}
+
+/* Copies n bytes of host data to the device through the pinned staging buffers; convert()
+ * fills a staging buffer from the source (a memcpy, or a dtype conversion). */
+typedef void (*stage_fn)(void *dst, const void *src, size_t first_elem, size_t n_elems);
+
+static void stage_copy(void *dst, const void *src, size_t first, size_t n) {
+    memcpy(dst, (const char *)src + first * 2, n * 2);
+}
+static void stage_f32_to_bf16(void *dst, const void *src, size_t first, size_t n) {
+    const float *f = (const float *)src + first;
+    uint16_t *o = dst;
+    for (size_t i = 0; i < n; i++) o[i] = vox_f32_to_bf16(f[i]);
+}
+static void stage_f16_to_bf16(void *dst, const void *src, size_t first, size_t n) {
+    const uint16_t *h = (const uint16_t *)src + first;
+    uint16_t *o = dst;
+    for (size_t i = 0; i < n; i++) o[i] = vox_f32_to_bf16(vox_f16_to_f32(h[i]));
+}
+static void stage_copy_f32(void *dst, const void *src, size_t first, size_t n) {
+    memcpy(dst, (const float *)src + first, n * 4);
+}
+
+static vox_status upload_staged(cuda_state *s, void *dst, const void *src, size_t n_elems,
+                                size_t out_elem_size, stage_fn fill, vox_error *err) {
+    size_t per_chunk = STAGING_BYTES / out_elem_size;
+    for (size_t first = 0; first < n_elems; first += per_chunk) {
+        size_t n = n_elems - first < per_chunk ? n_elems - first : per_chunk;
+        int b = s->staging_next;
+        s->staging_next ^= 1;
+        cudaError_t e = cudaEventSynchronize(s->staging_done[b]); /* buffer b free again */
+        if (e) return cuda_fail(err, e, "weight upload");
+        fill(s->staging[b], src, first, n);
+        e = cudaMemcpyAsync((char *)dst + first * out_elem_size, s->staging[b], n * out_elem_size,
+                            cudaMemcpyHostToDevice, s->stream);
+        if (e) return cuda_fail(err, e, "weight upload");
+        cudaEventRecord(s->staging_done[b], s->stream);
+    }
+    return VOX_OK;
+}
+
+static vox_status cu_weight(vox_backend *be, vox_tensor *dst, const void *src, vox_dtype type,
+                            int ndim, const int64_t *shape, bool keep_f32, vox_error *err) {
+    cuda_state *s = S(be);
+    memset(dst, 0, sizeof *dst);
+    dst->ndim = ndim;
+    for (int i = 0; i < ndim; i++) dst->shape[i] = shape[i];
+    stage_fn fill;
+    if (keep_f32) {
+        if (type != VOX_DTYPE_F32)
+            return vox_fail(err, VOX_ERR_FORMAT, "expected an F32 table, got %s", vox_dtype_name(type));
+        dst->dtype = VOX_DTYPE_F32;
+        fill = stage_copy_f32;
+    } else {
+        dst->dtype = VOX_DTYPE_BF16;
+        fill = type == VOX_DTYPE_BF16  ? stage_copy
+               : type == VOX_DTYPE_F32 ? stage_f32_to_bf16
+               : type == VOX_DTYPE_F16 ? stage_f16_to_bf16
+                                       : NULL;
+        if (!fill)
+            return vox_fail(err, VOX_ERR_UNSUPPORTED, "weights of type %s are not supported",
+                            vox_dtype_name(type));
+    }
+    vox_status st = dev_alloc(s, &dst->data, vox_tensor_nbytes(dst), err);
+    if (st) return st;
+    return upload_staged(s, dst->data, src, vox_tensor_numel(dst), vox_dtype_size(dst->dtype), fill, err);
+}
+
+static void cu_free_weight(vox_backend *be, vox_tensor *t) { cu_free(be, t); }
+
+static void cu_upload_f32(vox_backend *be, vox_tensor *t, const float *src, size_t n) {
+    cuda_state *s = S(be);
+    VOX_ASSERT(n <= vox_tensor_numel(t));
+    if (t->dtype == VOX_DTYPE_F32) {
+        vox_error err;
+        if (upload_staged(s, t->data, src, n, 4, stage_copy_f32, &err))
+            note_error(s, cudaErrorUnknown, "upload");
+        return;
+    }
+    VOX_ASSERT(t->dtype == VOX_DTYPE_BF16);
+    /* Round on the host (same rounding as the kernel would) and stage the halves. */
+    vox_error err;
+    if (upload_staged(s, t->data, src, n, 2, stage_f32_to_bf16, &err))
+        note_error(s, cudaErrorUnknown, "upload");
+}
+
+static vox_status cu_sync(vox_backend *be, vox_error *err) {
+    cuda_state *s = S(be);
+    cudaError_t e = cudaStreamSynchronize(s->stream);
+    if (e == cudaSuccess) e = cudaGetLastError();
+    if (s->first_error != cudaSuccess) {
+        cudaError_t first = s->first_error;
+        s->first_error = cudaSuccess;
+        char what[160];
+        snprintf(what, sizeof what, "%s (%s)", s->name, s->first_error_where);
+        return cuda_fail(err, first, what);
+    }
+    if (e != cudaSuccess) return cuda_fail(err, e, s->name);
+    return VOX_OK;
+}
+
+static vox_status cu_download_f32(vox_backend *be, float *dst, const vox_tensor *t, size_t n,
+                                  vox_error *err) {
+    cuda_state *s = S(be);
+    VOX_ASSERT(n <= vox_tensor_numel(t));
+    if (t->dtype == VOX_DTYPE_F32) {
+        cudaError_t e = cudaMemcpyAsync(dst, t->data, n * 4, cudaMemcpyDeviceToHost, s->stream);
+        if (e) return cuda_fail(err, e, "download");
+        return cu_sync(be, err);
+    }
+    VOX_ASSERT(t->dtype == VOX_DTYPE_BF16);
+    void *tmp;
+    vox_status st = dev_alloc(s, &tmp, n * 4, err);
+    if (st) return st;
+    vox_k_bf16_to_f32(tmp, t->data, (int64_t)n, s->stream);
+    LAUNCHED(s, "bf16_to_f32");
+    cudaError_t e = cudaMemcpyAsync(dst, tmp, n * 4, cudaMemcpyDeviceToHost, s->stream);
+    dev_free(s, tmp, n * 4);
+    if (e) return cuda_fail(err, e, "download");
+    return cu_sync(be, err);
+}
+
+/* ---- GEMM ------------------------------------------------------------------------------------ */
+
+/* y[M,N] = x[M,K] @ w[N,K]^T (+ bias): in cuBLAS's column-major view, Y'[N,M] = W'^T X' with
+ * W' = w as [K,N] (transposed), X' = x as [K,M]. The bias runs along N, the rows of Y'. */
+static gemm_plan *gemm_plan_for(cuda_state *s, int64_t M, int64_t N, int64_t K, int has_bias,
+                                cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a,
+                                cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c) {
+    uint64_t h = (uint64_t)M * 0x9E3779B97F4A7C15ull ^ (uint64_t)N * 0xC2B2AE3D27D4EB4Full ^
+                 (uint64_t)K * 0x165667B19E3779F9ull ^ (uint64_t)has_bias;
+    for (int probe = 0; probe < GEMM_CACHE_SIZE; probe++) {
+        gemm_plan *p = &s->plans[(h + (uint64_t)probe) % GEMM_CACHE_SIZE];
+        if (p->valid && p->m == M && p->n == N && p->k == K && p->has_bias == has_bias) return p;
+        if (!p->valid) {
+            cublasLtMatmulPreference_t pref;
+            cublasLtMatmulPreferenceCreate(&pref);
+            size_t ws = GEMM_WORKSPACE_BYTES;
+            cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                 &ws, sizeof ws);
+            cublasLtMatmulHeuristicResult_t result;
+            int found = 0;
+            cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(s->lt, desc, a, b, c, c, pref, 1,
+                                                               &result, &found);
+            cublasLtMatmulPreferenceDestroy(pref);
+            if (st != CUBLAS_STATUS_SUCCESS || found == 0) return NULL;
+            p->m = M, p->n = N, p->k = K, p->has_bias = has_bias;
+            p->algo = result.algo;
+            p->valid = 1;
+            return p;
+        }
+    }
+    return NULL; /* cache full: let cuBLASLt choose each time */
+}
+
+static void cu_matmul(vox_backend *be, vox_tensor *y, const vox_tensor *x, const vox_tensor *w,
+                      const vox_tensor *bias) {
+    cuda_state *s = S(be);
+    int64_t M = x->shape[0], K = (int64_t)(vox_tensor_numel(x) / (size_t)M), N = w->shape[0];
+    VOX_ASSERT(x->dtype == VOX_DTYPE_BF16 && w->dtype == VOX_DTYPE_BF16 && y->dtype == VOX_DTYPE_BF16);
+    VOX_ASSERT((int64_t)(vox_tensor_numel(w) / (size_t)N) == K);
+    VOX_ASSERT(vox_tensor_numel(y) == (size_t)(M * N));
+    if (M == 0) return;
+    cublasLtMatmulDesc_t desc = NULL;
+    cublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL;
+    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
+    if (bias) {
+        VOX_ASSERT(bias->dtype == VOX_DTYPE_BF16 && (int64_t)vox_tensor_numel(bias) == N);
+        cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+        cudaDataType_t bt = CUDA_R_16BF;
+        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);
+        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias->data,
+                                       sizeof bias->data);
+        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt);
+    }
+    cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, (uint64_t)K, (uint64_t)N, K);
+    cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, (uint64_t)K, (uint64_t)M, K);
+    cublasLtMatrixLayoutCreate(&lc, CUDA_R_16BF, (uint64_t)N, (uint64_t)M, N);
+    gemm_plan *plan = gemm_plan_for(s, M, N, K, bias != NULL, desc, la, lb, lc);
+    float one = 1.0f, zero = 0.0f;
+    cublasStatus_t st = cublasLtMatmul(s->lt, desc, &one, w->data, la, x->data, lb, &zero, y->data,
+                                       lc, y->data, lc, plan ? &plan->algo : NULL, s->gemm_ws,
+                                       GEMM_WORKSPACE_BYTES, s->stream);
+    if (st != CUBLAS_STATUS_SUCCESS) note_error(s, cudaErrorUnknown, "cublasLtMatmul");
+    cublasLtMatrixLayoutDestroy(la);
+    cublasLtMatrixLayoutDestroy(lb);
+    cublasLtMatrixLayoutDestroy(lc);
+    cublasLtMatmulDescDestroy(desc);
+}
+
+/* ---- other operations: kernels --------------------------------------------------------------- */
+
+static int64_t rows(const vox_tensor *t) { return t->shape[0]; }
+static int64_t cols(const vox_tensor *t) { return (int64_t)(vox_tensor_numel(t) / (size_t)(t->shape[0] ? t->shape[0] : 1)); }
+
+static void cu_layer_norm(vox_backend *be, vox_tensor *y, const vox_tensor *x, const vox_tensor *w,
+                          const vox_tensor *b, float eps) {
+    vox_k_layer_norm(y->data, x->data, w->data, b->data, rows(x), cols(x), eps, S(be)->stream);
+    LAUNCHED(S(be), "layer_norm");
+}
+
+static void cu_rms_norm(vox_backend *be, vox_tensor *y, const vox_tensor *x, const vox_tensor *w,
+                        float eps) {
+    vox_k_rms_norm(y->data, x->data, w->data, rows(x), cols(x), eps, S(be)->stream);
+    LAUNCHED(S(be), "rms_norm");
+}
+
+static void cu_gelu(vox_backend *be, vox_tensor *x) {
+    vox_k_gelu(x->data, (int64_t)vox_tensor_numel(x), S(be)->stream);
+    LAUNCHED(S(be), "gelu");
+}
+
+static void cu_silu_mul(vox_backend *be, vox_tensor *y, const vox_tensor *gate, const vox_tensor *up) {
+    vox_k_silu_mul(y->data, gate->data, up->data, (int64_t)vox_tensor_numel(gate), S(be)->stream);
+    LAUNCHED(S(be), "silu_mul");
+}
+
+static void cu_add(vox_backend *be, vox_tensor *y, const vox_tensor *a, const vox_tensor *b) {
+    vox_k_add(y->data, a->data, b->data, (int64_t)vox_tensor_numel(a), S(be)->stream);
+    LAUNCHED(S(be), "add");
+}
+
+static void cu_add_rows_f32(vox_backend *be, vox_tensor *x, const vox_tensor *p) {
+    VOX_ASSERT(p->dtype == VOX_DTYPE_F32);
+    vox_k_add_rows_f32(x->data, p->data, rows(x), rows(p), cols(p), S(be)->stream);
+    LAUNCHED(S(be), "add_rows_f32");
+}
+
+static void cu_conv1d_k3(vox_backend *be, vox_tensor *y, const vox_tensor *x, bool x_channels_first,
+                         int batch, int t_in, const vox_tensor *w, const vox_tensor *bias, int stride) {
+    cuda_state *s = S(be);
+    int64_t c_out = w->shape[0], c_in = w->shape[1];
+    int t_out = (t_in - 1) / stride + 1;
+    vox_tensor col = {.dtype = VOX_DTYPE_BF16, .ndim = 2, .shape = {(int64_t)batch * t_out, c_in * 3}};
+    vox_error err;
+    if (cu_alloc(be, &col, &err)) {
+        note_error(s, cudaErrorMemoryAllocation, "conv1d workspace");
+        return;
+    }
+    vox_k_im2col_k3(col.data, x->data, x_channels_first, batch, (int)c_in, t_in, stride, s->stream);
+    LAUNCHED(s, "im2col_k3");
+    vox_tensor w2 = vox_tensor_reshape2(w, c_out, c_in * 3);
+    cu_matmul(be, y, &col, &w2, bias);
+    cu_free(be, &col);
+}
+
+static void cu_rope(vox_backend *be, vox_tensor *x, int n_heads, int head_dim, int64_t pos0,
+                    double theta) {
+    cuda_state *s = S(be);
+    vox_k_set_i64(s->pos_dev, pos0, s->stream);
+    vox_k_rope(x->data, rows(x), n_heads, head_dim, s->pos_dev, theta, s->stream);
+    LAUNCHED(s, "rope");
+}
+
+static vox_status ensure_attn_ws(cuda_state *s, size_t bytes, vox_error *err) {
+    if (bytes <= s->attn_ws_bytes) return VOX_OK;
+    dev_free(s, s->attn_ws, s->attn_ws_bytes);
+    s->attn_ws = NULL;
+    s->attn_ws_bytes = 0;
+    vox_status st = dev_alloc(s, &s->attn_ws, bytes, err);
+    if (!st) s->attn_ws_bytes = bytes;
+    return st;
+}
+
+static void cu_attention(vox_backend *be, vox_tensor *out, const vox_tensor *q, const vox_tensor *k,
+                         const vox_tensor *v, int batch, int t_q, int t_k, int n_heads,
+                         int n_kv_heads, int head_dim, float scale, bool causal, int64_t q_pos0) {
+    cuda_state *s = S(be);
+    int64_t kv_stride = rows(k) / batch;
+    if (t_q == 1 && causal) {
+        /* Decode: one query row against the cache, split over the sequence. */
+        vox_error err;
+        size_t ws = vox_k_decode_attention_workspace(batch, n_heads, head_dim, t_k);
+        if (ensure_attn_ws(s, ws, &err)) {
+            note_error(s, cudaErrorMemoryAllocation, "decode attention workspace");
+            return;
+        }
+        vox_k_fill_i32(s->kv_len_dev, (int32_t)(q_pos0 + 1 < t_k ? q_pos0 + 1 : t_k), batch, s->stream);
+        vox_k_decode_attention(out->data, q->data, k->data, v->data, batch, s->kv_len_dev, t_k,
+                               kv_stride, n_heads, n_kv_heads, head_dim, scale, s->attn_ws, s->stream);
+        LAUNCHED(s, "decode_attention");
+        return;
+    }
+    vox_k_attention(out->data, q->data, k->data, v->data, batch, t_q, t_k, kv_stride, n_heads,
+                    n_kv_heads, head_dim, scale, causal, q_pos0, s->stream);
+    LAUNCHED(s, "attention");
+}
+
+static void cu_embed(vox_backend *be, vox_tensor *y, const vox_tensor *table, const int32_t *ids,
+                     size_t n) {
+    cuda_state *s = S(be);
+    if (n == 0) return;
+    cudaEventSynchronize(s->ids_done); /* the previous ids copy has left the pinned buffer */
+    if (n > s->ids_cap) {
+        cudaFreeHost(s->ids_host);
+        s->ids_host = NULL;
+        note_error(s, cudaMallocHost((void **)&s->ids_host, n * sizeof(int32_t)), "embed ids");
+        s->ids_cap = s->ids_host ? n : 0;
+    }
+    if (n > s->ids_dev_cap) {
+        dev_free(s, s->ids_dev, s->ids_dev_cap * sizeof(int32_t));
+        s->ids_dev = NULL;
+        s->ids_dev_cap = 0;
+        vox_error err;
+        if (dev_alloc(s, (void **)&s->ids_dev, n * sizeof(int32_t), &err) == VOX_OK) s->ids_dev_cap = n;
+    }
+    if (!s->ids_host || !s->ids_dev) {
+        note_error(s, cudaErrorMemoryAllocation, "embed ids");
+        return;
+    }
+    for (size_t i = 0; i < n; i++) VOX_ASSERT(ids[i] >= 0 && ids[i] < rows(table));
+    memcpy(s->ids_host, ids, n * sizeof(int32_t));
+    note_error(s, cudaMemcpyAsync(s->ids_dev, s->ids_host, n * sizeof(int32_t),
+                                  cudaMemcpyHostToDevice, s->stream), "embed ids");
+    cudaEventRecord(s->ids_done, s->stream);
+    vox_k_embed(y->data, table->data, s->ids_dev, (int64_t)n, cols(table), s->stream);
+    LAUNCHED(s, "embed");
+}
+
+static void cu_copy(vox_backend *be, vox_tensor *dst, const vox_tensor *src) {
+    VOX_ASSERT(dst->dtype == src->dtype && vox_tensor_nbytes(dst) == vox_tensor_nbytes(src));
+    note_error(S(be), cudaMemcpyAsync(dst->data, src->data, vox_tensor_nbytes(src),
+                                      cudaMemcpyDeviceToDevice, S(be)->stream), "copy");
+}
+
+static vox_status cu_logits_stats(vox_backend *be, const vox_tensor *logits, int32_t chosen, int k,
+                                  vox_logits_stats *out, vox_error *err) {
+    cuda_state *s = S(be);
+    int64_t V = (int64_t)vox_tensor_numel(logits);
+    size_t ws = vox_k_logits_workspace(V);
+    if (ws > s->logits_ws_bytes) {
+        dev_free(s, s->logits_ws, s->logits_ws_bytes);
+        s->logits_ws = NULL;
+        s->logits_ws_bytes = 0;
+        vox_status st = dev_alloc(s, &s->logits_ws, ws, err);
+        if (st) return st;
+        s->logits_ws_bytes = ws;
+    }
+    vox_k_logits_stats(s->logits_dev, logits->data, V, chosen, k, s->logits_ws, s->stream);
+    LAUNCHED(s, "logits_stats");
+    cudaError_t e = cudaMemcpyAsync(s->logits_host, s->logits_dev, sizeof *s->logits_host,
+                                    cudaMemcpyDeviceToHost, s->stream);
+    if (e) return cuda_fail(err, e, "logits");
+    vox_status st = cu_sync(be, err);
+    if (st) return st;
+    const vox_k_logits_result *r = s->logits_host;
+    out->argmax = r->argmax;
+    out->argmax_margin = r->max_logit - r->second_logit;
+    out->chosen = chosen < 0 ? r->argmax : chosen;
+    out->chosen_logprob = r->chosen_logit - r->logsumexp;
+    out->k = r->k;
+    for (int i = 0; i < r->k; i++) {
+        out->top_ids[i] = r->top_ids[i];
+        out->top_logprobs[i] = r->top_logits[i] - r->logsumexp;
+    }
+    return VOX_OK;
+}
+
+/* ---- timing and lifetime --------------------------------------------------------------------- */
+
+static int cu_mark(vox_backend *be) {
+    cuda_state *s = S(be);
+    int i = s->n_marks++ % CUDA_MAX_MARKS;
+    if (!s->marks[i]) note_error(s, cudaEventCreate(&s->marks[i]), "event");
+    note_error(s, cudaEventRecord(s->marks[i], s->stream), "event");
+    return i;
+}
+
+static double cu_elapsed_ms(vox_backend *be, int a, int b) {
+    float ms = 0;
+    if (cudaEventElapsedTime(&ms, S(be)->marks[a], S(be)->marks[b]) != cudaSuccess) return 0.0;
+    return ms;
+}
+
+static void cu_memory(vox_backend *be, size_t *live, size_t *peak) {
+    *live = S(be)->live;
+    *peak = S(be)->peak;
+}
+
+static void cu_destroy(vox_backend *be) {
+    cuda_state *s = S(be);
+    if (!s) {
+        free(be);
+        return;
+    }
+    if (s->stream) cudaStreamSynchronize(s->stream);
+    dev_free(s, s->ids_dev, s->ids_dev_cap * sizeof(int32_t));
+    dev_free(s, s->logits_ws, s->logits_ws_bytes);
+    dev_free(s, s->attn_ws, s->attn_ws_bytes);
+    if (s->stream) cudaStreamSynchronize(s->stream);
+    cudaFree(s->gemm_ws);
+    cudaFree(s->pos_dev);
+    cudaFree(s->kv_len_dev);
+    cudaFree(s->logits_dev);
+    for (int i = 0; i < 2; i++) {
+        cudaFreeHost(s->staging[i]);
+        if (s->staging_done[i]) cudaEventDestroy(s->staging_done[i]);
+    }
+    cudaFreeHost(s->ids_host);
+    cudaFreeHost(s->logits_host);
+    if (s->ids_done) cudaEventDestroy(s->ids_done);
+    for (int i = 0; i < CUDA_MAX_MARKS; i++)
+        if (s->marks[i]) cudaEventDestroy(s->marks[i]);
+    if (s->lt) cublasLtDestroy(s->lt);
+    if (s->pool && !s->plain_malloc) cudaMemPoolTrimTo(s->pool, 0);
+    if (s->stream) cudaStreamDestroy(s->stream);
+    free(s);
+    free(be);
+}
+
+vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err) {
+    *out = NULL;
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess)
+        return vox_fail(err, VOX_ERR_DEVICE, "cuda: no usable CUDA driver or device (%s); use --device cpu",
+                        cudaGetErrorString(e));
+    if (device >= count)
+        return vox_fail(err, VOX_ERR_DEVICE, "cuda:%d: only %d CUDA device(s) present", device, count);
+    vox_backend *be = calloc(1, sizeof *be);
+    cuda_state *s = calloc(1, sizeof *s);
+    if (!be || !s) {
+        free(be);
+        free(s);
+        return vox_fail(err, VOX_ERR_NOMEM, "out of memory");
+    }
+    be->impl = s;
+    be->destroy = cu_destroy;
+    s->device = device;
+    snprintf(s->name, sizeof s->name, "cuda:%d", device);
+    const char *plain = getenv("VOX_CUDA_PLAIN_MALLOC");
+    s->plain_malloc = plain && *plain && strcmp(plain, "0") != 0;
+
+#define TRY(call, what)                                                                         \
+    do {                                                                                        \
+        cudaError_t e_ = (call);                                                                \
+        if (e_ != cudaSuccess) {                                                                \
+            vox_status st_ = cuda_fail(err, e_, what);                                          \
+            cu_destroy(be);                                                                     \
+            return st_;                                                                         \
+        }                                                                                       \
+    } while (0)
+
+    TRY(cudaSetDevice(device), s->name);
+    TRY(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking), "stream");
+    if (!s->plain_malloc) {
+        TRY(cudaDeviceGetDefaultMemPool(&s->pool, device), "memory pool");
+        uint64_t keep = UINT64_MAX; /* never give freed memory back to the driver mid-run */
+        TRY(cudaMemPoolSetAttribute(s->pool, cudaMemPoolAttrReleaseThreshold, &keep), "memory pool");
+    }
+    if (cublasLtCreate(&s->lt) != CUBLAS_STATUS_SUCCESS) {
+        cu_destroy(be);
+        return vox_fail(err, VOX_ERR_DEVICE, "%s: cannot initialise cuBLASLt", "cuda");
+    }
+    TRY(cudaMalloc(&s->gemm_ws, GEMM_WORKSPACE_BYTES), "GEMM workspace");
+    TRY(cudaMalloc((void **)&s->pos_dev, sizeof(int64_t)), "scalars");
+    TRY(cudaMalloc((void **)&s->kv_len_dev, 1024 * sizeof(int32_t)), "scalars");
+    TRY(cudaMalloc((void **)&s->logits_dev, sizeof(vox_k_logits_result)), "scalars");
+    TRY(cudaMallocHost((void **)&s->logits_host, sizeof(vox_k_logits_result)), "pinned memory");
+    for (int i = 0; i < 2; i++) {
+        TRY(cudaMallocHost(&s->staging[i], STAGING_BYTES), "pinned staging");
+        TRY(cudaEventCreateWithFlags(&s->staging_done[i], cudaEventDisableTiming), "event");
+    }
+    TRY(cudaEventCreateWithFlags(&s->ids_done, cudaEventDisableTiming), "event");
+#undef TRY
+
+    be->name = s->name;
+    be->act_type = VOX_DTYPE_BF16;
+    be->alloc = cu_alloc;
+    be->free = cu_free;
+    be->weight = cu_weight;
+    be->free_weight = cu_free_weight;
+    be->upload_f32 = cu_upload_f32;
+    be->download_f32 = cu_download_f32;
+    be->sync = cu_sync;
+    be->matmul = cu_matmul;
+    be->layer_norm = cu_layer_norm;
+    be->rms_norm = cu_rms_norm;
+    be->gelu = cu_gelu;
+    be->silu_mul = cu_silu_mul;
+    be->add = cu_add;
+    be->add_rows_f32 = cu_add_rows_f32;
+    be->conv1d_k3 = cu_conv1d_k3;
+    be->rope = cu_rope;
+    be->attention = cu_attention;
+    be->embed = cu_embed;
+    be->copy = cu_copy;
+    be->logits_stats = cu_logits_stats;
+    be->mark = cu_mark;
+    be->elapsed_ms = cu_elapsed_ms;
+    be->memory = cu_memory;
+    *out = be;
+    return VOX_OK;
+}
+
+#endif /* VOX_HAVE_CUDA */
