@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Builds the project and runs every test: a Release build (CUDA backend included when the CUDA
+# Toolkit is present; GPU tests skip without a GPU), then a CPU-only build under AddressSanitizer
+# and UndefinedBehaviorSanitizer that runs the same suites (bad-input tests included).
+# Usage: scripts/test.sh [--no-sanitize]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc 2>/dev/null || echo 2)
+
+echo "== Release build =="
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
+cmake --build build -j"$jobs"
+ctest --test-dir build --output-on-failure -j"$jobs"
+
+if [ "${1:-}" != "--no-sanitize" ]; then
+  echo "== AddressSanitizer + UndefinedBehaviorSanitizer build (CPU backend) =="
+  cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=Debug -DVOX_SANITIZE=ON -DVOX_CUDA=OFF
+  cmake --build build-sanitize -j"$jobs"
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest --test-dir build-sanitize --output-on-failure -j"$jobs"
+fi
