@@ -215,7 +215,8 @@ static int cmp_meta(const void *a, const void *b) {
 static vox_status parse_entry(const char *path, const cJSON *e, size_t data_size, st_entry *out,
                               vox_error *err) {
     const char *name = e->string;
-    if (name[0] == '\0') return vox_fail(err, VOX_ERR_FORMAT, "%s: a tensor has an empty name", path);
+    if (name[0] == '\0')
+        return vox_fail(err, VOX_ERR_FORMAT, "%s: a tensor has an empty name", path);
     if (!cJSON_IsObject(e))
         return tensor_fail(err, path, name, "entry is %s, not an object", json_type_name(e));
 
@@ -303,7 +304,9 @@ static vox_status parse_entry(const char *path, const cJSON *e, size_t data_size
 }
 
 static int cmp_by_name(const void *a, const void *b) {
-    return strcmp((*(const vox_st_tensor *const *)a)->name, (*(const vox_st_tensor *const *)b)->name);
+    const vox_st_tensor *x = *(const vox_st_tensor *const *)a;
+    const vox_st_tensor *y = *(const vox_st_tensor *const *)b;
+    return strcmp(x->name, y->name);
 }
 
 static int cmp_by_offset(const void *a, const void *b) {
@@ -766,11 +769,14 @@ vox_status vox_st_writer_save(vox_st_writer *w, const char *path, vox_error *err
         if (i || w->n_meta) sb_put(&h, ",", 1);
         sb_json_string(&h, t->name);
         sb_printf(&h, ":{\"dtype\":\"%s\",\"shape\":[", vox_dtype_name(t->dtype));
-        for (int d = 0; d < t->ndim; d++) sb_printf(&h, "%s%lld", d ? "," : "", (long long)t->shape[d]);
+        for (int d = 0; d < t->ndim; d++)
+            sb_printf(&h, "%s%lld", d ? "," : "", (long long)t->shape[d]);
         uint64_t end;
-        if (__builtin_add_overflow(offset, (uint64_t)t->nbytes, &end) || (double)end >= ST_MAX_EXACT) {
+        if (__builtin_add_overflow(offset, (uint64_t)t->nbytes, &end) ||
+            (double)end >= ST_MAX_EXACT) {
             free(h.p);
-            return vox_fail(err, VOX_ERR_INVALID_ARG, "%s: the tensors' total size overflows", path);
+            return vox_fail(err, VOX_ERR_INVALID_ARG, "%s: the tensors' total size overflows",
+                            path);
         }
         sb_printf(&h, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)offset,
                   (unsigned long long)end);

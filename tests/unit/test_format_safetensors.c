@@ -24,7 +24,7 @@
 
 #include "harness.h"
 
-static char tmpdir[] = "/tmp/vox_test_st_XXXXXX";
+static char tmpdir[200];
 
 static void path_in(char *buf, size_t n, const char *name) {
     snprintf(buf, n, "%s/%s", tmpdir, name);
@@ -324,7 +324,8 @@ static void test_valid_variants(void) {
     p += sprintf(p, "{");
     for (int t = 0; t < VOX_DTYPE_COUNT; t++) {
         size_t nb = 3 * vox_dtype_size((vox_dtype)t);
-        p += sprintf(p, "%s\"t\\u00e9%s\":{\"dtype\":\"%s\",\"shape\":[3],\"data_offsets\":[%zu,%zu]}",
+        p += sprintf(p,
+                     "%s\"t\\u00e9%s\":{\"dtype\":\"%s\",\"shape\":[3],\"data_offsets\":[%zu,%zu]}",
                      t ? "," : "", vox_dtype_name((vox_dtype)t), vox_dtype_name((vox_dtype)t),
                      offset, offset + nb);
         offset += nb;
@@ -370,8 +371,9 @@ static const struct {
     {"byte-order mark", "\xef\xbb\xbf{}", 0, "non-ASCII byte outside strings"},
     {"control byte in a name", "{\"a\x01\":1}", 0, "control byte 0x01"},
     {"control byte as whitespace", "{\x0b}", 0, "control byte 0x0b"},
-    {"escaped NUL in a name", "{\"a\\u0000b\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}",
-     1, "escaped NUL"},
+    {"escaped NUL in a name",
+     "{\"a\\u0000b\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1,
+     "escaped NUL"},
     {"lone surrogate escape", "{\"a\\udc00\":1}", 0, "not valid JSON"},
     {"entry not an object", "{\"x\":[1]}", 0, "tensor 'x': entry is an array, not an object"},
     {"empty name", "{\"\":{\"dtype\":\"U8\",\"shape\":[],\"data_offsets\":[0,1]}}", 1,
@@ -384,8 +386,9 @@ static const struct {
      "missing field 'shape'"},
     {"missing offsets", "{\"x\":{\"dtype\":\"F32\",\"shape\":[1]}}", 4,
      "missing field 'data_offsets'"},
-    {"unknown field", "{\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4],\"extra\":1}}",
-     4, "tensor 'x': unknown field 'extra'"},
+    {"unknown field",
+     "{\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4],\"extra\":1}}", 4,
+     "tensor 'x': unknown field 'extra'"},
     {"field twice",
      "{\"x\":{\"dtype\":\"F32\",\"dtype\":\"F16\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4,
      "tensor 'x': field 'dtype' appears twice"},
@@ -411,7 +414,8 @@ static const struct {
      "tensor 'x': data_offsets [0, 10] hold 10 bytes but F32 [3] needs 12"},
     {"byte size mismatch, scalar", T1("\"F64\"", "[]", "[0,4]"), 4,
      "data_offsets [0, 4] hold 4 bytes but F64 [] needs 8"},
-    {"zero-size with bytes", T1("\"F32\"", "[0,5]", "[0,4]"), 4, "hold 4 bytes but F32 [0, 5] needs 0"},
+    {"zero-size with bytes", T1("\"F32\"", "[0,5]", "[0,4]"), 4,
+     "hold 4 bytes but F32 [0, 5] needs 0"},
     {"begin after end", T1("\"F32\"", "[0]", "[8,4]"), 8,
      "tensor 'x': data_offsets [8, 4]: begin is after end"},
     {"offsets past the data", T1("\"F32\"", "[2]", "[100,108]"), 8,
@@ -426,7 +430,8 @@ static const struct {
     {"offsets as strings", T1("\"F32\"", "[1]", "[\"0\",\"4\"]"), 4,
      "tensor 'x': data_offsets[0] is not a number"},
     {"negative offset", T1("\"F32\"", "[1]", "[-4,0]"), 4, "data_offsets[0] = -4 is negative"},
-    {"fractional offset", T1("\"F32\"", "[1]", "[0,4.5]"), 4, "data_offsets[1] = 4.5 is not an integer"},
+    {"fractional offset", T1("\"F32\"", "[1]", "[0,4.5]"), 4,
+     "data_offsets[1] = 4.5 is not an integer"},
     {"overlapping tensors",
      "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
      "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}",
@@ -728,6 +733,8 @@ static void remove_tmpdir(void) {
 }
 
 int main(void) {
+    const char *base = getenv("TMPDIR");
+    snprintf(tmpdir, sizeof tmpdir, "%s/vox_test_st_XXXXXX", base && base[0] ? base : "/tmp");
     if (!mkdtemp(tmpdir)) {
         fprintf(stderr, "mkdtemp: %s\n", strerror(errno));
         return 1;
