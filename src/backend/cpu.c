@@ -71,6 +71,10 @@ static vox_status cpu_weight(vox_backend *be, vox_tensor *dst, const void *src, 
     if (type != VOX_DTYPE_F32 && type != VOX_DTYPE_BF16 && type != VOX_DTYPE_F16)
         return vox_fail(err, VOX_ERR_UNSUPPORTED, "cpu: weights of type %s are not supported",
                         vox_dtype_name(type));
+    if ((uintptr_t)src % vox_dtype_size(type) != 0)
+        return vox_fail(err, VOX_ERR_FORMAT,
+                        "data is not aligned to its %zu-byte elements (written by another tool? "
+                        "re-export the model with voxtral_export)", vox_dtype_size(type));
     memset(dst, 0, sizeof *dst);
     dst->data = (void *)src; /* a view of the mapped file: read-only by contract */
     dst->dtype = type;

@@ -750,7 +750,23 @@ static void sync_parent_dir(const char *path) {
     free(dir);
 }
 
+/* Orders the tensors by element size, largest first, keeping the order of addition among
+ * equals. With the data starting at a multiple of 8 and no gaps allowed between tensors, this
+ * is what makes every tensor aligned to its element size, so readers can use it in place. */
+static void order_for_alignment(vox_st_writer *w) {
+    for (size_t i = 1; i < w->n; i++) {
+        wr_tensor t = w->t[i];
+        size_t j = i;
+        while (j > 0 && vox_dtype_size(w->t[j - 1].dtype) < vox_dtype_size(t.dtype)) {
+            w->t[j] = w->t[j - 1];
+            j--;
+        }
+        w->t[j] = t;
+    }
+}
+
 vox_status vox_st_writer_save(vox_st_writer *w, const char *path, vox_error *err) {
+    order_for_alignment(w);
     sbuf h = {0};
     sb_put(&h, "{", 1);
     if (w->n_meta) {

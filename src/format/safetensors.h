@@ -61,9 +61,10 @@ const char *vox_st_metadata(const vox_safetensors *st, const char *key);
 
 /* Writer: collects tensors (the data is referenced, not copied, until vox_st_writer_save), then
  * writes PATH.tmp and renames it to PATH, so that no partial file is ever left under PATH.
- * The header lists __metadata__ first, then the tensors in the order they were added, with
- * consecutive data_offsets; it is padded with spaces so that the data starts at a multiple of 8
- * bytes. add refuses (VOX_ERR_INVALID_ARG) an empty, non-UTF-8, reserved ("__metadata__") or
+ * The header lists __metadata__ first, then the tensors by element size, largest first (in the
+ * order they were added among equals), with consecutive data_offsets; it is padded with spaces
+ * so that the data starts at a multiple of 8 bytes: every tensor is then aligned to its element
+ * size. add refuses (VOX_ERR_INVALID_ARG) an empty, non-UTF-8, reserved ("__metadata__") or
  * repeated name, a bad dtype, more than VOX_ST_MAX_DIMS dims, a negative dim, a byte size that
  * overflows, or NULL data for a non-empty tensor. set_metadata replaces the value of a key set
  * before. save reports a failed write (disk full: ENOSPC) as VOX_ERR_IO naming PATH, and removes

@@ -181,9 +181,19 @@ static void test_round_trip(void) {
         size_t offset = 0;
         const unsigned char *data0 = vox_st_at(st, 0)->data;
         CHECK(data0 == NULL || ((uintptr_t)data0 % 8) == 0);
-        for (size_t i = 0; i < n_specs && i < vox_st_count(st); i++) {
-            const spec *e = &specs[i];
+        /* File order: by element size, largest first, insertion order among equals. */
+        size_t order[64];
+        CHECK(n_specs <= 64);
+        size_t n_order = 0;
+        for (size_t size_class = 8; size_class >= 1; size_class /= 2)
+            for (size_t i = 0; i < n_specs && n_order < 64; i++)
+                if (vox_dtype_size(specs[i].dtype) == size_class) order[n_order++] = i;
+        CHECK(n_order == n_specs);
+        for (size_t i = 0; i < n_order && i < vox_st_count(st); i++) {
+            const spec *e = &specs[order[i]];
             const vox_st_tensor *t = vox_st_at(st, i);
+            CHECK_MSG(((uintptr_t)t->data % vox_dtype_size(t->dtype)) == 0,
+                      "%s is not aligned to its element size", t->name);
             size_t nbytes = e->n_elements * vox_dtype_size(e->dtype);
             CHECK_MSG(strcmp(t->name, e->name) == 0, "at(%zu) is '%s', expected '%s'", i,
                       t->name, e->name);
@@ -192,7 +202,7 @@ static void test_round_trip(void) {
             for (int d = 0; d < e->ndim; d++) CHECK(t->shape[d] == e->shape[d]);
             CHECK(t->n_elements == e->n_elements);
             CHECK(t->nbytes == nbytes);
-            CHECK(t->data == data0 + offset); /* consecutive, in insertion order */
+            CHECK(t->data == data0 + offset); /* consecutive, in file order */
             CHECK(memcmp(t->data, raw + 8 + n + offset, nbytes) == 0);
             if (nbytes) CHECK_MSG(memcmp(t->data, e->data, nbytes) == 0, "data of %s", e->name);
             CHECK(vox_st_find(st, e->name) == t);
