@@ -1,0 +1,86 @@
+// Small helpers shared by the kernels/*.cu files (device code only, internal to vox_kernels):
+//   bf16 <-> fp32 of single values and of 8-wide (16-byte) vectors, an alignment test,
+//   warp sums / maxima by shuffles, a block sum, and VOX_K_LAUNCH_CHECK.
+// Everything is static inline: each .cu file is its own translation unit.
+#ifndef VOX_KERNELS_COMMON_CUH
+#define VOX_KERNELS_COMMON_CUH
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+typedef __nv_bfloat16 vk_bf16;
+
+// Launchers never synchronise (they may run inside a captured graph), and leave launch errors
+// to the caller's next cudaGetLastError. Building with -DVOX_KERNELS_DEBUG makes every launch
+// check its own error at once and abort with the file and line, for bisecting a bad launch.
+#ifdef VOX_KERNELS_DEBUG
+#define VOX_K_LAUNCH_CHECK()                                                                  \
+    do {                                                                                      \
+        cudaError_t e_ = cudaGetLastError();                                                  \
+        if (e_ != cudaSuccess) {                                                              \
+            fprintf(stderr, "%s:%d: kernel launch failed: %s\n", __FILE__, __LINE__,          \
+                    cudaGetErrorString(e_));                                                  \
+            abort();                                                                          \
+        }                                                                                     \
+    } while (0)
+#else
+#define VOX_K_LAUNCH_CHECK() ((void)0)
+#endif
+
+static inline int64_t vk_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static inline bool vk_aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+
+static __device__ __forceinline__ float vk_f(vk_bf16 x) { return __bfloat162float(x); }
+// Round to nearest even, as torch's cast to bfloat16.
+static __device__ __forceinline__ vk_bf16 vk_bf(float x) { return __float2bfloat16_rn(x); }
+// x rounded to bf16 and back: the value torch holds after an op's output cast.
+static __device__ __forceinline__ float vk_round(float x) { return vk_f(vk_bf(x)); }
+
+// 8 bf16 in one 16-byte word (the pointer must be 16-byte aligned).
+static __device__ __forceinline__ void vk_load8(const void *p, float f[8]) {
+    uint4 u = *(const uint4 *)p;
+    const __nv_bfloat162 *h = (const __nv_bfloat162 *)&u;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        float2 t = __bfloat1622float2(h[i]);
+        f[2 * i] = t.x;
+        f[2 * i + 1] = t.y;
+    }
+}
+static __device__ __forceinline__ void vk_store8(void *p, const float f[8]) {
+    uint4 u;
+    __nv_bfloat162 *h = (__nv_bfloat162 *)&u;
+#pragma unroll
+    for (int i = 0; i < 4; i++) h[i] = __floats2bfloat162_rn(f[2 * i], f[2 * i + 1]);
+    *(uint4 *)p = u;
+}
+
+static __device__ __forceinline__ float vk_warp_sum(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+static __device__ __forceinline__ float vk_warp_max(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+// Sum over the whole block, returned to every thread. blockDim.x a multiple of 32; scratch holds
+// 32 floats of shared memory. Contains two __syncthreads: every thread of the block must call it.
+static __device__ __forceinline__ float vk_block_sum(float v, float *scratch) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
+    v = vk_warp_sum(v);
+    __syncthreads(); // scratch may still be read by a previous call
+    if (lane == 0) scratch[warp] = v;
+    __syncthreads();
+    float s = 0.0f;
+    for (int w = 0; w < n_warps; w++) s += scratch[w]; // same order in every thread
+    return s;
+}
+
+#endif
