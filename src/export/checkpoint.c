@@ -1,0 +1,283 @@
+/* What the two checkpoint readers share: the list of opened safetensors files and the tensor
+ * lookup, typed reads of JSON config fields, the special-token ids of tekken.json, and the
+ * completion and validation of the hyper-parameters. */
+#include "export/checkpoint.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The mel front end is fixed (spec section 1): hop 160 samples, and conv2 halves the frames. */
+#define MEL_HOP 160
+#define CONV_STRIDE 2
+
+vox_status vox_checkpoint_add_file(vox_checkpoint *ck, const char *path, vox_error *err) {
+    vox_safetensors **files = realloc(ck->files, (ck->n_files + 1) * sizeof *files);
+    if (!files) return vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", path);
+    ck->files = files;
+    vox_status st = vox_st_open(path, &ck->files[ck->n_files], err);
+    if (st != VOX_OK) return st;
+    ck->n_files++;
+    return VOX_OK;
+}
+
+static const char *base_name(const char *path) {
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+static const vox_st_tensor *find_exact(const vox_checkpoint *ck, const char *name,
+                                       const char **file) {
+    if (ck->weight_map) {
+        const cJSON *shard = cJSON_GetObjectItemCaseSensitive(ck->weight_map, name);
+        *file = ck->index_path;
+        if (!cJSON_IsString(shard)) return NULL;
+        for (size_t i = 0; i < ck->n_files; i++) {
+            if (strcmp(base_name(vox_st_path(ck->files[i])), shard->valuestring) == 0) {
+                *file = vox_st_path(ck->files[i]);
+                return vox_st_find(ck->files[i], name);
+            }
+        }
+        return NULL; /* not reached: every shard of the map is opened */
+    }
+    *file = ck->n_files ? vox_st_path(ck->files[0]) : ck->dir;
+    for (size_t i = 0; i < ck->n_files; i++) {
+        const vox_st_tensor *t = vox_st_find(ck->files[i], name);
+        if (t) {
+            *file = vox_st_path(ck->files[i]);
+            return t;
+        }
+    }
+    return NULL;
+}
+
+const vox_st_tensor *vox_checkpoint_find(const vox_checkpoint *ck, const char *name,
+                                         const char **file, const char **found) {
+    static _Thread_local char alias[256];
+    const vox_st_tensor *t = find_exact(ck, name, file);
+    if (found) *found = name;
+    size_t n = ck->alias_from ? strlen(ck->alias_from) : 0;
+    if (t || !n || strncmp(name, ck->alias_from, n) != 0) return t;
+    if (snprintf(alias, sizeof alias, "%s%s", ck->alias_to, name + n) >= (int)sizeof alias)
+        return NULL;
+    const char *alias_file;
+    t = find_exact(ck, alias, &alias_file);
+    if (t) {
+        *file = alias_file;
+        if (found) *found = alias;
+    }
+    return t;
+}
+
+void vox_checkpoint_close(vox_checkpoint *ck) {
+    for (size_t i = 0; i < ck->n_files; i++) vox_st_close(ck->files[i]);
+    free(ck->files);
+    cJSON_Delete(ck->weight_map);
+    memset(ck, 0, sizeof *ck);
+}
+
+/* ---- JSON files and fields ------------------------------------------------------------------- */
+
+vox_status vox_json_load(const char *path, size_t max_bytes, cJSON **out, vox_error *err) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return vox_fail(err, VOX_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    char *text = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len == cap) {
+            cap = cap ? cap * 2 : 1 << 16;
+            char *t = realloc(text, cap + 1);
+            if (!t) {
+                free(text);
+                fclose(f);
+                return vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", path);
+            }
+            text = t;
+        }
+        size_t n = fread(text + len, 1, cap - len, f);
+        len += n;
+        if (len > max_bytes) {
+            free(text);
+            fclose(f);
+            return vox_fail(err, VOX_ERR_FORMAT, "%s: larger than %zu bytes", path, max_bytes);
+        }
+        if (n == 0) break;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(text);
+        return vox_fail(err, VOX_ERR_IO, "%s: read error", path);
+    }
+    text[len] = '\0';
+    const char *end = NULL;
+    *out = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    size_t at = end && end >= text ? (size_t)(end - text) : 0;
+    free(text);
+    if (*out == NULL)
+        return vox_fail(err, VOX_ERR_FORMAT, "%s: invalid JSON near byte %zu", path, at);
+    return VOX_OK;
+}
+
+void vox_json_fail(vox_json_reader *r, vox_status code, const char *fmt, ...) {
+    if (r->st != VOX_OK) return;
+    char what[VOX_ERROR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    r->st = vox_fail(r->err, code, "%s: %s", r->path, what);
+}
+
+/* The value of key (or alt), treating JSON null as absent; *used is the spelling found. */
+static const cJSON *json_get(const cJSON *obj, const char *key, const char *alt,
+                             const char **used) {
+    *used = key;
+    if (!obj) return NULL;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if ((!v || cJSON_IsNull(v)) && alt) {
+        v = cJSON_GetObjectItemCaseSensitive(obj, alt);
+        if (v && !cJSON_IsNull(v)) *used = alt;
+    }
+    return v && !cJSON_IsNull(v) ? v : NULL;
+}
+
+#define DOT(where) (*(where) ? "." : "")
+
+const cJSON *vox_json_object(vox_json_reader *r, const cJSON *obj, const char *where,
+                             const char *key, int required) {
+    if (r->st != VOX_OK) return NULL;
+    const char *used;
+    const cJSON *v = json_get(obj, key, NULL, &used);
+    if (!v) {
+        if (required) vox_json_fail(r, VOX_ERR_FORMAT, "%s%s%s: missing", where, DOT(where), key);
+        return NULL;
+    }
+    if (!cJSON_IsObject(v)) {
+        vox_json_fail(r, VOX_ERR_FORMAT, "%s%s%s: must be an object", where, DOT(where), key);
+        return NULL;
+    }
+    return v;
+}
+
+int vox_json_int(vox_json_reader *r, const cJSON *obj, const char *where, const char *key,
+                 const char *alt, int def) {
+    if (r->st != VOX_OK) return 0;
+    const char *used;
+    const cJSON *v = json_get(obj, key, alt, &used);
+    if (!v) {
+        if (def == VOX_JSON_REQUIRED)
+            vox_json_fail(r, VOX_ERR_FORMAT, "%s%s%s: missing", where, DOT(where), key);
+        return def;
+    }
+    double x = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+    if (!(x >= INT_MIN && x <= INT_MAX && x == floor(x))) {
+        vox_json_fail(r, VOX_ERR_FORMAT, "%s%s%s: must be an integer", where, DOT(where), used);
+        return 0;
+    }
+    return (int)x;
+}
+
+double vox_json_number(vox_json_reader *r, const cJSON *obj, const char *where, const char *key,
+                       double def) {
+    if (r->st != VOX_OK) return 0;
+    const char *used;
+    const cJSON *v = json_get(obj, key, NULL, &used);
+    if (!v) {
+        if (def == (double)VOX_JSON_REQUIRED)
+            vox_json_fail(r, VOX_ERR_FORMAT, "%s%s%s: missing", where, DOT(where), key);
+        return def;
+    }
+    if (!cJSON_IsNumber(v)) {
+        vox_json_fail(r, VOX_ERR_FORMAT, "%s%s%s: must be a number", where, DOT(where), key);
+        return 0;
+    }
+    return v->valuedouble;
+}
+
+const char *vox_json_string(vox_json_reader *r, const cJSON *obj, const char *where,
+                            const char *key, const char *def) {
+    if (r->st != VOX_OK) return def;
+    const char *used;
+    const cJSON *v = json_get(obj, key, NULL, &used);
+    if (!v) return def;
+    if (!cJSON_IsString(v)) {
+        vox_json_fail(r, VOX_ERR_FORMAT, "%s%s%s: must be a string", where, DOT(where), key);
+        return def;
+    }
+    return v->valuestring;
+}
+
+/* ---- tekken.json ----------------------------------------------------------------------------- */
+
+/* tekken.json of the release is 15 MB (150 000 vocabulary entries). */
+#define TEKKEN_MAX_BYTES (512u << 20)
+
+vox_status vox_tekken_read_ids(const char *path, vox_manifest *hp, vox_error *err) {
+    cJSON *root = NULL;
+    vox_status st = vox_json_load(path, TEKKEN_MAX_BYTES, &root, err);
+    if (st != VOX_OK) return st;
+
+    vox_json_reader r = {path, err, VOX_OK};
+    const cJSON *specials = cJSON_IsObject(root)
+                                ? cJSON_GetObjectItemCaseSensitive(root, "special_tokens")
+                                : NULL;
+    if (!cJSON_IsArray(specials))
+        vox_json_fail(&r, VOX_ERR_FORMAT, "special_tokens: missing or not a list");
+
+    const struct {
+        const char *token;
+        int *id;
+    } wanted[] = {{"<s>", &hp->tokenizer.bos},
+                  {"</s>", &hp->tokenizer.eos},
+                  {"[INST]", &hp->tokenizer.inst},
+                  {"[/INST]", &hp->tokenizer.inst_end},
+                  {"[AUDIO]", &hp->tokenizer.audio},
+                  {"[BEGIN_AUDIO]", &hp->tokenizer.begin_audio},
+                  {"[TRANSCRIBE]", &hp->tokenizer.transcribe}};
+    for (size_t w = 0; w < sizeof wanted / sizeof wanted[0] && r.st == VOX_OK; w++) {
+        int found = 0;
+        const cJSON *tok;
+        cJSON_ArrayForEach(tok, specials) {
+            const char *s = vox_json_string(&r, tok, "special_tokens[]", "token_str", NULL);
+            if (s == NULL || strcmp(s, wanted[w].token) != 0) continue;
+            *wanted[w].id = vox_json_int(&r, tok, wanted[w].token, "rank", NULL,
+                                         VOX_JSON_REQUIRED);
+            found = 1;
+            break;
+        }
+        if (!found)
+            vox_json_fail(&r, VOX_ERR_FORMAT, "special_tokens: no %s token", wanted[w].token);
+    }
+
+    const cJSON *audio = vox_json_object(&r, root, "", "audio", 0);
+    hp->sample_rate = vox_json_int(&r, audio, "audio", "sampling_rate", NULL,
+                                   hp->sample_rate > 0 ? hp->sample_rate : 16000);
+    cJSON_Delete(root);
+    return r.st;
+}
+
+/* ---- completing the hyper-parameters --------------------------------------------------------- */
+
+vox_status vox_checkpoint_finish(vox_checkpoint *ck, vox_error *err) {
+    vox_manifest *hp = &ck->hp;
+    hp->format_version = VOX_FORMAT_VERSION;
+    snprintf(hp->source_layout, sizeof hp->source_layout, "%s", ck->layout);
+    snprintf(hp->tokenizer.file, sizeof hp->tokenizer.file, "tekken.json");
+    /* One encoder chunk is max_source_positions frames after conv2, i.e. twice as many mel
+     * frames of MEL_HOP samples; each projector row groups downsample_factor frames. For the
+     * release: 1500 * 2 * 160 / 16000 = 30 s, and 16000 / (160 * 2 * 4) = 12.5 per second. */
+    if (hp->sample_rate > 0 && hp->encoder.downsample_factor > 0) {
+        hp->chunk_seconds =
+            (double)hp->encoder.max_source_positions * CONV_STRIDE * MEL_HOP / hp->sample_rate;
+        hp->frame_rate =
+            (double)hp->sample_rate / (MEL_HOP * CONV_STRIDE * hp->encoder.downsample_factor);
+    }
+    vox_status st = vox_manifest_validate(hp, 0, err);
+    if (st != VOX_OK) vox_error_prefix(err, "%s", ck->config_path);
+    return st;
+}

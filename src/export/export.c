@@ -1,0 +1,603 @@
+/* The conversion: from an opened checkpoint (checkpoint.h) to the exported model directory.
+ *
+ * 1. plan: one entry per output tensor (our name, its source tensor, the shape the manifest's
+ *    numbers imply, the output dtype, whether q/k rows are permuted), every source checked for
+ *    presence, dtype and shape before anything is written;
+ * 2. write: each blob through vox_st_writer, tensors taken straight from the source mapping
+ *    unless they change; then tekken.json, then voxtral.json. */
+#define _XOPEN_SOURCE 700 /* realpath */
+#include "export/export.h"
+
+#include <errno.h>
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "export/checkpoint.h"
+#include "format/safetensors.h"
+
+/* ---- our tensors ----------------------------------------------------------------------------- */
+
+static const struct {
+    vox_blob blob;
+    int per_layer;
+    const char *name; /* %d: the layer */
+} ours[VOX_T_COUNT] = {
+    [VOX_T_CONV1_W] = {VOX_BLOB_ENCODER, 0, "conv1.weight"},
+    [VOX_T_CONV1_B] = {VOX_BLOB_ENCODER, 0, "conv1.bias"},
+    [VOX_T_CONV2_W] = {VOX_BLOB_ENCODER, 0, "conv2.weight"},
+    [VOX_T_CONV2_B] = {VOX_BLOB_ENCODER, 0, "conv2.bias"},
+    [VOX_T_POSITIONS] = {VOX_BLOB_ENCODER, 0, "positions"},
+    [VOX_T_ENC_ATTN_NORM_W] = {VOX_BLOB_ENCODER, 1, "layers.%d.attn_norm.weight"},
+    [VOX_T_ENC_ATTN_NORM_B] = {VOX_BLOB_ENCODER, 1, "layers.%d.attn_norm.bias"},
+    [VOX_T_ENC_Q_W] = {VOX_BLOB_ENCODER, 1, "layers.%d.attn.q.weight"},
+    [VOX_T_ENC_Q_B] = {VOX_BLOB_ENCODER, 1, "layers.%d.attn.q.bias"},
+    [VOX_T_ENC_K_W] = {VOX_BLOB_ENCODER, 1, "layers.%d.attn.k.weight"},
+    [VOX_T_ENC_V_W] = {VOX_BLOB_ENCODER, 1, "layers.%d.attn.v.weight"},
+    [VOX_T_ENC_V_B] = {VOX_BLOB_ENCODER, 1, "layers.%d.attn.v.bias"},
+    [VOX_T_ENC_O_W] = {VOX_BLOB_ENCODER, 1, "layers.%d.attn.o.weight"},
+    [VOX_T_ENC_O_B] = {VOX_BLOB_ENCODER, 1, "layers.%d.attn.o.bias"},
+    [VOX_T_ENC_FFN_NORM_W] = {VOX_BLOB_ENCODER, 1, "layers.%d.ffn_norm.weight"},
+    [VOX_T_ENC_FFN_NORM_B] = {VOX_BLOB_ENCODER, 1, "layers.%d.ffn_norm.bias"},
+    [VOX_T_ENC_FC1_W] = {VOX_BLOB_ENCODER, 1, "layers.%d.fc1.weight"},
+    [VOX_T_ENC_FC1_B] = {VOX_BLOB_ENCODER, 1, "layers.%d.fc1.bias"},
+    [VOX_T_ENC_FC2_W] = {VOX_BLOB_ENCODER, 1, "layers.%d.fc2.weight"},
+    [VOX_T_ENC_FC2_B] = {VOX_BLOB_ENCODER, 1, "layers.%d.fc2.bias"},
+    [VOX_T_ENC_NORM_W] = {VOX_BLOB_ENCODER, 0, "norm.weight"},
+    [VOX_T_ENC_NORM_B] = {VOX_BLOB_ENCODER, 0, "norm.bias"},
+    [VOX_T_PROJ1_W] = {VOX_BLOB_ENCODER, 0, "projector.linear1.weight"},
+    [VOX_T_PROJ2_W] = {VOX_BLOB_ENCODER, 0, "projector.linear2.weight"},
+    [VOX_T_EMBEDDING] = {VOX_BLOB_EMBEDDING, 0, "embedding"},
+    [VOX_T_DEC_ATTN_NORM_W] = {VOX_BLOB_DECODER, 1, "layers.%d.attn_norm.weight"},
+    [VOX_T_DEC_Q_W] = {VOX_BLOB_DECODER, 1, "layers.%d.attn.q.weight"},
+    [VOX_T_DEC_K_W] = {VOX_BLOB_DECODER, 1, "layers.%d.attn.k.weight"},
+    [VOX_T_DEC_V_W] = {VOX_BLOB_DECODER, 1, "layers.%d.attn.v.weight"},
+    [VOX_T_DEC_O_W] = {VOX_BLOB_DECODER, 1, "layers.%d.attn.o.weight"},
+    [VOX_T_DEC_FFN_NORM_W] = {VOX_BLOB_DECODER, 1, "layers.%d.ffn_norm.weight"},
+    [VOX_T_DEC_GATE_W] = {VOX_BLOB_DECODER, 1, "layers.%d.mlp.gate.weight"},
+    [VOX_T_DEC_UP_W] = {VOX_BLOB_DECODER, 1, "layers.%d.mlp.up.weight"},
+    [VOX_T_DEC_DOWN_W] = {VOX_BLOB_DECODER, 1, "layers.%d.mlp.down.weight"},
+    [VOX_T_DEC_NORM_W] = {VOX_BLOB_DECODER, 0, "norm.weight"},
+    [VOX_T_LM_HEAD] = {VOX_BLOB_DECODER, 0, "lm_head.weight"},
+};
+
+static const char *const blob_files[VOX_BLOB_COUNT] = {
+    "audio_encoder.safetensors", "token_embedding.safetensors", "text_decoder.safetensors"};
+
+/* The shape of a kind under the manifest's numbers (manifest.h); returns ndim. */
+static int expected_shape(vox_tensor_kind k, const vox_manifest *hp, int64_t *s) {
+    const vox_encoder_config *e = &hp->encoder;
+    const vox_decoder_config *d = &hp->decoder;
+    const int64_t D = e->d_model, H = d->hidden, Q = (int64_t)d->heads * d->head_dim,
+                  KV = (int64_t)d->kv_heads * d->head_dim;
+#define SHAPE1(a) return (s[0] = (a), 1)
+#define SHAPE2(a, b) return (s[0] = (a), s[1] = (b), 2)
+#define SHAPE3(a, b, c) return (s[0] = (a), s[1] = (b), s[2] = (c), 3)
+    switch (k) {
+    case VOX_T_CONV1_W: SHAPE3(D, e->num_mel_bins, 3);
+    case VOX_T_CONV2_W: SHAPE3(D, D, 3);
+    case VOX_T_POSITIONS: SHAPE2(e->max_source_positions, D);
+    case VOX_T_ENC_Q_W:
+    case VOX_T_ENC_K_W:
+    case VOX_T_ENC_V_W:
+    case VOX_T_ENC_O_W: SHAPE2(D, D);
+    case VOX_T_ENC_FC1_W: SHAPE2(e->ffn_dim, D);
+    case VOX_T_ENC_FC1_B: SHAPE1(e->ffn_dim);
+    case VOX_T_ENC_FC2_W: SHAPE2(D, e->ffn_dim);
+    case VOX_T_CONV1_B:
+    case VOX_T_CONV2_B:
+    case VOX_T_ENC_ATTN_NORM_W:
+    case VOX_T_ENC_ATTN_NORM_B:
+    case VOX_T_ENC_Q_B:
+    case VOX_T_ENC_V_B:
+    case VOX_T_ENC_O_B:
+    case VOX_T_ENC_FFN_NORM_W:
+    case VOX_T_ENC_FFN_NORM_B:
+    case VOX_T_ENC_FC2_B:
+    case VOX_T_ENC_NORM_W:
+    case VOX_T_ENC_NORM_B: SHAPE1(D);
+    case VOX_T_PROJ1_W: SHAPE2(e->projector_dim, D * e->downsample_factor);
+    case VOX_T_PROJ2_W: SHAPE2(e->projector_dim, e->projector_dim);
+    case VOX_T_EMBEDDING: SHAPE2(d->vocab_size, H);
+    case VOX_T_DEC_ATTN_NORM_W:
+    case VOX_T_DEC_FFN_NORM_W:
+    case VOX_T_DEC_NORM_W: SHAPE1(H);
+    case VOX_T_DEC_Q_W: SHAPE2(Q, H);
+    case VOX_T_DEC_K_W:
+    case VOX_T_DEC_V_W: SHAPE2(KV, H);
+    case VOX_T_DEC_O_W: SHAPE2(H, Q);
+    case VOX_T_DEC_GATE_W:
+    case VOX_T_DEC_UP_W: SHAPE2(d->ffn_dim, H);
+    case VOX_T_DEC_DOWN_W: SHAPE2(H, d->ffn_dim);
+    case VOX_T_LM_HEAD: SHAPE2(d->vocab_size, H);
+    case VOX_T_COUNT: break;
+    }
+#undef SHAPE1
+#undef SHAPE2
+#undef SHAPE3
+    VOX_ASSERT(!"unknown tensor kind");
+    return 0;
+}
+
+/* ---- the positions table --------------------------------------------------------------------- */
+
+/* Spec section 2: row t = [sin(t f_j)] ++ [cos(t f_j)], f_j = exp(-j ln(10000) / (C/2 - 1)),
+ * evaluated in double and rounded once to float. */
+static float *make_positions(int rows, int channels) {
+    int half = channels / 2;
+    float *tab = malloc((size_t)rows * channels * sizeof *tab);
+    if (!tab) return NULL;
+    double inc = log(10000.0) / (half - 1);
+    for (int t = 0; t < rows; t++) {
+        for (int j = 0; j < half; j++) {
+            double arg = t * exp(-inc * j);
+            tab[(size_t)t * channels + j] = (float)sin(arg);
+            tab[(size_t)t * channels + half + j] = (float)cos(arg);
+        }
+    }
+    return tab;
+}
+
+/* transformers computes the table in float32 (torch's exp within an ulp or two, differently on
+ * CPU and CUDA); an ulp of f_j becomes t ulps of the argument at row t, so two correct tables
+ * differ by up to about rows * FLT_EPSILON (1.2e-4 measured at 1500 rows against torch's CPU
+ * table). A table outside this bound was not made by the formula. */
+static double positions_tolerance(int rows) { return 1e-5 + 4.0 * rows * FLT_EPSILON; }
+
+/* ---- the plan -------------------------------------------------------------------------------- */
+
+typedef struct {
+    vox_tensor_kind kind;
+    char name[64];                 /* ours */
+    char src_name[192];            /* the checkpoint's */
+    const vox_st_tensor *src;      /* NULL: generated (the positions) */
+    int ndim;
+    int64_t shape[VOX_ST_MAX_DIMS];
+    vox_dtype dtype;               /* as written */
+    int permute_heads;             /* > 0: q/k rows interleaved -> rotate-half, this many heads */
+} plan_entry;
+
+typedef struct {
+    plan_entry *e;
+    size_t n, cap;
+} plan;
+
+static void shape_str(char *buf, size_t cap, int ndim, const int64_t *shape) {
+    size_t at = 0;
+    at += snprintf(buf + at, cap - at, "[");
+    for (int i = 0; i < ndim && at < cap; i++)
+        at += snprintf(buf + at, cap - at, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    if (at < cap) snprintf(buf + at, cap - at, "]");
+}
+
+static int is_float(vox_dtype t) {
+    return t == VOX_DTYPE_F32 || t == VOX_DTYPE_BF16 || t == VOX_DTYPE_F16;
+}
+
+static vox_status plan_add(plan *p, const vox_checkpoint *ck, vox_tensor_kind k, int layer,
+                           vox_error *err) {
+    if (p->n == p->cap) {
+        size_t cap = p->cap ? 2 * p->cap : 256;
+        plan_entry *e = realloc(p->e, cap * sizeof *e);
+        if (!e) return vox_fail(err, VOX_ERR_NOMEM, "out of memory planning the export");
+        p->e = e;
+        p->cap = cap;
+    }
+    plan_entry *e = &p->e[p->n];
+    memset(e, 0, sizeof *e);
+    e->kind = k;
+    snprintf(e->name, sizeof e->name, ours[k].name, layer);
+    e->ndim = expected_shape(k, &ck->hp, e->shape);
+
+    const char *fmt = ck->names[k];
+    if (fmt) {
+        snprintf(e->src_name, sizeof e->src_name, fmt, layer);
+        const char *file = NULL, *found = NULL;
+        e->src = vox_checkpoint_find(ck, e->src_name, &file, &found);
+        if (e->src) snprintf(e->src_name, sizeof e->src_name, "%s", found);
+        /* Only the positions may be absent: they are generated. */
+        if (!e->src && k != VOX_T_POSITIONS)
+            return vox_fail(err, VOX_ERR_FORMAT, "%s: missing tensor %s", file, e->src_name);
+        if (e->src && !is_float(e->src->dtype))
+            return vox_fail(err, VOX_ERR_FORMAT,
+                            "%s: tensor %s has dtype %s; expected F32, BF16 or F16", file,
+                            e->src_name, vox_dtype_name(e->src->dtype));
+        int same = e->src && e->src->ndim == e->ndim;
+        for (int i = 0; same && i < e->ndim; i++) same = e->src->shape[i] == e->shape[i];
+        if (e->src && !same) {
+            char got[96], want[96];
+            shape_str(got, sizeof got, e->src->ndim, e->src->shape);
+            shape_str(want, sizeof want, e->ndim, e->shape);
+            return vox_fail(err, VOX_ERR_FORMAT,
+                            "%s: tensor %s has shape %s; %s implies %s", file, e->src_name, got,
+                            ck->config_path, want);
+        }
+    }
+    if (ck->interleaved_rope && (k == VOX_T_DEC_Q_W || k == VOX_T_DEC_K_W))
+        e->permute_heads = k == VOX_T_DEC_Q_W ? ck->hp.decoder.heads : ck->hp.decoder.kv_heads;
+    p->n++;
+    return VOX_OK;
+}
+
+/* Every output tensor in writing order: the kinds in enum order, each run of per-layer kinds
+ * repeated layer by layer. */
+static vox_status build_plan(const vox_checkpoint *ck, plan *p, vox_error *err) {
+    vox_status st = VOX_OK;
+    for (int k = 0; k < VOX_T_COUNT && st == VOX_OK;) {
+        if (!ours[k].per_layer) {
+            st = plan_add(p, ck, (vox_tensor_kind)k, 0, err);
+            k++;
+            continue;
+        }
+        int end = k;
+        while (end < VOX_T_COUNT && ours[end].per_layer && ours[end].blob == ours[k].blob) end++;
+        int layers = ours[k].blob == VOX_BLOB_ENCODER ? ck->hp.encoder.layers
+                                                      : ck->hp.decoder.layers;
+        for (int l = 0; l < layers && st == VOX_OK; l++)
+            for (int j = k; j < end && st == VOX_OK; j++)
+                st = plan_add(p, ck, (vox_tensor_kind)j, l, err);
+        k = end;
+    }
+    return st;
+}
+
+/* ---- conversion ------------------------------------------------------------------------------ */
+
+/* Copies a rows x cols matrix from src (sdt) to dst (ddt), converting through float32 when the
+ * dtypes differ. With heads > 0, rows are RoPE q/k rows: within each head, new row
+ * p * (head_dim/2) + i takes old row 2i + p. Source rows are copied to an aligned scratch row
+ * first: the mapping gives no alignment guarantee. */
+static vox_status convert_matrix(void *dst, vox_dtype ddt, const void *src, vox_dtype sdt,
+                                 int64_t rows, int64_t cols, int heads, vox_error *err) {
+    size_t dsz = vox_dtype_size(ddt), ssz = vox_dtype_size(sdt);
+    float *row = NULL, *scratch = NULL;
+    if (ddt != sdt) {
+        row = malloc((size_t)cols * sizeof *row);
+        scratch = malloc((size_t)cols * ssz);
+        if (!row || !scratch) {
+            free(row);
+            free(scratch);
+            return vox_fail(err, VOX_ERR_NOMEM, "out of memory converting a tensor");
+        }
+    }
+    int64_t head_dim = heads > 0 ? rows / heads : 0, half = head_dim / 2;
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t from = r;
+        if (heads > 0) {
+            int64_t h = r / head_dim, within = r % head_dim;
+            from = h * head_dim + 2 * (within % half) + within / half;
+        }
+        const char *s = (const char *)src + (size_t)from * cols * ssz;
+        char *d = (char *)dst + (size_t)r * cols * dsz;
+        if (ddt == sdt) {
+            memcpy(d, s, (size_t)cols * dsz);
+            continue;
+        }
+        memcpy(scratch, s, (size_t)cols * ssz);
+        vox_to_f32(row, scratch, sdt, (size_t)cols);
+        if (ddt == VOX_DTYPE_F32) {
+            memcpy(d, row, (size_t)cols * sizeof *row);
+        } else {
+            VOX_ASSERT(ddt == VOX_DTYPE_BF16);
+            for (int64_t j = 0; j < cols; j++) {
+                uint16_t b = vox_f32_to_bf16(row[j]);
+                memcpy(d + j * 2, &b, 2);
+            }
+        }
+    }
+    free(row);
+    free(scratch);
+    return VOX_OK;
+}
+
+/* The largest |stored - generated| of a stored positions table, and where. */
+static vox_status positions_diff(const vox_st_tensor *t, const float *gen, double *max_diff,
+                                 size_t *at, vox_error *err) {
+    *max_diff = 0;
+    *at = 0;
+    float *f = malloc(t->n_elements * sizeof *f);
+    if (!f) return vox_fail(err, VOX_ERR_NOMEM, "out of memory checking the positions");
+    vox_status st = convert_matrix(f, VOX_DTYPE_F32, t->data, t->dtype, 1,
+                                   (int64_t)t->n_elements, 0, err);
+    for (size_t i = 0; st == VOX_OK && i < t->n_elements; i++) {
+        double d = fabs((double)f[i] - gen[i]);
+        if (!(d <= *max_diff)) { /* NaN counts as the largest */
+            *max_diff = isnan(d) ? INFINITY : d;
+            *at = i;
+        }
+    }
+    free(f);
+    return st;
+}
+
+/* ---- files ----------------------------------------------------------------------------------- */
+
+static vox_status make_dirs(const char *path, vox_error *err) {
+    char buf[VOX_PATH_MAX];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+        return vox_fail(err, VOX_ERR_INVALID_ARG, "%s: path too long", path);
+    for (char *p = buf + 1;; p++) {
+        if (*p != '/' && *p != '\0') continue;
+        char c = *p;
+        *p = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return vox_fail(err, VOX_ERR_IO, "%s: cannot create directory: %s", buf,
+                            strerror(errno));
+        *p = c;
+        if (c == '\0') break;
+    }
+    struct stat s;
+    if (stat(path, &s) != 0 || !S_ISDIR(s.st_mode))
+        return vox_fail(err, VOX_ERR_IO, "%s: not a directory", path);
+    return VOX_OK;
+}
+
+/* Copies src to dst through dst.tmp and a rename; *bytes is the size copied. */
+static vox_status copy_file(const char *src, const char *dst, size_t *bytes, vox_error *err) {
+    char tmp[VOX_PATH_MAX + 128];
+    snprintf(tmp, sizeof tmp, "%s.tmp", dst);
+    FILE *in = fopen(src, "rb");
+    if (!in) return vox_fail(err, VOX_ERR_IO, "%s: cannot open: %s", src, strerror(errno));
+    FILE *out = fopen(tmp, "wb");
+    if (!out) {
+        fclose(in);
+        return vox_fail(err, VOX_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
+    }
+    char buf[1 << 16];
+    size_t n, total = 0;
+    int ok = 1;
+    while (ok && (n = fread(buf, 1, sizeof buf, in)) > 0) {
+        ok = fwrite(buf, 1, n, out) == n;
+        total += n;
+    }
+    int read_bad = ferror(in);
+    fclose(in);
+    ok = ok && !read_bad && fflush(out) == 0 && fsync(fileno(out)) == 0;
+    int saved = errno;
+    ok = fclose(out) == 0 && ok;
+    if (!ok || rename(tmp, dst) != 0) {
+        if (ok) saved = errno;
+        remove(tmp);
+        return vox_fail(err, VOX_ERR_IO, "%s: cannot write%s: %s", dst,
+                        read_bad ? " (read error on the source)" : "", strerror(saved));
+    }
+    *bytes = total;
+    return VOX_OK;
+}
+
+static size_t file_size(const char *path) {
+    struct stat s;
+    return stat(path, &s) == 0 ? (size_t)s.st_size : 0;
+}
+
+/* Writes one blob: tensors that keep their bytes are referenced in the source mapping, the
+ * others converted into buffers freed once the blob is saved. */
+static vox_status write_blob(const plan *p, vox_blob blob, const float *positions,
+                             const char *path, size_t *n_tensors, vox_error *err) {
+    vox_st_writer *w = vox_st_writer_new();
+    void **bufs = calloc(p->n, sizeof *bufs);
+    if (!w || !bufs) {
+        vox_st_writer_free(w);
+        free(bufs);
+        return vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", path);
+    }
+    vox_status st = VOX_OK;
+    size_t count = 0;
+    for (size_t i = 0; i < p->n && st == VOX_OK; i++) {
+        const plan_entry *e = &p->e[i];
+        if (ours[e->kind].blob != blob) continue;
+        const void *data;
+        if (!e->src) {
+            data = positions;
+        } else if (e->src->dtype == e->dtype && !e->permute_heads) {
+            data = e->src->data;
+        } else {
+            bufs[i] = malloc(e->src->n_elements * vox_dtype_size(e->dtype));
+            if (!bufs[i]) {
+                st = vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory converting %s", path,
+                              e->src_name);
+                break;
+            }
+            int64_t cols = e->ndim > 1 ? (int64_t)e->src->n_elements / e->shape[0]
+                                       : (int64_t)e->src->n_elements;
+            int64_t rows = e->ndim > 1 ? e->shape[0] : 1;
+            st = convert_matrix(bufs[i], e->dtype, e->src->data, e->src->dtype, rows, cols,
+                                e->permute_heads, err);
+            data = bufs[i];
+        }
+        if (st == VOX_OK)
+            st = vox_st_writer_add(w, e->name, e->dtype, e->ndim, e->shape, data, err);
+        count++;
+    }
+    if (st == VOX_OK) st = vox_st_writer_save(w, path, err);
+    vox_st_writer_free(w);
+    for (size_t i = 0; i < p->n; i++) free(bufs[i]);
+    free(bufs);
+    *n_tensors = count;
+    return st;
+}
+
+/* ---- the export ------------------------------------------------------------------------------ */
+
+vox_export_params vox_export_default_params(void) {
+    vox_export_params p = {VOX_EXPORT_KEEP, VOX_LAYOUT_AUTO, NULL, NULL};
+    return p;
+}
+
+static int path_exists(const char *dir, const char *name) {
+    char path[VOX_PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return access(path, F_OK) == 0;
+}
+
+static vox_status open_checkpoint(const char *from, vox_export_layout layout,
+                                  vox_checkpoint *ck, vox_error *err) {
+    struct stat s;
+    if (stat(from, &s) != 0)
+        return vox_fail(err, VOX_ERR_IO, "%s: cannot open checkpoint directory: %s", from,
+                        strerror(errno));
+    if (!S_ISDIR(s.st_mode))
+        return vox_fail(err, VOX_ERR_IO, "%s: not a directory", from);
+    if (strlen(from) >= VOX_PATH_MAX - 64)
+        return vox_fail(err, VOX_ERR_INVALID_ARG, "%s: path too long", from);
+
+    if (layout == VOX_LAYOUT_AUTO) {
+        /* The published repository carries both layouts; a download may hold either. */
+        int hf = path_exists(from, "config.json"), mistral = path_exists(from, "params.json");
+        int hf_weights = path_exists(from, "model.safetensors") ||
+                         path_exists(from, "model.safetensors.index.json");
+        int mistral_weights = path_exists(from, "consolidated.safetensors");
+        if (hf && (hf_weights || !mistral || !mistral_weights))
+            layout = VOX_LAYOUT_TRANSFORMERS;
+        else if (mistral)
+            layout = VOX_LAYOUT_MISTRAL;
+        else
+            return vox_fail(err, VOX_ERR_FORMAT,
+                            "%s: not a Voxtral checkpoint: neither config.json (transformers "
+                            "layout) nor params.json (Mistral layout)", from);
+    }
+    return layout == VOX_LAYOUT_TRANSFORMERS ? vox_checkpoint_open_hf(from, ck, err)
+                                             : vox_checkpoint_open_mistral(from, ck, err);
+}
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void add_warning(vox_export_result *res, const char *fmt, ...) {
+    if (res->n_warnings >= VOX_EXPORT_MAX_WARNINGS) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(res->warnings[res->n_warnings++], VOX_EXPORT_WARNING_MAX, fmt, ap);
+    va_end(ap);
+}
+
+/* Resolves the output dtype (requested, or VOX_DTYPE_COUNT for "keep"), sets each entry's,
+ * and compares a stored positions table with the generated one. */
+static vox_status finish_plan(const vox_checkpoint *ck, plan *p, vox_dtype requested,
+                              const float *generated, vox_manifest *m, vox_export_result *res,
+                              vox_error *err) {
+    int all_bf16 = 1;
+    for (size_t i = 0; i < p->n; i++) {
+        const plan_entry *e = &p->e[i];
+        if (e->kind == VOX_T_EMBEDDING) m->source_dtype = e->src->dtype;
+        if (e->kind != VOX_T_POSITIONS && e->src->dtype != VOX_DTYPE_BF16) all_bf16 = 0;
+    }
+    vox_dtype dtype = requested != VOX_DTYPE_COUNT ? requested
+                      : all_bf16                   ? VOX_DTYPE_BF16
+                                                   : VOX_DTYPE_F32;
+    m->encoder.dtype = m->embedding.dtype = m->decoder.dtype = dtype;
+
+    for (size_t i = 0; i < p->n; i++) {
+        plan_entry *e = &p->e[i];
+        e->dtype = e->kind == VOX_T_POSITIONS ? VOX_DTYPE_F32 : dtype;
+        if (e->kind != VOX_T_POSITIONS || !e->src) continue;
+        double diff;
+        size_t at, cols = (size_t)ck->hp.encoder.d_model;
+        vox_status st = positions_diff(e->src, generated, &diff, &at, err);
+        if (st != VOX_OK) return st;
+        if (diff > positions_tolerance(ck->hp.encoder.max_source_positions))
+            add_warning(res,
+                        "%s: %s is not the sinusoidal table (differs by up to %.3g at row %zu, "
+                        "column %zu); exported as stored, since transformers uses it as stored",
+                        vox_st_path(ck->files[0]), e->src_name, diff, at / cols, at % cols);
+    }
+    return VOX_OK;
+}
+
+/* Everything that does not write: open, plan, check; fills m and the plan. */
+static vox_status prepare(const char *from, const vox_export_params *params, vox_checkpoint *ck,
+                          plan *p, float **positions, vox_manifest *m, vox_export_result *res,
+                          vox_error *err) {
+    vox_status st = open_checkpoint(from, params->layout, ck, err);
+    if (st != VOX_OK) return st;
+    if ((st = build_plan(ck, p, err)) != VOX_OK) return st;
+
+    *positions = make_positions(ck->hp.encoder.max_source_positions, ck->hp.encoder.d_model);
+    if (!*positions) return vox_fail(err, VOX_ERR_NOMEM, "out of memory for the positions");
+
+    *m = ck->hp;
+    snprintf(m->encoder.file, sizeof m->encoder.file, "%s", blob_files[VOX_BLOB_ENCODER]);
+    snprintf(m->embedding.file, sizeof m->embedding.file, "%s", blob_files[VOX_BLOB_EMBEDDING]);
+    snprintf(m->decoder.file, sizeof m->decoder.file, "%s", blob_files[VOX_BLOB_DECODER]);
+    char abs_from[PATH_MAX];
+    snprintf(m->source_path, sizeof m->source_path, "%s",
+             realpath(from, abs_from) ? abs_from : from);
+
+    vox_dtype requested = params->dtype == VOX_EXPORT_F32    ? VOX_DTYPE_F32
+                          : params->dtype == VOX_EXPORT_BF16 ? VOX_DTYPE_BF16
+                                                             : VOX_DTYPE_COUNT;
+    if ((st = finish_plan(ck, p, requested, *positions, m, res, err)) != VOX_OK) return st;
+
+    st = vox_manifest_validate(m, 1, err);
+    if (st != VOX_OK) {
+        vox_error_prefix(err, "internal error: the manifest to write is invalid");
+        return err ? (err->code = VOX_ERR_INTERNAL) : VOX_ERR_INTERNAL;
+    }
+    return VOX_OK;
+}
+
+static vox_status write_model(const char *out, const vox_checkpoint *ck, const plan *p,
+                              const float *positions, const vox_manifest *m,
+                              const vox_export_params *params, vox_error *err) {
+    char path[VOX_PATH_MAX + 64];
+    vox_status st = make_dirs(out, err);
+    if (st != VOX_OK) return st;
+
+    /* From here on the directory is not a complete model until the new manifest is in place. */
+    snprintf(path, sizeof path, "%s/%s", out, VOX_MANIFEST_FILE);
+    if (remove(path) != 0 && errno != ENOENT)
+        return vox_fail(err, VOX_ERR_IO, "%s: cannot remove the old manifest: %s", path,
+                        strerror(errno));
+
+    for (int b = 0; b < VOX_BLOB_COUNT; b++) {
+        size_t n = 0;
+        snprintf(path, sizeof path, "%s/%s", out, blob_files[b]);
+        if ((st = write_blob(p, (vox_blob)b, positions, path, &n, err)) != VOX_OK) return st;
+        if (params->on_file) params->on_file(path, n, file_size(path), params->user);
+    }
+
+    size_t bytes = 0;
+    snprintf(path, sizeof path, "%s/%s", out, m->tokenizer.file);
+    if ((st = copy_file(ck->tekken_path, path, &bytes, err)) != VOX_OK) return st;
+    if (params->on_file) params->on_file(path, 0, bytes, params->user);
+
+    if ((st = vox_manifest_write(out, m, err)) != VOX_OK) return st;
+    snprintf(path, sizeof path, "%s/%s", out, VOX_MANIFEST_FILE);
+    if (params->on_file) params->on_file(path, 0, file_size(path), params->user);
+    return VOX_OK;
+}
+
+vox_status vox_export(const char *from, const char *out, const vox_export_params *params,
+                      vox_export_result *res, vox_error *err) {
+    vox_export_params defaults = vox_export_default_params();
+    vox_export_result scratch;
+    if (!params) params = &defaults;
+    if (!res) res = &scratch;
+    memset(res, 0, sizeof *res);
+    if (!from || !out) return vox_fail(err, VOX_ERR_INVALID_ARG, "vox_export: no directory");
+    if (strlen(out) >= VOX_PATH_MAX - 64)
+        return vox_fail(err, VOX_ERR_INVALID_ARG, "%s: path too long", out);
+
+    vox_checkpoint ck;
+    memset(&ck, 0, sizeof ck);
+    plan p = {0};
+    float *positions = NULL;
+    vox_manifest m;
+    vox_status st = prepare(from, params, &ck, &p, &positions, &m, res, err);
+    if (st == VOX_OK) st = write_model(out, &ck, &p, positions, &m, params, err);
+    if (st == VOX_OK) {
+        res->manifest = m;
+        res->n_tensors = p.n;
+    }
+    free(positions);
+    free(p.e);
+    vox_checkpoint_close(&ck);
+    return st;
+}

@@ -1,0 +1,73 @@
+/* Exporting a downloaded Voxtral checkpoint into our model directory (format/manifest.h).
+ *
+ * Two source layouts: transformers (config.json, model.safetensors or an index and its shards)
+ * and Mistral's consolidated one (params.json, consolidated.safetensors); both need tekken.json.
+ * Everything is validated before anything is written: every tensor present, float dtype (F32,
+ * BF16, F16) and the shape the hyper-parameters imply. Then the blobs are written one at a time
+ * (each through a temporary file and a rename), tekken.json is copied, and voxtral.json is
+ * written last, so that a directory with a manifest is complete. A manifest already in the
+ * output directory is removed before the first blob is replaced.
+ *
+ * Memory: a tensor is copied only when it must change (dtype, or the RoPE row permutation of
+ * Mistral's q/k); others are written straight from the source mapping. Copies live until their
+ * blob is saved, so the peak is about the largest blob's converted tensors.
+ *
+ * The positions table is always generated (spec section 2, in float32 as transformers computes
+ * it) and stored F32, so that both layouts export the same bytes. A checkpoint that stores it
+ * (transformers) is compared with it: a difference above 1e-5 is reported as a warning in the
+ * result (a random test model, or not Voxtral's fixed positions), not copied. */
+#ifndef VOX_EXPORT_EXPORT_H
+#define VOX_EXPORT_EXPORT_H
+
+#include <stddef.h>
+
+#include "format/manifest.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+    VOX_EXPORT_KEEP, /* BF16 when every source weight is BF16, else F32 (F16 widens losslessly) */
+    VOX_EXPORT_F32,
+    VOX_EXPORT_BF16 /* round to nearest even */
+} vox_export_dtype;
+
+typedef enum {
+    VOX_LAYOUT_AUTO, /* transformers when its config and weights are there, else Mistral */
+    VOX_LAYOUT_TRANSFORMERS,
+    VOX_LAYOUT_MISTRAL
+} vox_export_layout;
+
+typedef struct {
+    vox_export_dtype dtype;
+    vox_export_layout layout;
+    /* Called after each output file is in place (may be NULL): its path, tensor count (0 for
+     * tekken.json and voxtral.json) and size in bytes. */
+    void (*on_file)(const char *path, size_t n_tensors, size_t bytes, void *user);
+    void *user;
+} vox_export_params;
+
+vox_export_params vox_export_default_params(void);
+
+#define VOX_EXPORT_MAX_WARNINGS 8
+#define VOX_EXPORT_WARNING_MAX 512
+
+typedef struct {
+    vox_manifest manifest; /* as written */
+    size_t n_tensors;      /* in the three blobs */
+    int n_warnings;
+    char warnings[VOX_EXPORT_MAX_WARNINGS][VOX_EXPORT_WARNING_MAX];
+} vox_export_result;
+
+/* Exports the checkpoint in directory `from` into directory `out` (created if missing).
+ * res may be NULL. On failure nothing has been written when the checkpoint itself is at fault
+ * (missing or misshapen tensor, bad config, no tekken.json); an I/O failure while writing leaves
+ * no voxtral.json in `out`. */
+vox_status vox_export(const char *from, const char *out, const vox_export_params *params,
+                      vox_export_result *res, vox_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
