@@ -1,0 +1,377 @@
+/* Audio input: libsndfile decoding, mono mix, libsoxr resampling to 16 kHz.
+ *
+ * The reference is mistral-common's Audio.from_file + Audio.resample:
+ *   soundfile read(dtype="float32")   libsndfile, integer PCM normalised by libsndfile itself
+ *                                     (PCM16 / 2^15, PCM24 / 2^23, PCM32 / 2^31, u8 (x-128) / 2^7)
+ *   audio_array.mean(axis=1)          float32 sum over the channels in numpy's pairwise order,
+ *                                     divided in double, rounded to float32 (numpy 2 promotes
+ *                                     float32 / intp to float64); numpy_sum() is bit-exact
+ *   soxr.resample(x, sr, 16000, quality="HQ")
+ * python-soxr's resample() of a mono float32 array (csoxr_split_ch in its soxr_ext.cpp) creates
+ * one stream resampler with io spec (float32, float32), soxr_quality_spec(SOXR_HQ, 0) and no
+ * runtime spec, feeds the input in pieces of max(1000, 48000 * in_rate / out_rate) samples,
+ * flushes once, and keeps at most (size_t)(n_in * out_rate / in_rate + 1) output samples.
+ * vox_resampler below does the same, piece for piece, so that the output length and every sample
+ * match it (checked against python soxr on real audio: see tests/unit/test_audio.c).
+ *
+ * The file is read in blocks until sf_readf_float returns 0: the frame count in the header is not
+ * trusted (unknown or approximate for MP3 and Ogg, wrong in truncated files). Decoding, mixing and
+ * resampling are streamed block by block, so memory holds only the 16 kHz output, and a file over
+ * the length limit is rejected as soon as the limit is passed, without decoding the rest. */
+#include "audio/audio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <sndfile.h>
+#include <soxr.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* A growable float array. */
+typedef struct {
+    float *data;
+    size_t n, cap;
+} float_vec;
+
+static int vec_reserve(float_vec *v, size_t extra) {
+    if (extra > SIZE_MAX / sizeof(float) - v->n) return 0;
+    size_t need = v->n + extra;
+    if (need <= v->cap) return 1;
+    size_t cap = v->cap ? v->cap : 65536;
+    while (cap < need) cap = cap > SIZE_MAX / 2 / sizeof(float) ? need : cap * 2;
+    float *p = realloc(v->data, cap * sizeof(float));
+    if (!p) return 0;
+    v->data = p;
+    v->cap = cap;
+    return 1;
+}
+
+/* ---- resampling, as python-soxr's soxr.resample() does it --------------------------------- */
+
+typedef struct {
+    soxr_t soxr;
+    double in_rate, out_rate;
+    size_t piece;   /* input samples per soxr_process call */
+    float *pending; /* input not yet given to soxr (fewer than `piece` samples) */
+    size_t n_pending;
+    size_t n_in;    /* input samples given so far */
+    float_vec out;
+} vox_resampler;
+
+static vox_status resampler_init(vox_resampler *r, double in_rate, double out_rate,
+                                 vox_error *err) {
+    memset(r, 0, sizeof *r);
+    r->in_rate = in_rate;
+    r->out_rate = out_rate;
+    double piece = 48000.0 * in_rate / out_rate;
+    r->piece = (size_t)(piece > 1000.0 ? piece : 1000.0);
+    r->pending = malloc(r->piece * sizeof(float));
+    if (!r->pending) return vox_fail(err, VOX_ERR_NOMEM, "resampler: out of memory");
+    soxr_error_t e = NULL;
+    soxr_io_spec_t io = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I);
+    soxr_quality_spec_t q = soxr_quality_spec(SOXR_HQ, 0);
+    r->soxr = soxr_create(in_rate, out_rate, 1, &e, &io, &q, NULL);
+    if (e || !r->soxr) {
+        free(r->pending);
+        r->pending = NULL;
+        return vox_fail(err, VOX_ERR_INTERNAL, "resampler %g Hz -> %g Hz: %s", in_rate, out_rate,
+                        e ? e : "soxr_create failed");
+    }
+    return VOX_OK;
+}
+
+static void resampler_free(vox_resampler *r) {
+    if (r->soxr) soxr_delete(r->soxr);
+    free(r->pending);
+    free(r->out.data);
+    memset(r, 0, sizeof *r);
+}
+
+/* Gives n samples (n <= piece) to soxr, or flushes when in is NULL. */
+static vox_status resampler_process(vox_resampler *r, const float *in, size_t n, size_t room,
+                                    vox_error *err) {
+    size_t odone = 0;
+    soxr_error_t e = soxr_process(r->soxr, in, n, NULL, r->out.data + r->out.n, room, &odone);
+    if (e) return vox_fail(err, VOX_ERR_INTERNAL, "resampler: %s", e);
+    r->out.n += odone;
+    return VOX_OK;
+}
+
+/* Output room for one piece: python-soxr gives soxr all of the rest of its buffer; what one
+ * piece can produce is bounded by the piece's share of the output plus soxr's buffered delay. */
+static size_t piece_room(const vox_resampler *r, size_t n) {
+    return (size_t)((double)n * r->out_rate / r->in_rate + soxr_delay(r->soxr)) + 1024;
+}
+
+static vox_status resampler_push(vox_resampler *r, const float *in, size_t n, vox_error *err) {
+    while (n > 0) {
+        size_t take = r->piece - r->n_pending;
+        if (take > n) take = n;
+        memcpy(r->pending + r->n_pending, in, take * sizeof(float));
+        r->n_pending += take;
+        in += take;
+        n -= take;
+        if (r->n_pending == r->piece) {
+            size_t room = piece_room(r, r->piece);
+            if (!vec_reserve(&r->out, room))
+                return vox_fail(err, VOX_ERR_NOMEM, "resampler: out of memory");
+            vox_status st = resampler_process(r, r->pending, r->piece, room, err);
+            if (st) return st;
+            r->n_in += r->piece;
+            r->n_pending = 0;
+        }
+    }
+    return VOX_OK;
+}
+
+/* Processes the last partial piece, flushes, and trims to python-soxr's output length. */
+static vox_status resampler_finish(vox_resampler *r, vox_error *err) {
+    if (r->n_pending > 0) {
+        size_t room = piece_room(r, r->n_pending);
+        if (!vec_reserve(&r->out, room))
+            return vox_fail(err, VOX_ERR_NOMEM, "resampler: out of memory");
+        vox_status st = resampler_process(r, r->pending, r->n_pending, room, err);
+        if (st) return st;
+        r->n_in += r->n_pending;
+        r->n_pending = 0;
+    }
+    /* python-soxr's whole output buffer: the same expression, in the same double arithmetic */
+    size_t olen = (size_t)((double)r->n_in * r->out_rate / r->in_rate + 1);
+    if (r->out.n < olen) {
+        size_t room = olen - r->out.n;
+        if (!vec_reserve(&r->out, room))
+            return vox_fail(err, VOX_ERR_NOMEM, "resampler: out of memory");
+        vox_status st = resampler_process(r, NULL, 0, room, err);
+        if (st) return st;
+    }
+    if (r->out.n > olen) r->out.n = olen;
+    return VOX_OK;
+}
+
+vox_status vox_audio_resample(const float *in, size_t n_in, double in_rate, double out_rate,
+                              float **out, size_t *n_out, vox_error *err) {
+    *out = NULL;
+    *n_out = 0;
+    if (!(in_rate > 0 && out_rate > 0 && isfinite(in_rate) && isfinite(out_rate)))
+        return vox_fail(err, VOX_ERR_INVALID_ARG, "resample: bad sample rates %g -> %g", in_rate,
+                        out_rate);
+    vox_resampler r;
+    vox_status st = resampler_init(&r, in_rate, out_rate, err);
+    if (st) return st;
+    st = resampler_push(&r, in, n_in, err);
+    if (!st) st = resampler_finish(&r, err);
+    if (!st) {
+        /* a valid (if empty) allocation, so that callers can free it like any other */
+        if (!r.out.data && !vec_reserve(&r.out, 1))
+            st = vox_fail(err, VOX_ERR_NOMEM, "resample: out of memory");
+    }
+    if (!st) {
+        *out = r.out.data;
+        *n_out = r.out.n;
+        r.out.data = NULL;
+    }
+    resampler_free(&r);
+    return st;
+}
+
+/* ---- decoding -------------------------------------------------------------------------------- */
+
+/* numpy's float32 sum of n values (pairwise_sum in its umath loops): sequential below 8 values,
+ * 8 interleaved partial sums up to 128, halves (cut at a multiple of 8) above. Mono and stereo
+ * need only the first case; the rest keeps files with many channels bit-exact too. */
+static float numpy_sum(const float *a, size_t n) {
+    if (n < 8) {
+        float s = 0.0f;
+        for (size_t i = 0; i < n; i++) s += a[i];
+        return s;
+    }
+    if (n <= 128) {
+        float r[8];
+        size_t i;
+        for (int j = 0; j < 8; j++) r[j] = a[j];
+        for (i = 8; i < n - n % 8; i += 8)
+            for (int j = 0; j < 8; j++) r[j] += a[i + j];
+        float s = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for (; i < n; i++) s += a[i];
+        return s;
+    }
+    size_t half = n / 2;
+    half -= half % 8;
+    return numpy_sum(a, half) + numpy_sum(a + half, n - half);
+}
+
+static vox_status check_finite(const char *path, const float *x, size_t n, size_t first_frame,
+                               vox_error *err) {
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i]))
+            return vox_fail(err, VOX_ERR_FORMAT,
+                            "%s: sample at frame %zu is %s: the file is corrupt or holds "
+                            "non-audio data", path, first_frame + i,
+                            isnan(x[i]) ? "NaN" : "infinite");
+    return VOX_OK;
+}
+
+static vox_status too_long(const char *path, double max_seconds, vox_error *err) {
+    char limit[64];
+    if (max_seconds >= 60 && fmod(max_seconds, 60) == 0)
+        snprintf(limit, sizeof limit, "%g min", max_seconds / 60);
+    else
+        snprintf(limit, sizeof limit, "%g s", max_seconds);
+    return vox_fail(err, VOX_ERR_TOO_LONG,
+                    "%s: audio is longer than %s, the limit for one request: split the file into "
+                    "parts of at most %s and transcribe them separately", path, limit, limit);
+}
+
+vox_status vox_audio_load(const char *path, double max_seconds, vox_audio *out, vox_error *err) {
+    memset(out, 0, sizeof *out);
+    if (max_seconds == 0) max_seconds = VOX_MAX_AUDIO_SECONDS;
+    if (!(max_seconds > 0) || !isfinite(max_seconds))
+        return vox_fail(err, VOX_ERR_INVALID_ARG, "%s: bad length limit %g s", path, max_seconds);
+
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return vox_fail(err, VOX_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        int e = errno;
+        close(fd);
+        return vox_fail(err, VOX_ERR_IO, "%s: cannot read: %s", path, strerror(e));
+    }
+    if (S_ISDIR(sb.st_mode)) {
+        close(fd);
+        return vox_fail(err, VOX_ERR_IO, "%s: is a directory, not an audio file", path);
+    }
+    if (S_ISREG(sb.st_mode) && sb.st_size == 0) {
+        close(fd);
+        return vox_fail(err, VOX_ERR_FORMAT, "%s: empty file (0 bytes), not audio", path);
+    }
+
+    SF_INFO info;
+    memset(&info, 0, sizeof info);
+    SNDFILE *snd = sf_open_fd(fd, SFM_READ, &info, SF_FALSE);
+    if (!snd) {
+        vox_fail(err, VOX_ERR_FORMAT, "%s: not a supported audio file (libsndfile: %s)", path,
+                 sf_strerror(NULL));
+        close(fd);
+        return VOX_ERR_FORMAT;
+    }
+    if (info.samplerate <= 0 || info.channels <= 0) {
+        sf_close(snd);
+        close(fd);
+        return vox_fail(err, VOX_ERR_FORMAT, "%s: invalid header (%d Hz, %d channels)", path,
+                        info.samplerate, info.channels);
+    }
+    const int channels = info.channels;
+    const double rate = info.samplerate;
+    const double max_frames = floor(max_seconds * rate);
+
+    /* Blocks of about 64k samples whatever the channel count. */
+    size_t block = 65536 / (size_t)channels;
+    if (block < 256) block = 256;
+    float *buf = malloc(block * (size_t)channels * sizeof(float));
+    float *mono = malloc(block * sizeof(float));
+    vox_resampler rs;
+    memset(&rs, 0, sizeof rs);
+    float_vec direct = {0};
+    const int resample = info.samplerate != VOX_SAMPLE_RATE;
+    vox_status st = VOX_OK;
+    if (!buf || !mono) st = vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", path);
+    if (!st && resample) {
+        st = resampler_init(&rs, rate, VOX_SAMPLE_RATE, err);
+        if (st) vox_error_prefix(err, "%s", path);
+    }
+
+    size_t total = 0;
+    int decode_error = SF_ERR_NO_ERROR;
+    char decode_msg[256] = "";
+    while (!st) {
+        sf_count_t got = sf_readf_float(snd, buf, (sf_count_t)block);
+        /* libsndfile clears the error at the start of each read: look after every one */
+        decode_error = sf_error(snd);
+        if (decode_error != SF_ERR_NO_ERROR) {
+            snprintf(decode_msg, sizeof decode_msg, "%s", sf_strerror(snd));
+            size_t len = strlen(decode_msg);
+            while (len > 0 && (decode_msg[len - 1] == '.' || decode_msg[len - 1] == ' '))
+                decode_msg[--len] = '\0';
+            break;
+        }
+        if (got <= 0) break;
+        size_t n = (size_t)got;
+        if ((double)(total + n) > max_frames) {
+            st = too_long(path, max_seconds, err);
+            break;
+        }
+        if (channels == 1) {
+            memcpy(mono, buf, n * sizeof(float));
+        } else {
+            for (size_t i = 0; i < n; i++)
+                mono[i] = (float)((double)numpy_sum(buf + i * (size_t)channels,
+                                                    (size_t)channels) / (double)channels);
+        }
+        st = check_finite(path, mono, n, total, err);
+        if (st) break;
+        if (resample) {
+            st = resampler_push(&rs, mono, n, err);
+            if (st) vox_error_prefix(err, "%s", path);
+        } else if (!vec_reserve(&direct, n)) {
+            st = vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", path);
+        } else {
+            memcpy(direct.data + direct.n, mono, n * sizeof(float));
+            direct.n += n;
+        }
+        total += n;
+    }
+    /* A decoder error ends the stream early (a truncated or damaged FLAC "loses sync"): stop
+     * with the error rather than transcribe part of the file silently, as python soundfile
+     * does. A WAV whose data chunk is shorter than its header says is no error: its frames are
+     * all there, only fewer. */
+    if (!st && decode_error != SF_ERR_NO_ERROR)
+        st = vox_fail(err, VOX_ERR_FORMAT,
+                      "%s: decoding failed after %zu frames (%.2f s): %s: the file is truncated "
+                      "or damaged", path, total, (double)total / rate, decode_msg);
+    if (!st && total == 0)
+        st = vox_fail(err, VOX_ERR_FORMAT,
+                      "%s: no audio could be decoded (0 frames): the file is empty, truncated or "
+                      "damaged", path);
+    sf_close(snd);
+    close(fd);
+    free(buf);
+    free(mono);
+
+    if (!st && resample) {
+        st = resampler_finish(&rs, err);
+        if (st) {
+            vox_error_prefix(err, "%s", path);
+        } else {
+            direct = rs.out;
+            rs.out.data = NULL;
+        }
+    }
+    resampler_free(&rs);
+    if (!st && direct.n == 0)
+        st = vox_fail(err, VOX_ERR_FORMAT, "%s: too short: %zu frames at %d Hz leave no sample at "
+                      "%d Hz", path, total, info.samplerate, VOX_SAMPLE_RATE);
+    for (size_t i = 0; !st && i < direct.n; i++)
+        if (!isfinite(direct.data[i]))
+            st = vox_fail(err, VOX_ERR_FORMAT, "%s: resampling overflowed: sample values near "
+                          "the float limit are not audio", path);
+    if (st) {
+        free(direct.data);
+        return st;
+    }
+    out->samples = direct.data;
+    out->n_samples = direct.n;
+    out->source_rate = info.samplerate;
+    out->source_channels = channels;
+    return VOX_OK;
+}
+
+void vox_audio_free(vox_audio *a) {
+    if (!a) return;
+    free(a->samples);
+    memset(a, 0, sizeof *a);
+}
