@@ -1,0 +1,856 @@
+/* Attention: flash-style prefill / encoder attention and split-sequence (flash-decoding) decode.
+ *
+ * Three implementations of the same math, all bf16 in, fp32 scores, fp32 online softmax (running
+ * max and sum, rescaled as the max grows), fp32 accumulation of P@V, output rounded to bf16 once:
+ *
+ *   simple   one warp per (sequence, head, query row), keys one at a time, P kept in fp32. The
+ *            readable reference on the device, the fallback for shapes or alignments the tiled
+ *            kernels do not take (head_dim other than 64/128, unaligned pointers, scale <= 0),
+ *            and what the test holds the fast kernels against at full size.
+ *   prefill  tensor cores (mma.sync m16n8k16 bf16 -> fp32, operands through ldmatrix). A block
+ *            owns BM query rows of one head; each warp 16*MT of them. K/V tiles of BN keys stream
+ *            through a cp.async ring of STAGES buffers in shared memory. S = Q K^T stays in
+ *            registers, the softmax runs on the accumulator fragments, and P is rounded to bf16
+ *            (as PyTorch's flash SDPA does) to become the A operand of P@V straight from
+ *            registers. The row sum l adds the fp32 p (before rounding), as flash SDPA does.
+ *   decode   one query row per sequence. A block owns (sequence, kv head, split): the query
+ *            heads of the GQA group (up to 16) are the 16 rows of the mma tile, so K and V are
+ *            read once for the group. The 4 warps take 16 keys each of a 64-key tile; their
+ *            states are merged in shared memory at the end of the split. Splits are sized from
+ *            the length read on the device, so one captured launch fits every length up to
+ *            max_kv. A second kernel merges the splits' (max, sum, unnormalised O).
+ *
+ * Rows of K/V past the valid length are never read: cp.async zero-fills them (src-size 0), so
+ * stale or NaN cache rows cannot leak into P@V through 0 * NaN. Masked scores are -inf; a row
+ * whose keys are all masked so far keeps max -inf and uses 0 as the exponent base, so no
+ * inf - inf arises. Grid: x = query head, y = query tile (heaviest first when causal), z = batch. */
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <stdint.h>
+
+#include "common.cuh"
+#include "kernels.h"
+
+namespace {
+
+typedef __nv_bfloat16 bf16;
+
+constexpr float kLog2e = 1.4426950408889634f;
+
+struct AttnParams {
+    const bf16 *q, *k, *v;
+    bf16 *out;
+    int batch, t_q, t_k, n_heads, n_kv_heads, group, head_dim;
+    int64_t kv_seq_stride;      /* rows between sequences in k/v */
+    int64_t q_stride, kv_stride; /* elements per row: n_heads*D, n_kv_heads*D */
+    float scale, scale_log2;
+    int causal;
+    int64_t q_pos0;
+    /* decode only */
+    const int32_t *kv_len;
+    int64_t max_kv;
+    int s_max;       /* splits per sequence the grid and workspace are sized for */
+    int write_final; /* s_max == 1: the split kernel writes bf16 out directly */
+    float *ws_o;     /* [batch, n_heads, s_max, D] unnormalised partial outputs */
+    float *ws_ml;    /* [batch, n_heads, s_max, 2] (max in log2 units, sum) */
+};
+
+/* ---- PTX wrappers ---------------------------------------------------------------------------- */
+
+__device__ __forceinline__ uint32_t smem_u32(const void *p) {
+    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+/* 16 bytes global -> shared, bypassing L1; zero-filled (nothing read) when !valid. */
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, bool valid) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+                 "r"(valid ? 16 : 0)
+                 : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int N> __device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr)
+                 : "memory");
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr)
+                 : "memory");
+}
+
+/* d += a (16x16, row) * b (16x8, col), bf16 in, fp32 accumulate. Fragment layout (g = lane/4,
+ * t = lane%4): a0 (g, 2t..2t+1), a1 (g+8, 2t..), a2 (g, 2t+8..), a3 (g+8, 2t+8..); b0 (k 2t..2t+1,
+ * n g), b1 (k 2t+8.., n g); d0,d1 (g, 2t..2t+1), d2,d3 (g+8, 2t..2t+1). */
+__device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                         uint32_t b1) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* Two floats as a bf16x2 register, lo in the low half (the lower column index). */
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<uint32_t *>(&v);
+}
+
+__device__ __forceinline__ float quad_max(float x) {
+    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+    return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+__device__ __forceinline__ float quad_sum(float x) {
+    x += __shfl_xor_sync(0xffffffffu, x, 1);
+    return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+/* Lane offsets (in elements, row stride LD) for ldmatrix.x4 over a 16x16 block at (0, 0):
+ * a_off: matrices (rows 0-7, cols 0-7), (rows 8-15, cols 0-7), (rows 0-7, cols 8-15),
+ *        (rows 8-15, cols 8-15): the A fragment of a row-major tile, and with .trans the B
+ *        fragments of V (rows = keys) for two 8-wide column tiles.
+ * b_off: matrices (rows 0-7, cols 0-7), (rows 0-7, cols 8-15), (rows 8-15, cols 0-7),
+ *        (rows 8-15, cols 8-15): the B fragments of K (rows = keys) for two 8-key tiles. */
+template <int LD> __device__ __forceinline__ int a_off(int lane) {
+    return ((lane & 7) + ((lane >> 3) & 1) * 8) * LD + (lane >> 4) * 8;
+}
+template <int LD> __device__ __forceinline__ int b_off(int lane) {
+    return ((lane & 7) + (lane >> 4) * 8) * LD + ((lane >> 3) & 1) * 8;
+}
+
+/* One online-softmax step for the two rows (g, g+8) a thread holds in a 16 x (8*NT) score
+ * fragment s (raw Q.K, -inf where masked): updates the running max m (log2 units) and the
+ * thread's partial sum l, turns s into p = exp2(s*scale_log2 - m), and returns in alpha the
+ * factor the running output rows must be multiplied by. */
+template <int NT>
+__device__ __forceinline__ void softmax_step(float (&s)[NT][4], float (&m)[2], float (&l)[2],
+                                             float (&alpha)[2], float scale_log2) {
+#pragma unroll
+    for (int hh = 0; hh < 2; hh++) {
+        float mx = -INFINITY;
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++) mx = fmaxf(mx, fmaxf(s[nt][2 * hh], s[nt][2 * hh + 1]));
+        mx = quad_max(mx);
+        const float m_new = fmaxf(m[hh], mx * scale_log2);
+        const float base = m_new == -INFINITY ? 0.0f : m_new;
+        alpha[hh] = exp2f(m[hh] - base);
+        m[hh] = m_new;
+        float sum = 0.0f;
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++) {
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const float p = exp2f(fmaf(s[nt][2 * hh + e], scale_log2, -base));
+                s[nt][2 * hh + e] = p;
+                sum += p;
+            }
+        }
+        l[hh] = l[hh] * alpha[hh] + sum;
+    }
+}
+
+/* ---- the simple kernel ----------------------------------------------------------------------- */
+
+/* One warp per (b, h, i); lane holds dims lane + 32*j. kv_len (decode) overrides t_k and causal. */
+template <int DPL>
+__global__ void __launch_bounds__(128) attn_simple_kernel(const AttnParams p) {
+    const int64_t wid = (int64_t)blockIdx.x * 4 + threadIdx.x / 32;
+    const int lane = threadIdx.x % 32;
+    if (wid >= (int64_t)p.batch * p.n_heads * p.t_q) return;
+    const int i = (int)(wid % p.t_q);
+    const int h = (int)((wid / p.t_q) % p.n_heads);
+    const int b = (int)(wid / ((int64_t)p.t_q * p.n_heads));
+    const int kh = h / p.group, D = p.head_dim;
+
+    int64_t n_keys;
+    if (p.kv_len) {
+        n_keys = p.kv_len[b];
+        n_keys = n_keys < 0 ? 0 : (n_keys > p.max_kv ? p.max_kv : n_keys);
+    } else {
+        n_keys = p.t_k;
+        if (p.causal && p.q_pos0 + i + 1 < n_keys) n_keys = p.q_pos0 + i + 1;
+    }
+    const bf16 *qr = p.q + ((int64_t)b * p.t_q + i) * p.q_stride + (int64_t)h * D;
+    const bf16 *kb = p.k + (int64_t)b * p.kv_seq_stride * p.kv_stride + (int64_t)kh * D;
+    const bf16 *vb = p.v + (int64_t)b * p.kv_seq_stride * p.kv_stride + (int64_t)kh * D;
+    float q[DPL], o[DPL];
+#pragma unroll
+    for (int j = 0; j < DPL; j++) {
+        const int d = lane + 32 * j;
+        q[j] = d < D ? __bfloat162float(qr[d]) : 0.0f;
+        o[j] = 0.0f;
+    }
+    float m = -INFINITY, l = 0.0f;
+    for (int64_t key = 0; key < n_keys; key++) {
+        const bf16 *kr = kb + key * p.kv_stride, *vr = vb + key * p.kv_stride;
+        float dot = 0.0f;
+#pragma unroll
+        for (int j = 0; j < DPL; j++) {
+            const int d = lane + 32 * j;
+            if (d < D) dot += q[j] * __bfloat162float(kr[d]);
+        }
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, off);
+        const float s = dot * p.scale;
+        const float m_new = fmaxf(m, s);
+        const float corr = expf(m - m_new), pr = expf(s - m_new);
+        l = l * corr + pr;
+#pragma unroll
+        for (int j = 0; j < DPL; j++) {
+            const int d = lane + 32 * j;
+            o[j] = o[j] * corr + (d < D ? pr * __bfloat162float(vr[d]) : 0.0f);
+        }
+        m = m_new;
+    }
+    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+    bf16 *orow = p.out + ((int64_t)b * p.t_q + i) * p.q_stride + (int64_t)h * D;
+#pragma unroll
+    for (int j = 0; j < DPL; j++) {
+        const int d = lane + 32 * j;
+        if (d < D) orow[d] = __float2bfloat16_rn(o[j] * inv);
+    }
+}
+
+/* ---- the prefill / encoder kernel ------------------------------------------------------------ */
+
+template <int D, int BM, int BN, int WARPS, int STAGES>
+__global__ void __launch_bounds__(WARPS * 32) attn_prefill_kernel(const AttnParams p) {
+    constexpr int MT = BM / (16 * WARPS); /* 16-row m-tiles per warp */
+    static_assert(MT >= 1 && MT * 16 * WARPS == BM, "BM must be 16 * WARPS * MT");
+    static_assert(BN % 16 == 0 && STAGES >= 2, "tile shape");
+    constexpr int LD = D + 8; /* padded row: the 8 rows an ldmatrix reads hit distinct banks */
+    constexpr int NT = BN / 8, DT = D / 8, KS = D / 16, CPR = D / 8, THREADS = WARPS * 32;
+
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    bf16 *sQ = reinterpret_cast<bf16 *>(smem_raw); /* [BM][LD] */
+    bf16 *sK = sQ + BM * LD;                         /* [STAGES][BN][LD] */
+    bf16 *sV = sK + STAGES * BN * LD;                /* [STAGES][BN][LD] */
+
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int g = lane >> 2, tig = lane & 3;
+    const int h = blockIdx.x, b = blockIdx.z;
+    const int m_tile = p.causal ? (int)(gridDim.y - 1 - blockIdx.y) : (int)blockIdx.y;
+    const int m0 = m_tile * BM;
+    const int kh = h / p.group;
+    const int m_end = min(m0 + BM, p.t_q);
+    int64_t kv_end = p.t_k; /* keys any row of this block sees */
+    if (p.causal && p.q_pos0 + m_end < kv_end) kv_end = p.q_pos0 + m_end;
+    const int n_tiles = (int)((kv_end + BN - 1) / BN);
+
+    const bf16 *qg = p.q + (int64_t)b * p.t_q * p.q_stride + (int64_t)h * D;
+    const bf16 *kg = p.k + (int64_t)b * p.kv_seq_stride * p.kv_stride + (int64_t)kh * D;
+    const bf16 *vg = p.v + (int64_t)b * p.kv_seq_stride * p.kv_stride + (int64_t)kh * D;
+
+    for (int c = threadIdx.x; c < BM * CPR; c += THREADS) {
+        const int r = c / CPR, col = (c % CPR) * 8;
+        const bool ok = m0 + r < p.t_q;
+        cp_async16(smem_u32(sQ + r * LD + col), qg + (ok ? (int64_t)(m0 + r) * p.q_stride + col : 0),
+                   ok);
+    }
+    auto load_kv = [&](int tile, int stage) {
+        const int64_t n0 = (int64_t)tile * BN;
+        bf16 *dk = sK + stage * BN * LD, *dv = sV + stage * BN * LD;
+        for (int c = threadIdx.x; c < BN * CPR; c += THREADS) {
+            const int r = c / CPR, col = (c % CPR) * 8;
+            const bool ok = n0 + r < kv_end;
+            const int64_t off = ok ? (n0 + r) * p.kv_stride + col : 0;
+            cp_async16(smem_u32(dk + r * LD + col), kg + off, ok);
+            cp_async16(smem_u32(dv + r * LD + col), vg + off, ok);
+        }
+    };
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; s++) {
+        if (s < n_tiles) load_kv(s, s);
+        cp_async_commit(); /* Q rides in the first group */
+    }
+
+    const int row0 = m0 + warp * 16 * MT; /* this warp's first row */
+    float o[MT][DT][4];
+    float m_run[MT][2], l_run[MT][2];
+    uint32_t qa[MT][KS][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) {
+#pragma unroll
+        for (int dt = 0; dt < DT; dt++) o[mt][dt][0] = o[mt][dt][1] = o[mt][dt][2] = o[mt][dt][3] = 0.0f;
+        m_run[mt][0] = m_run[mt][1] = -INFINITY;
+        l_run[mt][0] = l_run[mt][1] = 0.0f;
+    }
+
+    for (int it = 0; it < n_tiles; it++) {
+        cp_async_wait<STAGES - 2>(); /* tile it (and Q) landed for this thread... */
+        __syncthreads();             /* ...and for all; everyone is done with tile it-1 */
+        {
+            const int nxt = it + STAGES - 1;
+            if (nxt < n_tiles) load_kv(nxt, nxt % STAGES); /* into the buffer of tile it-1 */
+            cp_async_commit();
+        }
+        if (it == 0) {
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int ks = 0; ks < KS; ks++)
+                    ldmatrix_x4(qa[mt][ks],
+                                smem_u32(sQ + (warp * MT + mt) * 16 * LD + ks * 16 + a_off<LD>(lane)));
+        }
+        const bf16 *sKt = sK + (it % STAGES) * BN * LD, *sVt = sV + (it % STAGES) * BN * LD;
+
+        float s[MT][NT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++) s[mt][nt][0] = s[mt][nt][1] = s[mt][nt][2] = s[mt][nt][3] = 0.0f;
+#pragma unroll
+        for (int ks = 0; ks < KS; ks++) {
+#pragma unroll
+            for (int np = 0; np < NT / 2; np++) {
+                uint32_t kb[4];
+                ldmatrix_x4(kb, smem_u32(sKt + np * 16 * LD + ks * 16 + b_off<LD>(lane)));
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++) {
+                    mma_bf16(s[mt][2 * np], qa[mt][ks], kb[0], kb[1]);
+                    mma_bf16(s[mt][2 * np + 1], qa[mt][ks], kb[2], kb[3]);
+                }
+            }
+        }
+
+        /* Mask keys at or past a row's limit: t_k, and for causal q_pos0 + row + 1. The warp's
+         * first row has the smallest limit; tiles wholly below it need no mask. */
+        const int64_t n0 = (int64_t)it * BN;
+        int64_t lim0 = p.t_k;
+        if (p.causal && p.q_pos0 + row0 + 1 < lim0) lim0 = p.q_pos0 + row0 + 1;
+        if (n0 + BN > lim0) {
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int hh = 0; hh < 2; hh++) {
+                    const int64_t row = row0 + mt * 16 + g + 8 * hh;
+                    int64_t lim = p.t_k;
+                    if (p.causal && p.q_pos0 + row + 1 < lim) lim = p.q_pos0 + row + 1;
+#pragma unroll
+                    for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+                        for (int e = 0; e < 2; e++)
+                            if (n0 + nt * 8 + tig * 2 + e >= lim) s[mt][nt][2 * hh + e] = -INFINITY;
+                }
+        }
+
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+            float alpha[2];
+            softmax_step<NT>(s[mt], m_run[mt], l_run[mt], alpha, p.scale_log2);
+#pragma unroll
+            for (int dt = 0; dt < DT; dt++) {
+                o[mt][dt][0] *= alpha[0];
+                o[mt][dt][1] *= alpha[0];
+                o[mt][dt][2] *= alpha[1];
+                o[mt][dt][3] *= alpha[1];
+            }
+        }
+
+        /* O += P V: the score accumulators of key tiles 2kk, 2kk+1 are the A fragment of k-step kk. */
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; kk++) {
+            uint32_t pa[MT][4];
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++) {
+                pa[mt][0] = pack_bf16(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+                pa[mt][1] = pack_bf16(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+                pa[mt][2] = pack_bf16(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+                pa[mt][3] = pack_bf16(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+            }
+#pragma unroll
+            for (int dp = 0; dp < D / 16; dp++) {
+                uint32_t vb[4];
+                ldmatrix_x4_trans(vb, smem_u32(sVt + kk * 16 * LD + dp * 16 + a_off<LD>(lane)));
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++) {
+                    mma_bf16(o[mt][2 * dp], pa[mt], vb[0], vb[1]);
+                    mma_bf16(o[mt][2 * dp + 1], pa[mt], vb[2], vb[3]);
+                }
+            }
+        }
+    }
+    cp_async_wait<0>();
+
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int hh = 0; hh < 2; hh++) {
+            const float l = quad_sum(l_run[mt][hh]);
+            const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+            const int row = row0 + mt * 16 + g + 8 * hh;
+            if (row < p.t_q) {
+                bf16 *orow = p.out + ((int64_t)b * p.t_q + row) * p.q_stride + (int64_t)h * D;
+#pragma unroll
+                for (int dt = 0; dt < DT; dt++)
+                    *reinterpret_cast<uint32_t *>(orow + dt * 8 + tig * 2) =
+                        pack_bf16(o[mt][dt][2 * hh] * inv, o[mt][dt][2 * hh + 1] * inv);
+            }
+        }
+}
+
+/* ---- the decode kernels ---------------------------------------------------------------------- */
+
+constexpr int kDecodeWarps = 4;
+constexpr int kDecodeTile = 16 * kDecodeWarps; /* keys per pipeline stage */
+constexpr int kDecodeMaxSplits = 64;
+
+/* How sequence length L is cut: chunks of whole tiles, at most s_max of them, none empty. Shared
+ * by the split kernel, the merge kernel and nothing else, so they always agree. */
+__host__ __device__ __forceinline__ void decode_plan(int64_t L, int s_max, int64_t *chunk,
+                                                     int *n_active) {
+    if (L <= 0) {
+        *chunk = 0;
+        *n_active = 0;
+        return;
+    }
+    const int64_t per = (L + s_max - 1) / s_max;
+    const int64_t c = (per + kDecodeTile - 1) / kDecodeTile * kDecodeTile;
+    *chunk = c;
+    *n_active = (int)((L + c - 1) / c);
+}
+
+__device__ __forceinline__ int64_t clamp_len(const AttnParams &p, int b) {
+    int64_t L = p.kv_len[b];
+    return L < 0 ? 0 : (L > p.max_kv ? p.max_kv : L);
+}
+
+/* grid (s_max, n_kv_heads * row_chunks, batch); row chunk rc covers query heads
+ * kh*group + 16*rc .. +15 of the group. */
+template <int D, int STAGES>
+__global__ void __launch_bounds__(kDecodeWarps * 32) attn_decode_split_kernel(const AttnParams p) {
+    constexpr int LD = D + 8, KS = D / 16, DT = D / 8, CPR = D / 8, THREADS = kDecodeWarps * 32;
+    constexpr int LDO = D + 4; /* fp32 rows of the merge buffer */
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    bf16 *sK = reinterpret_cast<bf16 *>(smem_raw); /* [STAGES][64][LD] */
+    bf16 *sV = sK + STAGES * kDecodeTile * LD;
+    /* reused after the main loop: */
+    float *sO = reinterpret_cast<float *>(smem_raw); /* [WARPS][16][LDO] */
+    float *sM = sO + kDecodeWarps * 16 * LDO;        /* [WARPS][16] */
+    float *sL = sM + kDecodeWarps * 16;              /* [WARPS][16] */
+
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int g = lane >> 2, tig = lane & 3;
+    const int b = blockIdx.z, split = blockIdx.x;
+    const int row_chunks = (p.group + 15) / 16;
+    const int kh = blockIdx.y / row_chunks, r0 = (blockIdx.y % row_chunks) * 16;
+    const int nrows = min(16, p.group - r0);
+    const int head0 = kh * p.group + r0; /* query head of tile row 0 */
+
+    const int64_t L = clamp_len(p, b);
+    int64_t chunk;
+    int n_active;
+    decode_plan(L, p.s_max, &chunk, &n_active);
+    if (split >= n_active) {
+        if (n_active == 0 && split == 0 && p.write_final) /* empty cache: zeros, as the reference */
+            for (int t = threadIdx.x; t < nrows * D; t += THREADS)
+                p.out[(int64_t)b * p.q_stride + (int64_t)(head0 + t / D) * D + t % D] =
+                    __float2bfloat16_rn(0.0f);
+        return;
+    }
+    const int64_t k_begin = split * chunk;
+    const int64_t k_end = k_begin + chunk < L ? k_begin + chunk : L;
+    const int n_tiles = (int)((k_end - k_begin + kDecodeTile - 1) / kDecodeTile);
+
+    const bf16 *kg = p.k + (int64_t)b * p.kv_seq_stride * p.kv_stride + (int64_t)kh * D;
+    const bf16 *vg = p.v + (int64_t)b * p.kv_seq_stride * p.kv_stride + (int64_t)kh * D;
+    auto load_kv = [&](int tile, int stage) {
+        const int64_t n0 = k_begin + (int64_t)tile * kDecodeTile;
+        bf16 *dk = sK + stage * kDecodeTile * LD, *dv = sV + stage * kDecodeTile * LD;
+        for (int c = threadIdx.x; c < kDecodeTile * CPR; c += THREADS) {
+            const int r = c / CPR, col = (c % CPR) * 8;
+            const bool ok = n0 + r < k_end;
+            const int64_t off = ok ? (n0 + r) * p.kv_stride + col : 0;
+            cp_async16(smem_u32(dk + r * LD + col), kg + off, ok);
+            cp_async16(smem_u32(dv + r * LD + col), vg + off, ok);
+        }
+    };
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; s++) {
+        if (s < n_tiles) load_kv(s, s);
+        cp_async_commit();
+    }
+
+    /* Q fragments straight from global memory (overlapping the first K/V loads); rows past the
+     * group are zero. */
+    uint32_t qa[KS][4];
+    {
+        const bf16 *qb = p.q + (int64_t)b * p.q_stride + (int64_t)head0 * D;
+#pragma unroll
+        for (int ks = 0; ks < KS; ks++) {
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                const int row = g + (j & 1) * 8, col = ks * 16 + tig * 2 + (j >> 1) * 8;
+                qa[ks][j] = row < nrows
+                                ? *reinterpret_cast<const uint32_t *>(qb + (int64_t)row * D + col)
+                                : 0u;
+            }
+        }
+    }
+
+    float o[DT][4];
+#pragma unroll
+    for (int dt = 0; dt < DT; dt++) o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.0f;
+    float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
+
+    for (int it = 0; it < n_tiles; it++) {
+        cp_async_wait<STAGES - 2>();
+        __syncthreads();
+        {
+            const int nxt = it + STAGES - 1;
+            if (nxt < n_tiles) load_kv(nxt, nxt % STAGES);
+            cp_async_commit();
+        }
+        /* this warp's 16 keys of the tile */
+        const bf16 *sKt = sK + ((it % STAGES) * kDecodeTile + warp * 16) * LD;
+        const bf16 *sVt = sV + ((it % STAGES) * kDecodeTile + warp * 16) * LD;
+        float s[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+#pragma unroll
+        for (int ks = 0; ks < KS; ks++) {
+            uint32_t kb[4];
+            ldmatrix_x4(kb, smem_u32(sKt + ks * 16 + b_off<LD>(lane)));
+            mma_bf16(s[0], qa[ks], kb[0], kb[1]);
+            mma_bf16(s[1], qa[ks], kb[2], kb[3]);
+        }
+        const int64_t n0 = k_begin + (int64_t)it * kDecodeTile + warp * 16;
+        if (n0 + 16 > k_end) {
+#pragma unroll
+            for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    if (n0 + nt * 8 + tig * 2 + (e & 1) >= k_end) s[nt][e] = -INFINITY;
+        }
+        float alpha[2];
+        softmax_step<2>(s, m_run, l_run, alpha, p.scale_log2);
+        uint32_t pa[4] = {pack_bf16(s[0][0], s[0][1]), pack_bf16(s[0][2], s[0][3]),
+                          pack_bf16(s[1][0], s[1][1]), pack_bf16(s[1][2], s[1][3])};
+#pragma unroll
+        for (int dp = 0; dp < D / 16; dp++) {
+            uint32_t vb[4];
+            ldmatrix_x4_trans(vb, smem_u32(sVt + dp * 16 + a_off<LD>(lane)));
+            o[2 * dp][0] *= alpha[0];
+            o[2 * dp][1] *= alpha[0];
+            o[2 * dp][2] *= alpha[1];
+            o[2 * dp][3] *= alpha[1];
+            o[2 * dp + 1][0] *= alpha[0];
+            o[2 * dp + 1][1] *= alpha[0];
+            o[2 * dp + 1][2] *= alpha[1];
+            o[2 * dp + 1][3] *= alpha[1];
+            mma_bf16(o[2 * dp], pa, vb[0], vb[1]);
+            mma_bf16(o[2 * dp + 1], pa, vb[2], vb[3]);
+        }
+    }
+    cp_async_wait<0>();
+    __syncthreads(); /* the pipeline buffers become the merge buffers */
+
+    /* Merge the 4 warps' states (each saw a quarter of every tile). */
+#pragma unroll
+    for (int hh = 0; hh < 2; hh++) {
+        const int row = g + 8 * hh;
+        const float l = quad_sum(l_run[hh]);
+        if (tig == 0) {
+            sM[warp * 16 + row] = m_run[hh];
+            sL[warp * 16 + row] = l;
+        }
+#pragma unroll
+        for (int dt = 0; dt < DT; dt++) {
+            float *dst = sO + (warp * 16 + row) * LDO + dt * 8 + tig * 2;
+            dst[0] = o[dt][2 * hh];
+            dst[1] = o[dt][2 * hh + 1];
+        }
+    }
+    __syncthreads();
+    for (int t = threadIdx.x; t < nrows * D; t += THREADS) {
+        const int row = t / D, d = t % D;
+        float mx = -INFINITY;
+#pragma unroll
+        for (int w = 0; w < kDecodeWarps; w++) mx = fmaxf(mx, sM[w * 16 + row]);
+        const float base = mx == -INFINITY ? 0.0f : mx;
+        float acc = 0.0f, l = 0.0f;
+#pragma unroll
+        for (int w = 0; w < kDecodeWarps; w++) {
+            const float f = exp2f(sM[w * 16 + row] - base);
+            acc += f * sO[(w * 16 + row) * LDO + d];
+            l += f * sL[w * 16 + row];
+        }
+        const int head = head0 + row;
+        if (p.write_final) {
+            p.out[(int64_t)b * p.q_stride + (int64_t)head * D + d] =
+                __float2bfloat16_rn(l > 0.0f ? acc / l : 0.0f);
+        } else {
+            const int64_t slot = ((int64_t)b * p.n_heads + head) * p.s_max + split;
+            p.ws_o[slot * D + d] = acc;
+            if (d == 0) {
+                p.ws_ml[slot * 2] = mx;
+                p.ws_ml[slot * 2 + 1] = l;
+            }
+        }
+    }
+}
+
+/* grid (n_heads, batch), D threads: out = sum_s 2^(m_s - M) O_s / sum_s 2^(m_s - M) l_s. */
+__global__ void attn_decode_merge_kernel(const AttnParams p) {
+    const int h = blockIdx.x, b = blockIdx.y, d = threadIdx.x, D = p.head_dim;
+    int64_t chunk;
+    int n_active;
+    decode_plan(clamp_len(p, b), p.s_max, &chunk, &n_active);
+    const int64_t slot0 = ((int64_t)b * p.n_heads + h) * p.s_max;
+    float mx = -INFINITY;
+    for (int s = 0; s < n_active; s++) mx = fmaxf(mx, p.ws_ml[(slot0 + s) * 2]);
+    const float base = mx == -INFINITY ? 0.0f : mx;
+    float acc = 0.0f, l = 0.0f;
+    for (int s = 0; s < n_active; s++) {
+        const float f = exp2f(p.ws_ml[(slot0 + s) * 2] - base);
+        acc += f * p.ws_o[(slot0 + s) * D + d];
+        l += f * p.ws_ml[(slot0 + s) * 2 + 1];
+    }
+    p.out[(int64_t)b * p.q_stride + (int64_t)h * D + d] = __float2bfloat16_rn(l > 0.0f ? acc / l : 0.0f);
+}
+
+/* ---- launchers ------------------------------------------------------------------------------- */
+
+/* Raises a kernel's dynamic shared-memory limit once per device (outside any hot loop; the call
+ * is not a stream operation, so it is also safe during graph capture). */
+template <typename Kernel> void ensure_smem(Kernel kernel, size_t bytes, std::atomic<uint64_t> &done) {
+    if (bytes <= 48 * 1024) return;
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) return;
+    const uint64_t bit = dev < 64 ? (1ull << dev) : 0;
+    if (bit && (done.load() & bit)) return;
+    if (cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             (int)bytes) == cudaSuccess)
+        done.fetch_or(bit);
+}
+
+/* An impossible launch, so that an unsupported shape surfaces at the caller's error check
+ * (launchers cannot return errors). */
+__global__ void attn_unsupported_kernel() {}
+void launch_unsupported(cudaStream_t stream) { attn_unsupported_kernel<<<0, 0, 0, stream>>>(); }
+
+void launch_simple(const AttnParams &p, cudaStream_t stream) {
+    const int64_t warps = (int64_t)p.batch * p.n_heads * p.t_q;
+    const unsigned blocks = (unsigned)((warps + 3) / 4);
+    if (p.head_dim <= 64)
+        attn_simple_kernel<2><<<blocks, 128, 0, stream>>>(p);
+    else if (p.head_dim <= 128)
+        attn_simple_kernel<4><<<blocks, 128, 0, stream>>>(p);
+    else if (p.head_dim <= 256)
+        attn_simple_kernel<8><<<blocks, 128, 0, stream>>>(p);
+    else
+        launch_unsupported(stream);
+    VOX_K_LAUNCH_CHECK();
+}
+
+template <int D, int BM, int BN, int WARPS, int STAGES>
+void launch_prefill(const AttnParams &p, cudaStream_t stream) {
+    static std::atomic<uint64_t> done{0};
+    constexpr size_t smem = (size_t)(BM + 2 * STAGES * BN) * (D + 8) * sizeof(bf16);
+    auto kernel = attn_prefill_kernel<D, BM, BN, WARPS, STAGES>;
+    ensure_smem(kernel, smem, done);
+    dim3 grid((unsigned)p.n_heads, (unsigned)((p.t_q + BM - 1) / BM), (unsigned)p.batch);
+    kernel<<<grid, WARPS * 32, smem, stream>>>(p);
+    VOX_K_LAUNCH_CHECK();
+}
+
+struct PrefillConfig {
+    int head_dim;
+    const char *name;
+    void (*launch)(const AttnParams &, cudaStream_t);
+};
+/* Index 0 is the simple kernel; the rest are the tiled variants the test times against each
+ * other. Names: d<D> <BM>x<BN> w<warps> s<stages>. */
+const PrefillConfig kPrefill[] = {
+    {0, "simple", launch_simple},
+    {64, "d64 64x64 w4 s2", launch_prefill<64, 64, 64, 4, 2>},
+    {64, "d64 128x64 w4 s2", launch_prefill<64, 128, 64, 4, 2>},
+    {64, "d64 128x64 w8 s2", launch_prefill<64, 128, 64, 8, 2>},
+    {64, "d64 128x128 w8 s2", launch_prefill<64, 128, 128, 8, 2>},
+    {64, "d64 128x64 w4 s3", launch_prefill<64, 128, 64, 4, 3>},
+    {128, "d128 64x64 w4 s2", launch_prefill<128, 64, 64, 4, 2>},
+    {128, "d128 128x64 w8 s2", launch_prefill<128, 128, 64, 8, 2>},
+    {128, "d128 64x32 w4 s3", launch_prefill<128, 64, 32, 4, 3>},
+    {128, "d128 128x32 w8 s3", launch_prefill<128, 128, 32, 8, 3>},
+};
+constexpr int kNumPrefill = (int)(sizeof kPrefill / sizeof kPrefill[0]);
+
+int sm_count() {
+    int dev = 0, n = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n <= 0)
+        return 132;
+    return n;
+}
+
+bool aligned(const void *ptr, uintptr_t a) { return ((uintptr_t)ptr & (a - 1)) == 0; }
+
+AttnParams make_params(void *out, const void *q, const void *k, const void *v, int batch, int t_q,
+                       int t_k, int64_t kv_seq_stride, int n_heads, int n_kv_heads, int head_dim,
+                       float scale, int causal, int64_t q_pos0) {
+    AttnParams p = {};
+    p.q = (const bf16 *)q;
+    p.k = (const bf16 *)k;
+    p.v = (const bf16 *)v;
+    p.out = (bf16 *)out;
+    p.batch = batch;
+    p.t_q = t_q;
+    p.t_k = t_k;
+    p.n_heads = n_heads;
+    p.n_kv_heads = n_kv_heads;
+    p.group = n_kv_heads > 0 ? n_heads / n_kv_heads : 1;
+    if (p.group < 1) p.group = 1;
+    p.head_dim = head_dim;
+    p.kv_seq_stride = kv_seq_stride;
+    p.q_stride = (int64_t)n_heads * head_dim;
+    p.kv_stride = (int64_t)n_kv_heads * head_dim;
+    p.scale = scale;
+    p.scale_log2 = scale * kLog2e;
+    p.causal = causal != 0;
+    p.q_pos0 = q_pos0;
+    return p;
+}
+
+/* Whether the tensor-core kernels take these tensors: cp.async moves 16-byte pieces, the GQA
+ * group must be whole, and the softmax folds a positive scale into exp2. */
+bool tiled_ok(const AttnParams &p) {
+    return (p.head_dim == 64 || p.head_dim == 128) && p.scale > 0.0f && p.n_kv_heads > 0 &&
+           p.n_heads % p.n_kv_heads == 0 && aligned(p.q, 16) && aligned(p.k, 16) &&
+           aligned(p.v, 16) && aligned(p.out, 4);
+}
+
+int prefill_auto(const AttnParams &p) {
+    if (!tiled_ok(p)) return 0;
+    if (p.head_dim == 64) return 2; /* d64 128x64 w4 s2 */
+    /* d128: 128-row tiles when they still give two blocks per SM, else 64-row ones */
+    const int64_t blocks128 = (int64_t)p.batch * p.n_heads * ((p.t_q + 127) / 128);
+    return blocks128 >= 2 * sm_count() ? 7 : 6;
+}
+
+/* Splits per sequence: about 1024 (sequence, head, split) triples, i.e. 256 blocks for 32 query
+ * heads over 8 KV heads, two per SM, capped by the tiles max_kv has. Depends only on the
+ * workspace function's arguments so both agree. */
+int decode_s_max(int batch, int n_heads, int64_t max_kv) {
+    if (batch <= 0 || n_heads <= 0 || max_kv <= kDecodeTile) return 1;
+    const int64_t tiles = (max_kv + kDecodeTile - 1) / kDecodeTile;
+    int64_t want = 1024 / ((int64_t)batch * n_heads);
+    if (want < 1) want = 1;
+    int64_t s = tiles < want ? tiles : want;
+    if (s > kDecodeMaxSplits) s = kDecodeMaxSplits;
+    return (int)(s < 1 ? 1 : s);
+}
+
+template <int D, int STAGES>
+void launch_decode(const AttnParams &p, cudaStream_t stream) {
+    static std::atomic<uint64_t> done{0};
+    constexpr size_t pipe = (size_t)2 * STAGES * kDecodeTile * (D + 8) * sizeof(bf16);
+    constexpr size_t merge = (size_t)kDecodeWarps * 16 * ((D + 4) + 2) * sizeof(float);
+    constexpr size_t smem = pipe > merge ? pipe : merge;
+    auto kernel = attn_decode_split_kernel<D, STAGES>;
+    ensure_smem(kernel, smem, done);
+    const int row_chunks = (p.group + 15) / 16;
+    dim3 grid((unsigned)p.s_max, (unsigned)(p.n_kv_heads * row_chunks), (unsigned)p.batch);
+    kernel<<<grid, kDecodeWarps * 32, smem, stream>>>(p);
+    VOX_K_LAUNCH_CHECK();
+    if (!p.write_final) {
+        attn_decode_merge_kernel<<<dim3((unsigned)p.n_heads, (unsigned)p.batch), D, 0, stream>>>(p);
+        VOX_K_LAUNCH_CHECK();
+    }
+}
+
+} // namespace
+
+/* ---- exported -------------------------------------------------------------------------------- */
+
+extern "C" {
+
+/* Test hooks (declared in tests/gpu/test_kernels_attention.c): run one implementation by index
+ * (-1: what vox_k_attention picks, 0: simple, 1..: the tiled variants). Returns 0, launching
+ * nothing, when the variant does not take this shape. */
+int vox_k_attention_variant_count(void) { return kNumPrefill; }
+const char *vox_k_attention_variant_name(int variant) {
+    return variant >= 0 && variant < kNumPrefill ? kPrefill[variant].name : "auto";
+}
+int vox_k_attention_variant(int variant, void *out_bf16, const void *q_bf16, const void *k_bf16,
+                            const void *v_bf16, int batch, int t_q, int t_k, int64_t kv_seq_stride,
+                            int n_heads, int n_kv_heads, int head_dim, float scale, int causal,
+                            int64_t q_pos0, cudaStream_t stream) {
+    if (batch <= 0 || t_q <= 0 || n_heads <= 0) return 1; /* nothing to compute */
+    AttnParams p = make_params(out_bf16, q_bf16, k_bf16, v_bf16, batch, t_q, t_k < 0 ? 0 : t_k,
+                               kv_seq_stride, n_heads, n_kv_heads, head_dim, scale, causal, q_pos0);
+    if (variant < 0) variant = prefill_auto(p);
+    if (variant >= kNumPrefill) return 0;
+    if (variant > 0 && (!tiled_ok(p) || kPrefill[variant].head_dim != head_dim)) return 0;
+    kPrefill[variant].launch(p, stream);
+    return 1;
+}
+
+void vox_k_attention(void *out_bf16, const void *q_bf16, const void *k_bf16, const void *v_bf16,
+                     int batch, int t_q, int t_k, int64_t kv_seq_stride, int n_heads,
+                     int n_kv_heads, int head_dim, float scale, int causal, int64_t q_pos0,
+                     cudaStream_t stream) {
+    vox_k_attention_variant(-1, out_bf16, q_bf16, k_bf16, v_bf16, batch, t_q, t_k, kv_seq_stride,
+                            n_heads, n_kv_heads, head_dim, scale, causal, q_pos0, stream);
+}
+
+size_t vox_k_decode_attention_workspace(int batch, int n_heads, int head_dim, int64_t max_kv) {
+    const int s = decode_s_max(batch, n_heads, max_kv);
+    if (s <= 1) return 0;
+    return (size_t)batch * n_heads * s * ((size_t)head_dim + 2) * sizeof(float);
+}
+
+/* Decode variants: -1 what vox_k_decode_attention picks, 0 simple, 1 split (splits as the
+ * workspace allows), 2 split kernel with one split per sequence (writes the output itself). */
+int vox_k_decode_attention_variant(int variant, void *out_bf16, const void *q_bf16,
+                                   const void *k_bf16, const void *v_bf16, int batch,
+                                   const int32_t *kv_len_dev, int64_t max_kv,
+                                   int64_t kv_seq_stride, int n_heads, int n_kv_heads,
+                                   int head_dim, float scale, void *workspace,
+                                   cudaStream_t stream) {
+    if (batch <= 0 || n_heads <= 0) return 1;
+    AttnParams p = make_params(out_bf16, q_bf16, k_bf16, v_bf16, batch, 1, 0, kv_seq_stride,
+                               n_heads, n_kv_heads, head_dim, scale, 0, 0);
+    p.kv_len = kv_len_dev;
+    p.max_kv = max_kv < 0 ? 0 : max_kv;
+    const bool ok = tiled_ok(p);
+    if (variant < 0) variant = ok ? 1 : 0;
+    if (variant == 0) {
+        launch_simple(p, stream);
+        return 1;
+    }
+    if (variant > 2 || !ok) return 0;
+    p.s_max = variant == 2 ? 1 : decode_s_max(batch, n_heads, p.max_kv);
+    p.write_final = p.s_max == 1;
+    if (!p.write_final) {
+        if (!workspace || !aligned(workspace, 8)) {
+            launch_unsupported(stream);
+            return 1;
+        }
+        p.ws_ml = (float *)workspace;
+        p.ws_o = p.ws_ml + (size_t)batch * n_heads * p.s_max * 2;
+    }
+    if (head_dim == 64)
+        launch_decode<64, 3>(p, stream);
+    else
+        launch_decode<128, 3>(p, stream);
+    return 1;
+}
+
+void vox_k_decode_attention(void *out_bf16, const void *q_bf16, const void *k_bf16,
+                            const void *v_bf16, int batch, const int32_t *kv_len_dev,
+                            int64_t max_kv, int64_t kv_seq_stride, int n_heads, int n_kv_heads,
+                            int head_dim, float scale, void *workspace, cudaStream_t stream) {
+    vox_k_decode_attention_variant(-1, out_bf16, q_bf16, k_bf16, v_bf16, batch, kv_len_dev, max_kv,
+                                   kv_seq_stride, n_heads, n_kv_heads, head_dim, scale, workspace,
+                                   stream);
+}
+
+} // extern "C"

@@ -1,0 +1,549 @@
+/* The attention kernels (kernels/attention.cu) against the CPU reference backend.
+ *
+ * Every implementation (the simple kernel, each tiled variant, what vox_k_attention picks) runs on
+ * random bf16 inputs (fixed seed) of awkward sizes; every output element is compared with the
+ * CPU backend's float32 attention over the same bf16 values. K/V rows the kernels must not read
+ * (between sequences when kv_seq_stride > t_k, past each decode length) hold NaN, so reading one
+ * poisons the output; output buffers start as NaN and are followed by guard words that must stay
+ * untouched. Then the full-size shapes are timed (printed, not asserted). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_test_util.h"
+#include "kernels.h"
+
+/* Test hooks exported by kernels/attention.cu (not part of kernels.h). variant -1: what the
+ * public launcher picks, 0: the simple kernel, 1..count-1: tiled variants. They return 0, launching
+ * nothing, when the variant does not take the shape. */
+int vox_k_attention_variant_count(void);
+const char *vox_k_attention_variant_name(int variant);
+int vox_k_attention_variant(int variant, void *out_bf16, const void *q_bf16, const void *k_bf16,
+                            const void *v_bf16, int batch, int t_q, int t_k, int64_t kv_seq_stride,
+                            int n_heads, int n_kv_heads, int head_dim, float scale, int causal,
+                            int64_t q_pos0, cudaStream_t stream);
+/* Decode variants: -1 auto, 0 simple, 1 split over the sequence, 2 one split per sequence. */
+int vox_k_decode_attention_variant(int variant, void *out_bf16, const void *q_bf16,
+                                   const void *k_bf16, const void *v_bf16, int batch,
+                                   const int32_t *kv_len_dev, int64_t max_kv,
+                                   int64_t kv_seq_stride, int n_heads, int n_kv_heads,
+                                   int head_dim, float scale, void *workspace,
+                                   cudaStream_t stream);
+#define DECODE_VARIANTS 3
+static const char *decode_variant_name(int v) {
+    return v < 0 ? "auto" : v == 0 ? "simple" : v == 1 ? "split" : "one split";
+}
+
+/* ---- tolerances ------------------------------------------------------------------------------
+ * V is uniform in [-1, 1), so every output lies in [-1, 1] and |sum_j p_j v_j| / l <= 1.
+ * Tiled kernels: P is rounded to bf16 before P@V (relative error <= 2^-9 per weight), which moves
+ * the output by at most 2^-9 * sum_j p_j |v_j| / l <= 2^-9; the output's own bf16 rounding adds
+ * <= 2^-9 |ref|; fp32 score differences (summation order; scores reach a few hundred in the
+ * large-magnitude cases, fp32 ulp ~3e-5 there) and exp2 approximations move weights by ~1e-4
+ * relative, i.e. <= 1e-4 absolute. Bound: 2^-9 + 1e-4 + 2^-9 |ref|; we allow twice that:
+ * atol 2^-8, rtol 2^-8.
+ * Simple kernel: P stays fp32, so only the output rounding (2^-9 |ref|) and the ~1e-4 of score
+ * rounding remain: atol 2^-10, rtol 2^-8.
+ * Fast vs simple at full size: the two errors add: atol 2^-8 + 2^-10, rtol 2^-7. */
+#define TOL_FAST_ATOL (1.0 / 256)
+#define TOL_FAST_RTOL (1.0 / 256)
+#define TOL_SIMPLE_ATOL (1.0 / 1024)
+#define TOL_SIMPLE_RTOL (1.0 / 256)
+#define TOL_PAIR_ATOL (1.0 / 256 + 1.0 / 1024)
+#define TOL_PAIR_RTOL (1.0 / 128)
+
+#define BF16_NAN 0x7fc0u
+#define GUARD 256 /* bf16 words after every output that no kernel may write */
+
+static vox_backend *g_cpu;
+static gtu_rng g_rng;
+
+/* ---- inputs ---------------------------------------------------------------------------------- */
+
+/* n bf16 uniform in [-amp, amp) with its exact float mirror. */
+static uint16_t *rand_bf16(size_t n, float amp, float **mirror) {
+    return gtu_rand_bf16(&g_rng, n, -amp, amp, mirror);
+}
+
+/* A K or V cache of `batch` sequences, `stride` rows each, `width` columns. Row j of sequence b is
+ * random when j < len[b] (scaled by 1 + 3j/len when ramp, so scores grow along the keys and the
+ * running max keeps moving), else NaN. *packed gets the valid rows, contiguous, as floats. */
+static uint16_t *make_cache(int batch, const int64_t *len, int64_t stride, int64_t width,
+                            float amp, int ramp, float **packed) {
+    int64_t total = 0;
+    for (int b = 0; b < batch; b++) total += len[b];
+    uint16_t *h = gtu_malloc((size_t)(batch * stride * width + 1) * sizeof *h);
+    float *f = gtu_malloc((size_t)(total * width + 1) * sizeof *f);
+    int64_t at = 0;
+    for (int b = 0; b < batch; b++) {
+        for (int64_t j = 0; j < stride; j++) {
+            uint16_t *row = h + (b * stride + j) * width;
+            if (j >= len[b]) {
+                for (int64_t c = 0; c < width; c++) row[c] = BF16_NAN;
+                continue;
+            }
+            float gain = ramp ? 1.0f + 3.0f * (float)j / (float)len[b] : 1.0f;
+            for (int64_t c = 0; c < width; c++) {
+                row[c] = vox_f32_to_bf16(gain * gtu_uniform(&g_rng, -amp, amp));
+                f[at * width + c] = vox_bf16_to_f32(row[c]);
+            }
+            at++;
+        }
+    }
+    *packed = f;
+    return h;
+}
+
+/* ---- checking -------------------------------------------------------------------------------- */
+
+/* Where the bad elements of an output [rows, heads*d] are, to tell a fragment-layout or masking
+ * bug from a numerical one: the first few with coordinates, and which rows mod 16, column groups
+ * of 8 and heads hold them. */
+static void diagnose(const float *got, const float *ref, int64_t rows, int t_q, int heads, int d,
+                     double atol, double rtol) {
+    int64_t by_row16[16] = {0}, by_col8[32] = {0}, by_head[64] = {0}, first_row = -1, last_row = -1;
+    int shown = 0;
+    for (int64_t r = 0; r < rows; r++)
+        for (int h = 0; h < heads; h++)
+            for (int c = 0; c < d; c++) {
+                int64_t i = (r * heads + h) * d + c;
+                double diff = fabs((double)got[i] - ref[i]);
+                if (diff <= atol + rtol * fabs(ref[i])) continue;
+                if (shown++ < 8)
+                    fprintf(stderr, "    bad: seq %lld row %lld head %d dim %d: got %.6g ref %.6g\n",
+                            (long long)(r / t_q), (long long)(r % t_q), h, c, got[i], ref[i]);
+                by_row16[(r % t_q) % 16]++;
+                by_col8[(c / 8) % 32]++;
+                by_head[h % 64]++;
+                if (first_row < 0) first_row = r % t_q;
+                if (r % t_q > last_row) last_row = r % t_q;
+            }
+    if (!shown) return;
+    fprintf(stderr, "    bad rows within a sequence span %lld..%lld\n    by row%%16:",
+            (long long)first_row, (long long)last_row);
+    for (int i = 0; i < 16; i++) fprintf(stderr, " %lld", (long long)by_row16[i]);
+    fprintf(stderr, "\n    by dim/8:");
+    for (int i = 0; i < d / 8 && i < 32; i++) fprintf(stderr, " %lld", (long long)by_col8[i]);
+    fprintf(stderr, "\n    by head:");
+    for (int i = 0; i < heads && i < 64; i++) fprintf(stderr, " %lld", (long long)by_head[i]);
+    fprintf(stderr, "\n");
+}
+
+/* Downloads n bf16 outputs plus the guard behind them; checks the guard, every element against
+ * ref, and that the output is not all zero. Returns the output as floats (caller frees). */
+static float *check_output(const char *what, const void *d_out, size_t n, const float *ref,
+                           int64_t rows, int t_q, int heads, int d, double atol, double rtol) {
+    uint16_t *h = gtu_malloc((n + GUARD) * sizeof *h);
+    gtu_download(h, d_out, (n + GUARD) * sizeof *h);
+    size_t touched = 0;
+    for (size_t i = n; i < n + GUARD; i++) touched += h[i] != 0xffffu;
+    CHECK_MSG(touched == 0, "%s: %zu guard words past the output were written", what, touched);
+    float *f = gtu_bf16_to_f32_host(h, n);
+    free(h);
+    if (ref && !gtu_compare(what, f, ref, n, atol, rtol))
+        diagnose(f, ref, rows, t_q, heads, d, atol, rtol);
+    gtu_check_nonzero(what, f, n);
+    return f;
+}
+
+/* ---- prefill / encoder attention ------------------------------------------------------------- */
+
+typedef struct {
+    const char *name;
+    int batch, t_q, t_k;
+    int64_t stride; /* kv_seq_stride (>= t_k) */
+    int nh, nkv, d;
+    int causal;
+    int64_t q_pos0;
+    float amp; /* q and k uniform in [-amp, amp): score std about amp^2/3 */
+    int ramp;
+} attn_case;
+
+static void run_attn_case(const attn_case *c) {
+    printf("%s: batch %d, t_q %d, t_k %d, stride %lld, heads %d/%d, d %d, %s q_pos0 %lld, "
+           "amp %.1f%s\n",
+           c->name, c->batch, c->t_q, c->t_k, (long long)c->stride, c->nh, c->nkv, c->d,
+           c->causal ? "causal" : "bidirectional", (long long)c->q_pos0, c->amp,
+           c->ramp ? ", ramp" : "");
+    const int64_t qw = (int64_t)c->nh * c->d, kw = (int64_t)c->nkv * c->d;
+    const size_t nq = (size_t)c->batch * c->t_q * qw;
+    int64_t lens[16];
+    for (int b = 0; b < c->batch; b++) lens[b] = c->t_k;
+    float *qf, *kf, *vf;
+    uint16_t *qh = rand_bf16(nq, c->amp, &qf);
+    uint16_t *kh = make_cache(c->batch, lens, c->stride, kw, c->amp, c->ramp, &kf);
+    uint16_t *vh = make_cache(c->batch, lens, c->stride, kw, 1.0f, 0, &vf);
+
+    float *ref = gtu_malloc(nq * sizeof *ref);
+    vox_tensor to = gtu_cpu_tensor(ref, VOX_DTYPE_F32, (int64_t)c->batch * c->t_q, qw);
+    vox_tensor tq = gtu_cpu_tensor(qf, VOX_DTYPE_F32, (int64_t)c->batch * c->t_q, qw);
+    vox_tensor tk = gtu_cpu_tensor(kf, VOX_DTYPE_F32, (int64_t)c->batch * c->t_k, kw);
+    vox_tensor tv = gtu_cpu_tensor(vf, VOX_DTYPE_F32, (int64_t)c->batch * c->t_k, kw);
+    const float scale = 1.0f / sqrtf((float)c->d);
+    g_cpu->attention(g_cpu, &to, &tq, &tk, &tv, c->batch, c->t_q, c->t_k, c->nh, c->nkv, c->d,
+                     scale, c->causal != 0, c->q_pos0);
+
+    const size_t kv_bytes = (size_t)c->batch * c->stride * kw * 2;
+    void *dq = gtu_dev_upload(qh, nq * 2), *dk = gtu_dev_upload(kh, kv_bytes),
+         *dv = gtu_dev_upload(vh, kv_bytes), *dout = gtu_dev_alloc((nq + GUARD) * 2);
+    for (int variant = -1; variant < vox_k_attention_variant_count(); variant++) {
+        GTU_CUDA(cudaMemset(dout, 0xff, (nq + GUARD) * 2));
+        int ran = 1;
+        if (variant < 0)
+            vox_k_attention(dout, dq, dk, dv, c->batch, c->t_q, c->t_k, c->stride, c->nh, c->nkv,
+                            c->d, scale, c->causal, c->q_pos0, 0);
+        else
+            ran = vox_k_attention_variant(variant, dout, dq, dk, dv, c->batch, c->t_q, c->t_k,
+                                          c->stride, c->nh, c->nkv, c->d, scale, c->causal,
+                                          c->q_pos0, 0);
+        if (!ran) continue;
+        char what[160];
+        snprintf(what, sizeof what, "%s [%s]", c->name,
+                 variant < 0 ? "vox_k_attention" : vox_k_attention_variant_name(variant));
+        int simple = variant == 0;
+        free(check_output(what, dout, nq, ref, (int64_t)c->batch * c->t_q, c->t_q, c->nh, c->d,
+                          simple ? TOL_SIMPLE_ATOL : TOL_FAST_ATOL,
+                          simple ? TOL_SIMPLE_RTOL : TOL_FAST_RTOL));
+    }
+    gtu_dev_free(dq);
+    gtu_dev_free(dk);
+    gtu_dev_free(dv);
+    gtu_dev_free(dout);
+    free(qh), free(kh), free(vh), free(qf), free(kf), free(vf), free(ref);
+}
+
+/* ---- decode ---------------------------------------------------------------------------------- */
+
+typedef struct {
+    const char *name;
+    int batch;
+    int32_t lens[8];
+    int64_t max_kv, stride;
+    int nh, nkv, d;
+    float amp;
+    int ramp;
+} decode_case;
+
+/* CPU reference of one decode step: sequence by sequence, attention of 1 query row over len keys. */
+static void decode_reference(float *ref, const float *qf, const float *kf, const float *vf,
+                             int batch, const int32_t *lens, int nh, int nkv, int d) {
+    const int64_t qw = (int64_t)nh * d, kw = (int64_t)nkv * d;
+    int64_t at = 0;
+    for (int b = 0; b < batch; b++) {
+        if (lens[b] == 0) {
+            memset(ref + b * qw, 0, (size_t)qw * sizeof *ref);
+            continue;
+        }
+        vox_tensor to = gtu_cpu_tensor(ref + b * qw, VOX_DTYPE_F32, 1, qw);
+        vox_tensor tq = gtu_cpu_tensor((float *)qf + b * qw, VOX_DTYPE_F32, 1, qw);
+        vox_tensor tk = gtu_cpu_tensor((float *)kf + at * kw, VOX_DTYPE_F32, lens[b], kw);
+        vox_tensor tv = gtu_cpu_tensor((float *)vf + at * kw, VOX_DTYPE_F32, lens[b], kw);
+        g_cpu->attention(g_cpu, &to, &tq, &tk, &tv, 1, 1, lens[b], nh, nkv, d,
+                         1.0f / sqrtf((float)d), false, 0);
+        at += lens[b];
+    }
+}
+
+static void run_decode_case(const decode_case *c) {
+    printf("%s: batch %d, lens", c->name, c->batch);
+    for (int b = 0; b < c->batch; b++) printf(" %d", c->lens[b]);
+    printf(", max_kv %lld, stride %lld, heads %d/%d, d %d, amp %.1f%s\n", (long long)c->max_kv,
+           (long long)c->stride, c->nh, c->nkv, c->d, c->amp, c->ramp ? ", ramp" : "");
+    const int64_t qw = (int64_t)c->nh * c->d, kw = (int64_t)c->nkv * c->d;
+    const size_t nq = (size_t)c->batch * qw;
+    int64_t lens64[8];
+    for (int b = 0; b < c->batch; b++) lens64[b] = c->lens[b];
+    float *qf, *kf, *vf;
+    uint16_t *qh = rand_bf16(nq, c->amp, &qf);
+    uint16_t *kh = make_cache(c->batch, lens64, c->stride, kw, c->amp, c->ramp, &kf);
+    uint16_t *vh = make_cache(c->batch, lens64, c->stride, kw, 1.0f, 0, &vf);
+    float *ref = gtu_malloc(nq * sizeof *ref);
+    decode_reference(ref, qf, kf, vf, c->batch, c->lens, c->nh, c->nkv, c->d);
+
+    const size_t kv_bytes = (size_t)c->batch * c->stride * kw * 2;
+    const size_t ws_bytes = vox_k_decode_attention_workspace(c->batch, c->nh, c->d, c->max_kv);
+    void *dq = gtu_dev_upload(qh, nq * 2), *dk = gtu_dev_upload(kh, kv_bytes),
+         *dv = gtu_dev_upload(vh, kv_bytes), *dout = gtu_dev_alloc((nq + GUARD) * 2),
+         *dlen = gtu_dev_upload(c->lens, (size_t)c->batch * sizeof(int32_t)),
+         *dws = gtu_dev_alloc(ws_bytes);
+    for (int variant = -1; variant < DECODE_VARIANTS; variant++) {
+        GTU_CUDA(cudaMemset(dout, 0xff, (nq + GUARD) * 2));
+        GTU_CUDA(cudaMemset(dws, 0xff, ws_bytes ? ws_bytes : 1)); /* NaN garbage */
+        int ran = 1;
+        if (variant < 0)
+            vox_k_decode_attention(dout, dq, dk, dv, c->batch, dlen, c->max_kv, c->stride, c->nh,
+                                   c->nkv, c->d, 1.0f / sqrtf((float)c->d), dws, 0);
+        else
+            ran = vox_k_decode_attention_variant(variant, dout, dq, dk, dv, c->batch, dlen,
+                                                 c->max_kv, c->stride, c->nh, c->nkv, c->d,
+                                                 1.0f / sqrtf((float)c->d), dws, 0);
+        if (!ran) continue;
+        char what[160];
+        snprintf(what, sizeof what, "%s [%s]", c->name,
+                 variant < 0 ? "vox_k_decode_attention" : decode_variant_name(variant));
+        int simple = variant == 0;
+        free(check_output(what, dout, nq, ref, c->batch, 1, c->nh, c->d,
+                          simple ? TOL_SIMPLE_ATOL : TOL_FAST_ATOL,
+                          simple ? TOL_SIMPLE_RTOL : TOL_FAST_RTOL));
+    }
+    gtu_dev_free(dq), gtu_dev_free(dk), gtu_dev_free(dv), gtu_dev_free(dout), gtu_dev_free(dlen);
+    gtu_dev_free(dws);
+    free(qh), free(kh), free(vh), free(qf), free(kf), free(vf), free(ref);
+}
+
+/* The decode launch captured once in a CUDA graph at max_kv, replayed after the lengths on the
+ * device change (the decode loop's use): each replay must match the reference for its lengths. */
+static void run_decode_graph(void) {
+    enum { B = 2, NH = 32, NKV = 8, D = 128 };
+    const int64_t max_kv = 4097, stride = 4104, qw = NH * D, kw = NKV * D;
+    printf("decode graph: batch %d, captured at max_kv %lld, replayed with new lengths\n", B,
+           (long long)max_kv);
+    int64_t full[B] = {max_kv, max_kv};
+    float *qf, *kf, *vf;
+    uint16_t *qh = rand_bf16((size_t)B * qw, 3.0f, &qf);
+    uint16_t *kh = make_cache(B, full, stride, kw, 3.0f, 0, &kf);
+    uint16_t *vh = make_cache(B, full, stride, kw, 1.0f, 0, &vf);
+    const size_t kv_bytes = (size_t)B * stride * kw * 2, nq = (size_t)B * qw;
+    const size_t ws_bytes = vox_k_decode_attention_workspace(B, NH, D, max_kv);
+    int32_t lens[B] = {1, 1};
+    void *dq = gtu_dev_upload(qh, nq * 2), *dk = gtu_dev_upload(kh, kv_bytes),
+         *dv = gtu_dev_upload(vh, kv_bytes), *dout = gtu_dev_alloc((nq + GUARD) * 2),
+         *dlen = gtu_dev_upload(lens, sizeof lens), *dws = gtu_dev_alloc(ws_bytes);
+
+    cudaStream_t s;
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    GTU_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    GTU_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    vox_k_decode_attention(dout, dq, dk, dv, B, dlen, max_kv, stride, NH, NKV, D,
+                           1.0f / sqrtf((float)D), dws, s);
+    GTU_CUDA(cudaStreamEndCapture(s, &graph));
+    GTU_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+
+    /* The valid rows of each sequence are its first len rows of the full cache; pack them. */
+    static const int32_t sets[][B] = {{1, 4097}, {400, 5}, {64, 65}, {0, 130}, {4097, 4096}};
+    float *kp = gtu_malloc((size_t)2 * max_kv * kw * sizeof *kp);
+    float *vp = gtu_malloc((size_t)2 * max_kv * kw * sizeof *vp);
+    float *ref = gtu_malloc(nq * sizeof *ref);
+    for (size_t t = 0; t < sizeof sets / sizeof sets[0]; t++) {
+        int64_t at = 0;
+        for (int b = 0; b < B; b++) {
+            memcpy(kp + at * kw, kf + b * max_kv * kw, (size_t)sets[t][b] * kw * sizeof *kp);
+            memcpy(vp + at * kw, vf + b * max_kv * kw, (size_t)sets[t][b] * kw * sizeof *vp);
+            at += sets[t][b];
+        }
+        decode_reference(ref, qf, kp, vp, B, sets[t], NH, NKV, D);
+        GTU_CUDA(cudaMemcpy(dlen, sets[t], sizeof sets[t], cudaMemcpyHostToDevice));
+        GTU_CUDA(cudaMemset(dout, 0xff, (nq + GUARD) * 2));
+        GTU_CUDA(cudaGraphLaunch(exec, s));
+        GTU_CUDA(cudaStreamSynchronize(s));
+        char what[96];
+        snprintf(what, sizeof what, "decode graph replay lens %d,%d", sets[t][0], sets[t][1]);
+        free(check_output(what, dout, nq, ref, B, 1, NH, D, TOL_FAST_ATOL, TOL_FAST_RTOL));
+    }
+    GTU_CUDA(cudaGraphExecDestroy(exec));
+    GTU_CUDA(cudaGraphDestroy(graph));
+    GTU_CUDA(cudaStreamDestroy(s));
+    gtu_dev_free(dq), gtu_dev_free(dk), gtu_dev_free(dv), gtu_dev_free(dout), gtu_dev_free(dlen);
+    gtu_dev_free(dws);
+    free(qh), free(kh), free(vh), free(qf), free(kf), free(vf), free(kp), free(vp), free(ref);
+}
+
+/* ---- timing ---------------------------------------------------------------------------------- */
+
+/* Median over 3 measurements of the mean of `iters` back-to-back launches. */
+#define TIME_MEDIAN_US(us, iters, stmt)                                                      \
+    do {                                                                                     \
+        double t_[3];                                                                        \
+        for (int r_ = 0; r_ < 3; r_++) GTU_TIME_US(t_[r_], iters, stmt);                     \
+        double lo_ = fmin(t_[0], fmin(t_[1], t_[2])), hi_ = fmax(t_[0], fmax(t_[1], t_[2])); \
+        (us) = t_[0] + t_[1] + t_[2] - lo_ - hi_;                                            \
+    } while (0)
+
+/* Times every variant of a prefill shape; checks the auto choice and every tiled variant against
+ * the simple kernel at this size (the simple kernel is held to the CPU reference above). */
+static void time_prefill(const char *name, int batch, int t, int nh, int nkv, int d, int causal,
+                         int iters) {
+    const int64_t qw = (int64_t)nh * d, kw = (int64_t)nkv * d;
+    const size_t nq = (size_t)batch * t * qw, nk = (size_t)batch * t * kw;
+    uint16_t *qh = rand_bf16(nq, 2.0f, NULL), *kh = rand_bf16(nk, 2.0f, NULL),
+             *vh = rand_bf16(nk, 1.0f, NULL);
+    void *dq = gtu_dev_upload(qh, nq * 2), *dk = gtu_dev_upload(kh, nk * 2),
+         *dv = gtu_dev_upload(vh, nk * 2), *dout = gtu_dev_alloc((nq + GUARD) * 2);
+    const float scale = 1.0f / sqrtf((float)d);
+    /* visible (query, key) pairs: t*t, or t(t+1)/2 when causal; 4 flops per pair and dim */
+    const double pairs = causal ? (double)t * (t + 1) / 2 : (double)t * t;
+    const double flop = 4.0 * batch * nh * pairs * d;
+
+    GTU_CUDA(cudaMemset(dout, 0xff, (nq + GUARD) * 2));
+    vox_k_attention_variant(0, dout, dq, dk, dv, batch, t, t, t, nh, nkv, d, scale, causal, 0, 0);
+    char what[160];
+    snprintf(what, sizeof what, "%s [simple]", name);
+    float *simple = check_output(what, dout, nq, NULL, batch * t, t, nh, d, 0, 0);
+
+    printf("time %s: batch %d, t %d, heads %d/%d, d %d, %s, %.2f GFLOP\n", name, batch, t, nh, nkv,
+           d, causal ? "causal" : "bidirectional", flop * 1e-9);
+    for (int variant = -1; variant < vox_k_attention_variant_count(); variant++) {
+        if (variant == 0 && t > 4096) continue; /* the simple kernel takes seconds there */
+        if (variant > 0 && !vox_k_attention_variant(variant, dout, dq, dk, dv, batch, t, t, t, nh,
+                                                     nkv, d, scale, causal, 0, 0))
+            continue;
+        double us;
+        TIME_MEDIAN_US(us, iters,
+                       vox_k_attention_variant(variant, dout, dq, dk, dv, batch, t, t, t, nh, nkv,
+                                               d, scale, causal, 0, 0));
+        printf("  %-22s %10.1f us %8.1f TFLOP/s\n",
+               variant < 0 ? "auto (vox_k_attention)" : vox_k_attention_variant_name(variant), us,
+               flop / (us * 1e-6) * 1e-12);
+        if (variant != 0) {
+            GTU_CUDA(cudaMemset(dout, 0xff, (nq + GUARD) * 2));
+            vox_k_attention_variant(variant, dout, dq, dk, dv, batch, t, t, t, nh, nkv, d, scale,
+                                    causal, 0, 0);
+            snprintf(what, sizeof what, "%s [%s] vs simple", name,
+                     variant < 0 ? "auto" : vox_k_attention_variant_name(variant));
+            free(check_output(what, dout, nq, simple, batch * t, t, nh, d, TOL_PAIR_ATOL,
+                              TOL_PAIR_RTOL));
+        }
+    }
+    gtu_dev_free(dq), gtu_dev_free(dk), gtu_dev_free(dv), gtu_dev_free(dout);
+    free(qh), free(kh), free(vh), free(simple);
+}
+
+/* Decode at one length: each variant back to back on the stream, and the auto path as 30 launches
+ * (one per layer) captured in a graph, which is how the decoder runs it. */
+static void time_decode(const char *name, int batch, int32_t len, int nh, int nkv, int d) {
+    const int64_t qw = (int64_t)nh * d, kw = (int64_t)nkv * d, stride = len;
+    const size_t nq = (size_t)batch * qw, nk = (size_t)batch * stride * kw;
+    uint16_t *qh = rand_bf16(nq, 2.0f, NULL), *kh = rand_bf16(nk, 2.0f, NULL),
+             *vh = rand_bf16(nk, 1.0f, NULL);
+    int32_t lens[64];
+    for (int b = 0; b < batch; b++) lens[b] = len;
+    const size_t ws_bytes = vox_k_decode_attention_workspace(batch, nh, d, len);
+    void *dq = gtu_dev_upload(qh, nq * 2), *dk = gtu_dev_upload(kh, nk * 2),
+         *dv = gtu_dev_upload(vh, nk * 2), *dout = gtu_dev_alloc((nq + GUARD) * 2),
+         *dlen = gtu_dev_upload(lens, (size_t)batch * sizeof(int32_t)), *dws = gtu_dev_alloc(ws_bytes);
+    const float scale = 1.0f / sqrtf((float)d);
+    const double bytes = 2.0 * batch * len * kw * 2; /* K and V read once */
+
+    GTU_CUDA(cudaMemset(dout, 0xff, (nq + GUARD) * 2));
+    vox_k_decode_attention_variant(0, dout, dq, dk, dv, batch, dlen, len, stride, nh, nkv, d,
+                                   scale, dws, 0);
+    char what[160];
+    snprintf(what, sizeof what, "%s [simple]", name);
+    float *simple = check_output(what, dout, nq, NULL, batch, 1, nh, d, 0, 0);
+
+    printf("time %s: batch %d, kv %d, heads %d/%d, d %d, %.2f MB of K/V\n", name, batch, len, nh,
+           nkv, d, bytes * 1e-6);
+    for (int variant = -1; variant < DECODE_VARIANTS; variant++) {
+        double us;
+        TIME_MEDIAN_US(us, 50,
+                       vox_k_decode_attention_variant(variant, dout, dq, dk, dv, batch, dlen, len,
+                                                      stride, nh, nkv, d, scale, dws, 0));
+        printf("  %-22s %10.2f us %8.1f GB/s (stream, back to back)\n", decode_variant_name(variant),
+               us, bytes / (us * 1e-6) * 1e-9);
+        GTU_CUDA(cudaMemset(dout, 0xff, (nq + GUARD) * 2));
+        vox_k_decode_attention_variant(variant, dout, dq, dk, dv, batch, dlen, len, stride, nh,
+                                       nkv, d, scale, dws, 0);
+        snprintf(what, sizeof what, "%s [%s] vs simple", name, decode_variant_name(variant));
+        free(check_output(what, dout, nq, simple, batch, 1, nh, d, TOL_PAIR_ATOL, TOL_PAIR_RTOL));
+    }
+
+    cudaStream_t s;
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    GTU_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    GTU_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    for (int layer = 0; layer < 30; layer++)
+        vox_k_decode_attention(dout, dq, dk, dv, batch, dlen, len, stride, nh, nkv, d, scale, dws, s);
+    GTU_CUDA(cudaStreamEndCapture(s, &graph));
+    GTU_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    cudaEvent_t a, b;
+    GTU_CUDA(cudaEventCreate(&a));
+    GTU_CUDA(cudaEventCreate(&b));
+    float best = 1e30f;
+    for (int r = 0; r < 5; r++) {
+        GTU_CUDA(cudaGraphLaunch(exec, s)); /* warm-up on the first pass */
+        GTU_CUDA(cudaEventRecord(a, s));
+        GTU_CUDA(cudaGraphLaunch(exec, s));
+        GTU_CUDA(cudaEventRecord(b, s));
+        GTU_CUDA(cudaStreamSynchronize(s));
+        float ms;
+        GTU_CUDA(cudaEventElapsedTime(&ms, a, b));
+        if (ms < best) best = ms;
+    }
+    printf("  %-22s %10.2f us per call (30 calls in one graph, best of 5)\n", "auto in a graph",
+           best * 1000.0 / 30);
+    GTU_CUDA(cudaEventDestroy(a));
+    GTU_CUDA(cudaEventDestroy(b));
+    GTU_CUDA(cudaGraphExecDestroy(exec));
+    GTU_CUDA(cudaGraphDestroy(graph));
+    GTU_CUDA(cudaStreamDestroy(s));
+    gtu_dev_free(dq), gtu_dev_free(dk), gtu_dev_free(dv), gtu_dev_free(dout), gtu_dev_free(dlen);
+    gtu_dev_free(dws);
+    free(qh), free(kh), free(vh), free(simple);
+}
+
+/* ---- main ------------------------------------------------------------------------------------ */
+
+int main(int argc, char **argv) {
+    gtu_require_device();
+    g_cpu = gtu_cpu_backend();
+    g_rng = gtu_rng_seed(20261130);
+    int timing = !(argc > 1 && strcmp(argv[1], "--no-timing") == 0);
+
+    static const attn_case cases[] = {
+        /* name                     batch t_q  t_k  stride nh nkv d  causal q_pos0 amp ramp */
+        {"enc 1x1", 1, 1, 1, 1, 20, 20, 64, 0, 0, 1.0f, 0},
+        {"enc 7x17 strided", 2, 7, 17, 22, 20, 20, 64, 0, 0, 1.0f, 0},
+        {"enc 17x130 large", 3, 17, 130, 133, 20, 20, 64, 0, 0, 4.0f, 0},
+        {"enc 130x17", 2, 130, 17, 17, 20, 20, 64, 0, 0, 2.0f, 0},
+        {"enc 1500x1", 2, 1500, 1, 3, 20, 20, 64, 0, 0, 1.0f, 0},
+        {"enc 1500 chunks", 3, 1500, 1500, 1500, 20, 20, 64, 0, 0, 1.5f, 0},
+        {"enc 1500 large ramp", 1, 1500, 1500, 1501, 20, 20, 64, 0, 0, 4.0f, 1},
+        {"gqa d64 causal 130", 2, 130, 130, 140, 4, 2, 64, 1, 0, 2.0f, 0},
+        {"gqa d64 causal pos0 17", 1, 130, 147, 147, 32, 8, 64, 1, 17, 3.0f, 0},
+        {"dec causal 130", 2, 130, 130, 130, 4, 2, 128, 1, 0, 2.0f, 0},
+        {"dec causal 7", 3, 7, 7, 9, 32, 8, 128, 1, 0, 1.0f, 0},
+        {"dec causal pos0 113", 1, 17, 130, 200, 32, 8, 128, 1, 113, 4.0f, 1},
+        {"dec causal pos0 1493", 2, 7, 1500, 1600, 4, 2, 128, 1, 1493, 3.0f, 0},
+        {"dec causal 1500", 1, 1500, 1500, 1500, 32, 8, 128, 1, 0, 4.0f, 0},
+        {"dec causal 1500 ramp", 2, 1500, 1500, 1503, 4, 2, 128, 1, 0, 5.0f, 1},
+        {"dec bidir 130x1500", 1, 130, 1500, 1500, 20, 20, 128, 0, 0, 2.0f, 0},
+        {"causal t_q > t_k", 1, 17, 7, 7, 4, 2, 128, 1, 0, 1.0f, 0},
+        {"dec causal pos0 32761", 1, 7, 32768, 32768, 32, 8, 128, 1, 32761, 3.0f, 0},
+        {"head_dim 96 (simple)", 2, 17, 130, 130, 4, 2, 96, 1, 113, 2.0f, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_attn_case(&cases[i]);
+
+    static const decode_case dcases[] = {
+        /* name                 batch lens                    max_kv stride nh nkv d amp ramp */
+        {"decode 1", 1, {1}, 1, 1, 32, 8, 128, 1.0f, 0},
+        {"decode 5", 1, {5}, 5, 8, 32, 8, 128, 3.0f, 0},
+        {"decode 400", 1, {400}, 400, 512, 32, 8, 128, 3.0f, 0},
+        {"decode 4097", 1, {4097}, 4097, 4097, 32, 8, 128, 4.0f, 1},
+        {"decode mixed", 4, {1, 5, 400, 4097}, 4097, 4100, 32, 8, 128, 3.0f, 0},
+        {"decode tile edges", 4, {0, 64, 65, 128}, 4097, 4100, 32, 8, 128, 2.0f, 0},
+        {"decode d64 mha", 2, {17, 130}, 200, 201, 20, 20, 64, 2.0f, 0},
+        {"decode d64 group 32", 2, {130, 7}, 130, 130, 32, 1, 64, 2.0f, 0},
+        {"decode d128 4/2 ramp", 3, {1500, 7, 999}, 1500, 1500, 4, 2, 128, 5.0f, 1},
+        {"decode 32768", 1, {32768}, 32768, 32768, 32, 8, 128, 3.0f, 0},
+        {"decode head_dim 96 (simple)", 2, {7, 130}, 130, 130, 4, 2, 96, 2.0f, 0},
+    };
+    for (size_t i = 0; i < sizeof dcases / sizeof dcases[0]; i++) run_decode_case(&dcases[i]);
+    run_decode_graph();
+
+    if (timing) {
+        printf("\ntimings (printed, not asserted):\n");
+        time_prefill("encoder chunk x1", 1, 1500, 20, 20, 64, 0, 20);
+        time_prefill("encoder chunk x8", 8, 1500, 20, 20, 64, 0, 10);
+        time_prefill("prefill 388", 1, 388, 32, 8, 128, 1, 50);
+        time_prefill("prefill 4096", 1, 4096, 32, 8, 128, 1, 10);
+        time_prefill("prefill 32768", 1, 32768, 32, 8, 128, 1, 2);
+        time_decode("decode 400", 1, 400, 32, 8, 128);
+        time_decode("decode 400 batch 8", 8, 400, 32, 8, 128);
+        time_decode("decode 32768", 1, 32768, 32, 8, 128);
+    }
+    vox_backend_destroy(g_cpu);
+    return test_finish("test_kernels_attention");
+}
