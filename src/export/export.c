@@ -158,6 +158,7 @@ typedef struct {
     char name[64];                 /* ours */
     char src_name[192];            /* the checkpoint's */
     const vox_st_tensor *src;      /* NULL: generated (the positions) */
+    const char *src_file;          /* the file holding src */
     int ndim;
     int64_t shape[VOX_ST_MAX_DIMS];
     vox_dtype dtype;               /* as written */
@@ -201,7 +202,9 @@ static vox_status plan_add(plan *p, const vox_checkpoint *ck, vox_tensor_kind k,
         snprintf(e->src_name, sizeof e->src_name, fmt, layer);
         const char *file = NULL, *found = NULL;
         e->src = vox_checkpoint_find(ck, e->src_name, &file, &found);
-        if (e->src) snprintf(e->src_name, sizeof e->src_name, "%s", found);
+        e->src_file = file;
+        if (e->src && found != e->src_name) /* found under its alias */
+            snprintf(e->src_name, sizeof e->src_name, "%s", found);
         /* Only the positions may be absent: they are generated. */
         if (!e->src && k != VOX_T_POSITIONS)
             return vox_fail(err, VOX_ERR_FORMAT, "%s: missing tensor %s", file, e->src_name);
@@ -506,7 +509,7 @@ static vox_status finish_plan(const vox_checkpoint *ck, plan *p, vox_dtype reque
             add_warning(res,
                         "%s: %s is not the sinusoidal table (differs by up to %.3g at row %zu, "
                         "column %zu); exported as stored, since transformers uses it as stored",
-                        vox_st_path(ck->files[0]), e->src_name, diff, at / cols, at % cols);
+                        e->src_file, e->src_name, diff, at / cols, at % cols);
     }
     return VOX_OK;
 }

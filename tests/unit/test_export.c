@@ -378,6 +378,7 @@ typedef struct {
     int no_tekken;
     int v5_names; /* the text model under language_model.model.model., as transformers 5 saves */
     int sharded;  /* two shards and model.safetensors.index.json instead of model.safetensors */
+    int bent_positions; /* embed_positions no longer the sinusoidal table */
 } variant;
 
 static void save_or_die(vox_st_writer *w, const char *path) {
@@ -423,8 +424,17 @@ static void make_variant(const char *dir, variant v) {
                      name + strlen(lm));
             name = names_buf[i];
         }
+        const void *data = t->data;
+        static float *bent;
+        if (v.bent_positions && strcmp(name, "audio_tower.embed_positions.weight") == 0) {
+            free(bent);
+            bent = malloc(t->nbytes);
+            memcpy(bent, t->data, t->nbytes);
+            bent[3 * t->shape[1] + 5] += 0.01f;
+            data = bent;
+        }
         int shard = v.sharded ? (int)(i % 2) : 0;
-        vox_st_writer_add(w[shard], name, dtype, t->ndim, shape, t->data, &err);
+        vox_st_writer_add(w[shard], name, dtype, t->ndim, shape, data, &err);
         index_len += snprintf(index + index_len, sizeof index - index_len, "%s\"%s\": \"%s\"",
                               index_len > 40 ? ", " : "", name, shards[shard]);
     }
@@ -452,6 +462,28 @@ static void test_hf_variants(void) {
     make_variant(tmp_path("sharded"), (variant){.sharded = 1, .v5_names = 1});
     if (export_ok(tmp_path("sharded"), tmp_path("sharded.out"), VOX_EXPORT_KEEP, NULL))
         compare_exports(tmp_path("hf_f32"), tmp_path("sharded.out"), "sharded checkpoint");
+
+    /* Positions that are not the sinusoidal table: exported as stored, with a warning. */
+    make_variant(tmp_path("bent"), (variant){.bent_positions = 1});
+    vox_export_result r;
+    if (export_ok(tmp_path("bent"), tmp_path("bent.out"), VOX_EXPORT_KEEP, &r)) {
+        CHECK_MSG(r.n_warnings == 1 && strstr(r.warnings[0], "bent/model.safetensors: "
+                                              "audio_tower.embed_positions.weight is not the "
+                                              "sinusoidal table (differs by up to 0.01 at row 3, "
+                                              "column 5)"),
+                  "%d warnings: %s", r.n_warnings, r.n_warnings ? r.warnings[0] : "");
+        exported x, y;
+        memset(&x, 0, sizeof x);
+        memset(&y, 0, sizeof y);
+        if (open_export(tmp_path("bent.out"), &x) && open_export(tmp_path("hf_f32"), &y)) {
+            const vox_st_tensor *t = vox_st_find(x.blob[0], "positions");
+            const vox_st_tensor *u = vox_st_find(y.blob[0], "positions");
+            size_t at = 3 * (size_t)u->shape[1] + 5;
+            CHECK(t && f32_at(t, at) == f32_at(u, at) + 0.01f);
+            close_export(&x);
+            close_export(&y);
+        }
+    }
 
     /* A tensor the index does not list: the index is named. */
     make_variant(tmp_path("sharded_missing"),
