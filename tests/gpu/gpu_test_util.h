@@ -9,6 +9,8 @@
  *   gtu_download_bf16_as_f32    device bf16 -> host float (synchronises)
  *   gtu_compare                 every element |got - ref| <= atol + rtol*|ref|, NaN/Inf caught;
  *                               one CHECK per call, the worst elements printed on failure
+ *   gtu_compare_bound           the same with a bound per element
+ *   gtu_frac_exact              fraction of bit-identical bf16 values (rounding-sequence checks)
  *   gtu_check_nonzero           rejects an all-zero output (a kernel that wrote nothing)
  *   gtu_cpu_tensor              a vox_tensor descriptor over host memory, for the CPU backend
  *   GTU_TIME_US(us, iters, stmt) us = mean device time of stmt in microseconds (events)
@@ -208,6 +210,46 @@ static inline int gtu_compare(const char *what, const float *got, const float *r
     printf("  ok %-44s n=%-9zu max|diff| %.3g, worst at %.2f of tolerance\n", what, n, max_abs,
            worst_ratio);
     return 1;
+}
+
+/* The same with a tolerance per element: |got[i] - ref[i]| <= bound[i] (for ops whose error
+ * scales with intermediate terms rather than with the result, such as a rotation). */
+static inline int gtu_compare_bound(const char *what, const float *got, const float *ref,
+                                    const float *bound, size_t n) {
+    size_t bad = 0, worst = 0;
+    double worst_ratio = 0, max_abs = 0;
+    for (size_t i = 0; i < n; i++) {
+        double g = got[i], r = ref[i], d = fabs(g - r);
+        int ok = (d <= bound[i]) || (g == r);
+        if (isnan(g) || (isinf(g) && g != r)) ok = 0;
+        double ratio = isfinite(d) ? d / (bound[i] > 0 ? bound[i] : 1e-300) : INFINITY;
+        if (!ok) {
+            if (bad < 5)
+                fprintf(stderr, "  %s[%zu]: got %.9g, ref %.9g, |diff| %.3g > bound %.3g\n", what,
+                        i, g, r, d, (double)bound[i]);
+            bad++;
+        }
+        if (ratio > worst_ratio) worst_ratio = ratio, worst = i;
+        if (isfinite(d) && d > max_abs) max_abs = d;
+    }
+    vox_test_checks++;
+    if (bad) {
+        vox_test_failures++;
+        fprintf(stderr, "%s: %zu of %zu elements outside their bound (worst [%zu])\n", what, bad,
+                n, worst);
+        return 0;
+    }
+    printf("  ok %-44s n=%-9zu max|diff| %.3g, worst at %.2f of tolerance\n", what, n, max_abs,
+           worst_ratio);
+    return 1;
+}
+
+/* Fraction of elements whose bf16 patterns agree exactly (got and want both hold bf16 values):
+ * for checking that a kernel reproduces a rounding sequence, against a host emulation of it. */
+static inline double gtu_frac_exact(const float *got, const float *want, size_t n) {
+    size_t same = 0;
+    for (size_t i = 0; i < n; i++) same += vox_f32_to_bf16(got[i]) == vox_f32_to_bf16(want[i]);
+    return n ? (double)same / (double)n : 1.0;
 }
 
 /* Fails when every element is zero (or n is 0): a kernel that never wrote its output. */

@@ -1,0 +1,229 @@
+/* The elementwise kernels (kernels/elementwise.cu) against the CPU backend.
+ *
+ * Inputs are random bf16 values (fixed seed); the CPU reference computes in float32 from the
+ * same values, without the kernels' bf16 roundings. Sizes are awkward on purpose (1, 7, 127,
+ * 3072*17+3: not multiples of the 8-wide vectors nor of the blocks; 1500*5120: the encoder's
+ * FFN), each run aligned (vector path) and at a 1-element offset (scalar path), in place where
+ * the header allows it. Every element is checked against atol + rtol*|ref|; each op's tolerance
+ * is stated where it is used. Outputs must not be all zero.
+ *
+ * Tolerance unit: bf16 keeps 8 significant bits, so one round-to-nearest changes a value by at
+ * most U = 2^-8 of itself. An op rounded once is within U*|ref| of the exact fp32 result, plus
+ * whatever the fp32 computations of host and device differ by (atol). Ops that round twice
+ * (silu_mul) get 2U. Beyond the tolerance, ops with a rounding sequence are also compared
+ * bit for bit with a host emulation of that sequence (mismatches allowed only where host and
+ * device transcendental functions differ in the last fp32 bit next to a bf16 rounding boundary:
+ * at most 1 + n/1000). */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_test_util.h"
+#include "kernels.h"
+
+#define U_BF16 (1.0 / 256.0)
+
+static vox_backend *cpu;
+static gtu_rng rng;
+
+static const int64_t sizes[] = {1, 7, 8, 64, 127, 1280, 3072 * 17 + 3, 1500 * 5120};
+#define N_SIZES (sizeof sizes / sizeof sizes[0])
+
+static size_t count_mismatch(const float *got, const float *want, size_t n) {
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) bad += vox_f32_to_bf16(got[i]) != vox_f32_to_bf16(want[i]);
+    return bad;
+}
+
+/* ---- conversions: exact ---------------------------------------------------------------------- */
+
+static void test_convert(int64_t n, int offset) {
+    char what[96];
+    /* buf[offset..] holds the data: with offset 1 the device pointers are misaligned for vectors */
+    float *buf = (float *)gtu_malloc((size_t)(n + offset) * sizeof(float)), *src = buf + offset;
+    buf[0] = 0;
+    for (int64_t i = 0; i < n; i++) src[i] = gtu_normal(&rng) * 100.0f;
+    /* values that stress the rounding: ties to even, denormals, overflow to inf, signed zero */
+    const float special[] = {1.00390625f, 1.01171875f, -0.0f, 1e-40f, 3.4e38f, -3.39e38f, 0.0f};
+    for (int64_t i = 0; i < n && i < 7; i++) src[i] = special[i];
+    float *want = (float *)gtu_malloc((size_t)n * sizeof(float));
+    memcpy(want, src, (size_t)n * sizeof(float));
+    gtu_round_bf16_inplace(want, (size_t)n);
+
+    float *d_src = (float *)gtu_dev_upload(buf, (size_t)(n + offset) * sizeof(float));
+    uint16_t *d_bf = (uint16_t *)gtu_dev_alloc((size_t)(n + offset) * 2);
+    float *d_back = (float *)gtu_dev_alloc((size_t)(n + offset) * sizeof(float));
+    vox_k_f32_to_bf16(d_bf + offset, d_src + offset, n, 0);
+    vox_k_bf16_to_f32(d_back + offset, d_bf + offset, n, 0);
+    float *got = gtu_download_bf16_as_f32(d_bf + offset, (size_t)n);
+    float *back = (float *)gtu_malloc((size_t)n * sizeof(float));
+    gtu_download(back, d_back + offset, (size_t)n * sizeof(float));
+
+    /* exact: the conversion is one round-to-nearest-even, bit for bit the host's */
+    snprintf(what, sizeof what, "f32_to_bf16 n=%lld off=%d", (long long)n, offset);
+    gtu_compare(what, got, want, (size_t)n, 0, 0);
+    snprintf(what, sizeof what, "bf16_to_f32 n=%lld off=%d", (long long)n, offset);
+    gtu_compare(what, back, want, (size_t)n, 0, 0);
+    gtu_check_nonzero(what, back, (size_t)n);
+
+    free(buf), free(want), free(got), free(back);
+    gtu_dev_free(d_src), gtu_dev_free(d_bf), gtu_dev_free(d_back);
+}
+
+/* ---- gelu, silu_mul, add --------------------------------------------------------------------- */
+
+typedef enum { OP_GELU, OP_SILU_MUL, OP_ADD } ew_op;
+static const char *op_name[] = {"gelu", "silu_mul", "add"};
+
+/* alias: 0 y separate, 1 y = a (gate), 2 y = b. */
+static void test_ew(ew_op op, int64_t n, int offset, int alias) {
+    char what[96];
+    snprintf(what, sizeof what, "%s n=%lld off=%d alias=%d", op_name[op], (long long)n, offset,
+             alias);
+    const size_t cap = (size_t)(n + offset);
+    float *fa, *fb;
+    uint16_t *ha = gtu_randn_bf16(&rng, cap, 3.0f, 0.0f, &fa);
+    uint16_t *hb = gtu_randn_bf16(&rng, cap, 2.0f, 0.0f, &fb);
+    uint16_t *d_a = (uint16_t *)gtu_dev_upload(ha, cap * 2);
+    uint16_t *d_b = (uint16_t *)gtu_dev_upload(hb, cap * 2);
+    uint16_t *d_y = alias == 1 ? d_a : alias == 2 ? d_b : (uint16_t *)gtu_dev_alloc(cap * 2);
+    const float *a = fa + offset, *b = fb + offset;
+
+    /* reference: the CPU backend on float32 copies of the same bf16 values */
+    float *ref = (float *)gtu_malloc((size_t)n * sizeof(float));
+    float *want = (float *)gtu_malloc((size_t)n * sizeof(float)); /* torch's rounding sequence */
+    vox_tensor ty = gtu_cpu_tensor(ref, VOX_DTYPE_F32, 1, n);
+    vox_tensor ta = gtu_cpu_tensor((void *)a, VOX_DTYPE_F32, 1, n);
+    vox_tensor tb = gtu_cpu_tensor((void *)b, VOX_DTYPE_F32, 1, n);
+    double atol = 0, rtol = U_BF16;
+    switch (op) {
+    case OP_GELU:
+        memcpy(ref, a, (size_t)n * sizeof(float));
+        cpu->gelu(cpu, &ty);
+        VOX_ASSERT(alias == 1); /* in place only */
+        vox_k_gelu(d_a + offset, n, 0);
+        for (int64_t i = 0; i < n; i++) want[i] = ref[i];
+        gtu_round_bf16_inplace(want, (size_t)n);
+        /* one rounding (U); host erff and device erff differ by up to ~2 fp32 ulps of 1, times
+         * 0.5*|x| <= 8 here: atol 2e-6 */
+        atol = 2e-6;
+        break;
+    case OP_SILU_MUL:
+        cpu->silu_mul(cpu, &ty, &ta, &tb);
+        vox_k_silu_mul(d_y + offset, d_a + offset, d_b + offset, n, 0);
+        for (int64_t i = 0; i < n; i++) {
+            float s = vox_bf16_to_f32(vox_f32_to_bf16(a[i] / (1.0f + expf(-a[i]))));
+            want[i] = vox_bf16_to_f32(vox_f32_to_bf16(s * b[i]));
+        }
+        /* two roundings (silu, then the product): 2U, plus 2^-20 for the product of the two
+         * bounds; expf of host and device differ in the last fp32 bits: atol 1e-6 */
+        rtol = 2 * U_BF16 + 1.0 / (1 << 20);
+        atol = 1e-6;
+        break;
+    case OP_ADD:
+        cpu->add(cpu, &ty, &ta, &tb);
+        vox_k_add(d_y + offset, d_a + offset, d_b + offset, n, 0);
+        for (int64_t i = 0; i < n; i++) want[i] = ref[i];
+        gtu_round_bf16_inplace(want, (size_t)n);
+        /* the fp32 sum of two bf16 values is the same on both sides; one rounding: U, atol 0 */
+        break;
+    }
+    float *got = gtu_download_bf16_as_f32(d_y + offset, (size_t)n);
+    gtu_compare(what, got, ref, (size_t)n, atol, rtol);
+    gtu_check_nonzero(what, got, (size_t)n);
+    size_t mism = count_mismatch(got, want, (size_t)n);
+    size_t allowed = op == OP_ADD ? 0 : 1 + (size_t)n / 1000;
+    CHECK_MSG(mism <= allowed, "%s: %zu elements differ from the emulated torch rounding", what,
+              mism);
+
+    free(ha), free(hb), free(fa), free(fb), free(ref), free(want), free(got);
+    if (d_y != d_a && d_y != d_b) gtu_dev_free(d_y);
+    gtu_dev_free(d_a), gtu_dev_free(d_b);
+}
+
+/* ---- add_rows_f32 (encoder positions) -------------------------------------------------------- */
+
+static void test_add_rows(int64_t rows, int64_t t, int64_t c, int offset) {
+    char what[96];
+    snprintf(what, sizeof what, "add_rows_f32 rows=%lld t=%lld c=%lld off=%d", (long long)rows,
+             (long long)t, (long long)c, offset);
+    const size_t nx = (size_t)(rows * c), np = (size_t)(t * c);
+    float *fx;
+    uint16_t *hx = gtu_randn_bf16(&rng, nx + offset, 1.0f, 0.0f, &fx);
+    float *p = gtu_rand_f32(&rng, np + offset, -1.0f, 1.0f);
+    uint16_t *d_x = (uint16_t *)gtu_dev_upload(hx, (nx + offset) * 2);
+    float *d_p = (float *)gtu_dev_upload(p, (np + offset) * sizeof(float));
+
+    float *ref = (float *)gtu_malloc(nx * sizeof(float));
+    memcpy(ref, fx + offset, nx * sizeof(float));
+    vox_tensor tx = gtu_cpu_tensor(ref, VOX_DTYPE_F32, rows, c);
+    vox_tensor tp = gtu_cpu_tensor(p + offset, VOX_DTYPE_F32, t, c);
+    cpu->add_rows_f32(cpu, &tx, &tp);
+    vox_k_add_rows_f32(d_x + offset, d_p + offset, rows, t, c, 0);
+
+    float *got = gtu_download_bf16_as_f32(d_x + offset, nx);
+    /* the same fp32 sum on both sides, rounded once: U, atol 0; and bit-exact to bf16(ref) */
+    gtu_compare(what, got, ref, nx, 0, U_BF16);
+    gtu_check_nonzero(what, got, nx);
+    gtu_round_bf16_inplace(ref, nx);
+    CHECK_MSG(count_mismatch(got, ref, nx) == 0, "%s: not bit-exact to bf16(fp32 sum)", what);
+
+    free(hx), free(fx), free(p), free(ref), free(got);
+    gtu_dev_free(d_x), gtu_dev_free(d_p);
+}
+
+/* ---- timing ---------------------------------------------------------------------------------- */
+
+static void time_ops(void) {
+    const int64_t n = 1500 * 5120; /* one chunk's encoder FFN activations */
+    uint16_t *d_a = (uint16_t *)gtu_dev_alloc((size_t)n * 2);
+    uint16_t *d_b = (uint16_t *)gtu_dev_alloc((size_t)n * 2);
+    float *d_f = (float *)gtu_dev_alloc((size_t)n * 4);
+    GTU_CUDA(cudaMemset(d_a, 0, (size_t)n * 2));
+    GTU_CUDA(cudaMemset(d_b, 0, (size_t)n * 2));
+    GTU_CUDA(cudaMemset(d_f, 0, (size_t)n * 4));
+    double us;
+    GTU_TIME_US(us, 20, vox_k_gelu(d_a, n, 0));
+    printf("  time gelu         n=%lld: %7.2f us, %6.0f GB/s\n", (long long)n, us, 4.0 * n / us / 1e3);
+    GTU_TIME_US(us, 20, vox_k_silu_mul(d_a, d_a, d_b, n, 0));
+    printf("  time silu_mul     n=%lld: %7.2f us, %6.0f GB/s\n", (long long)n, us, 6.0 * n / us / 1e3);
+    GTU_TIME_US(us, 20, vox_k_add(d_a, d_a, d_b, n, 0));
+    printf("  time add          n=%lld: %7.2f us, %6.0f GB/s\n", (long long)n, us, 6.0 * n / us / 1e3);
+    GTU_TIME_US(us, 20, vox_k_f32_to_bf16(d_a, d_f, n, 0));
+    printf("  time f32_to_bf16  n=%lld: %7.2f us, %6.0f GB/s\n", (long long)n, us, 6.0 * n / us / 1e3);
+    GTU_TIME_US(us, 20, vox_k_add_rows_f32(d_a, d_f, 6000, 1500, 1280, 0));
+    printf("  time add_rows_f32 6000x1280: %7.2f us\n", us);
+    GTU_TIME_US(us, 200, vox_k_add(d_a, d_a, d_b, 3072, 0));
+    printf("  time add          n=3072 (decode residual): %5.2f us\n", us);
+    gtu_dev_free(d_a), gtu_dev_free(d_b), gtu_dev_free(d_f);
+}
+
+int main(void) {
+    gtu_require_device();
+    cpu = gtu_cpu_backend();
+    rng = gtu_rng_seed(20250601);
+
+    for (size_t s = 0; s < N_SIZES; s++)
+        for (int off = 0; off <= 1; off++) test_convert(sizes[s], off);
+    for (size_t s = 0; s < N_SIZES; s++)
+        for (int off = 0; off <= 1; off++) {
+            test_ew(OP_GELU, sizes[s], off, 1);
+            for (int alias = 0; alias <= 2; alias++) {
+                test_ew(OP_ADD, sizes[s], off, alias);
+                if (alias < 2) test_ew(OP_SILU_MUL, sizes[s], off, alias);
+            }
+        }
+    const int64_t rows[] = {1, 3, 17, 1500, 3000}, widths[] = {1, 7, 64, 127, 1280};
+    for (size_t r = 0; r < 5; r++)
+        for (size_t w = 0; w < 5; w++) {
+            int64_t t = rows[r] == 3000 ? 1500 : rows[r]; /* 3000 = two chunks of 1500 */
+            test_add_rows(rows[r], t, widths[w], 0);
+            if (widths[w] == 1280) test_add_rows(rows[r], t, widths[w], 1);
+        }
+    time_ops();
+
+    vox_backend_destroy(cpu);
+    return test_finish("test_kernels_elementwise");
+}
