@@ -64,11 +64,11 @@ static vox_status read_file(const char *path, char **out, size_t *len, vox_error
         if (!b) free(buf);
         buf = b;
     }
-    int failed = ferror(f);
+    int failed = ferror(f) ? errno : 0;
     fclose(f);
     if (failed) {
         free(buf);
-        return vox_fail(err, VOX_ERR_IO, "%s: read error", path);
+        return vox_fail(err, VOX_ERR_IO, "%s: cannot read: %s", path, strerror(failed));
     }
     *out = buf;
     *len = n;
@@ -76,17 +76,19 @@ static vox_status read_file(const char *path, char **out, size_t *len, vox_error
 }
 
 /* Base64 (RFC 4648, standard alphabet, padded). None of our dependencies (cJSON, PCRE2) has a
- * decoder and OpenSSL or GLib would be a new dependency for these few lines. Returns the decoded
- * length, or -1 when s is not valid base64. dst must hold 3 * (len / 4) bytes. */
+ * decoder and OpenSSL or GLib would be a new dependency for these few lines. */
+static int base64_digit(unsigned char c) {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+}
+
+/* Returns the decoded length, or -1 when s is not valid base64. dst must hold 3 * (len / 4)
+ * bytes. */
 static long base64_decode(const char *s, size_t len, uint8_t *dst) {
-    static int8_t map[256];
-    static int ready;
-    if (!ready) { /* benign race: every thread writes the same values */
-        const char *abc = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        memset(map, -1, sizeof map);
-        for (int i = 0; i < 64; i++) map[(uint8_t)abc[i]] = (int8_t)i;
-        ready = 1;
-    }
     if (len % 4) return -1;
     long o = 0;
     for (size_t i = 0; i < len; i += 4) {
@@ -94,7 +96,7 @@ static long base64_decode(const char *s, size_t len, uint8_t *dst) {
         if (i + 4 == len) pad = (s[i + 3] == '=') + (s[i + 3] == '=' && s[i + 2] == '=');
         uint32_t acc = 0;
         for (int k = 0; k < 4; k++) {
-            int8_t d = k < 4 - pad ? map[(uint8_t)s[i + k]] : 0;
+            int d = k < 4 - pad ? base64_digit((unsigned char)s[i + k]) : 0;
             if (d < 0) return -1;
             acc = acc << 6 | (uint32_t)d;
         }

@@ -42,6 +42,7 @@ if [ ! -f "$tekken" ]; then
         printf '{"config": {"pattern": "[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?[\\\\p{Lu}\\\\p{Lt}\\\\p{Lm}\\\\p{Lo}\\\\p{M}]*[\\\\p{Ll}\\\\p{Lm}\\\\p{Lo}\\\\p{M}]+|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?[\\\\p{Lu}\\\\p{Lt}\\\\p{Lm}\\\\p{Lo}\\\\p{M}]+[\\\\p{Ll}\\\\p{Lm}\\\\p{Lo}\\\\p{M}]*|\\\\p{N}| ?[^\\\\s\\\\p{L}\\\\p{N}]+[\\\\r\\\\n/]*|\\\\s*[\\\\r\\\\n]+|\\\\s+(?!\\\\S)|\\\\s+", '
         printf '"num_vocab_tokens": 260, "default_vocab_size": 270, "default_num_special_tokens": 10, "version": "v11"},\n"vocab": ['
         for i in $(seq 0 255); do
+            # shellcheck disable=SC2059  # the format is the escape of byte i
             b64=$(printf "\\x$(printf %02x "$i")" | base64)
             printf '%s{"rank": %d, "token_bytes": "%s", "token_str": null}' "$([ "$i" -gt 0 ] && echo ,)" "$i" "$b64"
         done
