@@ -662,24 +662,56 @@ void launch_prefill(const AttnParams &p, cudaStream_t stream) {
     VOX_K_LAUNCH_CHECK();
 }
 
+/* Registers, dynamic shared memory and resident blocks per SM of a kernel (for the test's report). */
+template <typename Kernel>
+void kernel_info(Kernel kernel, int threads, size_t smem, int *regs, int *smem_bytes, int *blocks) {
+    cudaFuncAttributes a;
+    *regs = cudaFuncGetAttributes(&a, (const void *)kernel) == cudaSuccess ? a.numRegs : -1;
+    *smem_bytes = (int)smem;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, kernel, threads, smem) != cudaSuccess)
+        *blocks = -1;
+}
+
+template <int D, int BM, int BN, int WARPS, int STAGES>
+void info_prefill(int *regs, int *smem_bytes, int *blocks) {
+    static std::atomic<uint64_t> done{0};
+    constexpr size_t smem = (size_t)(BM + 2 * STAGES * BN) * (D + 8) * sizeof(bf16);
+    auto kernel = attn_prefill_kernel<D, BM, BN, WARPS, STAGES>;
+    ensure_smem(kernel, smem, done);
+    kernel_info(kernel, WARPS * 32, smem, regs, smem_bytes, blocks);
+}
+void info_simple(int *regs, int *smem_bytes, int *blocks) {
+    kernel_info(attn_simple_kernel<4>, 128, 0, regs, smem_bytes, blocks);
+}
+
 struct PrefillConfig {
     int head_dim;
     const char *name;
     void (*launch)(const AttnParams &, cudaStream_t);
+    void (*info)(int *, int *, int *);
 };
 /* Index 0 is the simple kernel; the rest are the tiled variants the test times against each
  * other. Names: d<D> <BM>x<BN> w<warps> s<stages>. */
 const PrefillConfig kPrefill[] = {
-    {0, "simple", launch_simple},
-    {64, "d64 64x64 w4 s2", launch_prefill<64, 64, 64, 4, 2>},
-    {64, "d64 128x64 w4 s2", launch_prefill<64, 128, 64, 4, 2>},
-    {64, "d64 128x64 w8 s2", launch_prefill<64, 128, 64, 8, 2>},
-    {64, "d64 128x128 w8 s2", launch_prefill<64, 128, 128, 8, 2>},
-    {64, "d64 128x64 w4 s3", launch_prefill<64, 128, 64, 4, 3>},
-    {128, "d128 64x64 w4 s2", launch_prefill<128, 64, 64, 4, 2>},
-    {128, "d128 128x64 w8 s2", launch_prefill<128, 128, 64, 8, 2>},
-    {128, "d128 64x32 w4 s3", launch_prefill<128, 64, 32, 4, 3>},
-    {128, "d128 128x32 w8 s3", launch_prefill<128, 128, 32, 8, 3>},
+    {0, "simple", launch_simple, info_simple},
+    {64, "d64 64x64 w4 s2", launch_prefill<64, 64, 64, 4, 2>,
+     info_prefill<64, 64, 64, 4, 2>},
+    {64, "d64 128x64 w4 s2", launch_prefill<64, 128, 64, 4, 2>,
+     info_prefill<64, 128, 64, 4, 2>},
+    {64, "d64 128x64 w8 s2", launch_prefill<64, 128, 64, 8, 2>,
+     info_prefill<64, 128, 64, 8, 2>},
+    {64, "d64 128x128 w8 s2", launch_prefill<64, 128, 128, 8, 2>,
+     info_prefill<64, 128, 128, 8, 2>},
+    {64, "d64 128x64 w4 s3", launch_prefill<64, 128, 64, 4, 3>,
+     info_prefill<64, 128, 64, 4, 3>},
+    {128, "d128 64x64 w4 s2", launch_prefill<128, 64, 64, 4, 2>,
+     info_prefill<128, 64, 64, 4, 2>},
+    {128, "d128 128x64 w8 s2", launch_prefill<128, 128, 64, 8, 2>,
+     info_prefill<128, 128, 64, 8, 2>},
+    {128, "d128 64x32 w4 s3", launch_prefill<128, 64, 32, 4, 3>,
+     info_prefill<128, 64, 32, 4, 3>},
+    {128, "d128 128x32 w8 s3", launch_prefill<128, 128, 32, 8, 3>,
+     info_prefill<128, 128, 32, 8, 3>},
 };
 constexpr int kNumPrefill = (int)(sizeof kPrefill / sizeof kPrefill[0]);
 
@@ -778,6 +810,29 @@ extern "C" {
 int vox_k_attention_variant_count(void) { return kNumPrefill; }
 const char *vox_k_attention_variant_name(int variant) {
     return variant >= 0 && variant < kNumPrefill ? kPrefill[variant].name : "auto";
+}
+/* Registers per thread, dynamic shared memory and resident blocks per SM of a prefill variant
+ * (decode: variant -64 / -128 for the split kernel of that head_dim). Returns 0 if unknown. */
+int vox_k_attention_variant_info(int variant, int *regs, int *smem_bytes, int *blocks_per_sm) {
+    if (variant == -64 || variant == -128) {
+        const bool d64 = variant == -64;
+        const size_t smem = (size_t)2 * 3 * kDecodeTile * ((d64 ? 64 : 128) + 8) * sizeof(bf16);
+        if (d64) {
+            static std::atomic<uint64_t> done{0};
+            ensure_smem(attn_decode_split_kernel<64, 3>, smem, done);
+            kernel_info(attn_decode_split_kernel<64, 3>, kDecodeWarps * 32, smem, regs, smem_bytes,
+                        blocks_per_sm);
+        } else {
+            static std::atomic<uint64_t> done{0};
+            ensure_smem(attn_decode_split_kernel<128, 3>, smem, done);
+            kernel_info(attn_decode_split_kernel<128, 3>, kDecodeWarps * 32, smem, regs,
+                        smem_bytes, blocks_per_sm);
+        }
+        return 1;
+    }
+    if (variant < 0 || variant >= kNumPrefill) return 0;
+    kPrefill[variant].info(regs, smem_bytes, blocks_per_sm);
+    return 1;
 }
 int vox_k_attention_variant(int variant, void *out_bf16, const void *q_bf16, const void *k_bf16,
                             const void *v_bf16, int batch, int t_q, int t_k, int64_t kv_seq_stride,

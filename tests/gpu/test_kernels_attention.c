@@ -23,6 +23,7 @@ int vox_k_attention_variant(int variant, void *out_bf16, const void *q_bf16, con
                             const void *v_bf16, int batch, int t_q, int t_k, int64_t kv_seq_stride,
                             int n_heads, int n_kv_heads, int head_dim, float scale, int causal,
                             int64_t q_pos0, cudaStream_t stream);
+int vox_k_attention_variant_info(int variant, int *regs, int *smem_bytes, int *blocks_per_sm);
 /* Decode variants: -1 auto, 0 simple, 1 split over the sequence, 2 one split per sequence. */
 int vox_k_decode_attention_variant(int variant, void *out_bf16, const void *q_bf16,
                                    const void *k_bf16, const void *v_bf16, int batch,
@@ -334,8 +335,9 @@ static void run_decode_graph(void) {
             at += sets[t][b];
         }
         decode_reference(ref, qf, kp, vp, B, sets[t], NH, NKV, D);
-        GTU_CUDA(cudaMemcpy(dlen, sets[t], sizeof sets[t], cudaMemcpyHostToDevice));
-        GTU_CUDA(cudaMemset(dout, 0xff, (nq + GUARD) * 2));
+        /* on s itself: s does not wait for the legacy default stream */
+        GTU_CUDA(cudaMemcpyAsync(dlen, sets[t], sizeof sets[t], cudaMemcpyHostToDevice, s));
+        GTU_CUDA(cudaMemsetAsync(dout, 0xff, (nq + GUARD) * 2, s));
         GTU_CUDA(cudaGraphLaunch(exec, s));
         GTU_CUDA(cudaStreamSynchronize(s));
         char what[96];
@@ -534,6 +536,19 @@ int main(int argc, char **argv) {
     run_decode_graph();
 
     if (timing) {
+        printf("\nkernels: registers/thread, dynamic smem, resident blocks/SM\n");
+        for (int v = 0; v < vox_k_attention_variant_count(); v++) {
+            int regs, smem, blocks;
+            if (vox_k_attention_variant_info(v, &regs, &smem, &blocks))
+                printf("  %-22s %4d regs %7d B smem %3d blocks/SM\n", vox_k_attention_variant_name(v),
+                       regs, smem, blocks);
+        }
+        for (int d = 64; d <= 128; d += 64) {
+            int regs, smem, blocks;
+            if (vox_k_attention_variant_info(-d, &regs, &smem, &blocks))
+                printf("  decode split d%-10d %4d regs %7d B smem %3d blocks/SM\n", d, regs, smem,
+                       blocks);
+        }
         printf("\ntimings (printed, not asserted):\n");
         time_prefill("encoder chunk x1", 1, 1500, 20, 20, 64, 0, 20);
         time_prefill("encoder chunk x8", 8, 1500, 20, 20, 64, 0, 10);
