@@ -157,7 +157,8 @@ static char *translate_pattern(const char *p) {
             char e = p[i + 1];
             if (e == 's' || (e == 'S' && !in_class)) {
                 const char *open = in_class ? "" : e == 's' ? "[" : "[^";
-                o += (size_t)sprintf(out + o, "%s%s%s", open, WHITE_SPACE_ITEMS, in_class ? "" : "]");
+                const char *close = in_class ? "" : "]";
+                o += (size_t)sprintf(out + o, "%s%s%s", open, WHITE_SPACE_ITEMS, close);
                 i++;
                 continue;
             }
@@ -329,14 +330,15 @@ static vox_status load_special(const char *path, const cJSON *list, vox_tokenize
                 (st = get_string(path, e, where, "token_str", &names[i], err)) != VOX_OK)
                 goto done;
             if (rank != i) {
-                st = vox_fail(err, VOX_ERR_FORMAT, "%s: special_tokens[%d].rank is %lld, expected %d",
-                              path, i, (long long)rank, i);
+                st = vox_fail(err, VOX_ERR_FORMAT,
+                              "%s: special_tokens[%d].rank is %lld, expected %d", path, i,
+                              (long long)rank, i);
                 goto done;
             }
             const cJSON *ctl = cJSON_GetObjectItemCaseSensitive(e, "is_control");
             if (ctl && !cJSON_IsBool(ctl)) {
-                st = vox_fail(err, VOX_ERR_FORMAT, "%s: special_tokens[%d].is_control is not a boolean",
-                              path, i);
+                st = vox_fail(err, VOX_ERR_FORMAT,
+                              "%s: special_tokens[%d].is_control is not a boolean", path, i);
                 goto done;
             }
             i++;

@@ -57,7 +57,7 @@ static void put_base64(FILE *f, const unsigned char *p, size_t len) {
 typedef struct {
     const char *pattern;          /* default: TEKKEN_PATTERN */
     const char *const *extra;     /* tokens after the 256 bytes, by rank; NULL-terminated */
-    int n_unused;                 /* how many of the last extra tokens lie past default_vocab_size */
+    int n_unused;                 /* how many of the last extra tokens lie past the used ones */
     const char *const *special;   /* listed special tokens, NULL-terminated */
     int no_special_list;          /* leave special_tokens out */
     int num_special;              /* default NS */
