@@ -694,7 +694,8 @@ def main():
         if name != "long.wav":
             feat_tensors[stem + ".samples"] = torch.from_numpy(x16.astype(np.float32))
     save_file(feat_tensors, str(ref / "features.safetensors"),
-              metadata={"producer": "scripts/make_reference.py", "transformers": transformers.__version__})
+              # one key: safetensors writes metadata keys in no fixed order
+              metadata={"producer": f"scripts/make_reference.py, transformers {transformers.__version__}"})
 
     # f) generation ----------------------------------------------------------------------------
     forced_ids = forced_ids_for_check()
