@@ -179,6 +179,7 @@ static double mel_block(const float *x, size_t n, size_t len, size_t t0, int nf,
     /* the folded frames (see the top of the file), one array per basis */
     double in[N_BASES][FRAME_BLOCK][N_TERMS], y0[FRAME_BLOCK];
     double acc[N_BASES][FRAME_BLOCK][N_HALF_PAD];
+    int nonzero = 0;
     for (int f = 0; f < FRAME_BLOCK; f++) {
         double y[N_FFT];
         const long long start = (long long)((t0 + f) * VOX_MEL_HOP) - N_FFT / 2;
@@ -190,6 +191,7 @@ static double mel_block(const float *x, size_t n, size_t len, size_t t0, int nf,
         } else {
             for (int i = 0; i < N_FFT; i++) y[i] = padded_at(x, n, len, start + i) * g_window[i];
         }
+        for (int i = 0; i < N_FFT; i++) nonzero |= y[i] != 0.0;
         y0[f] = y[0];
         for (int j = 0; j < N_TERMS; j++) {
             const int ne = 2 * j + 2, no = 2 * j + 1;
@@ -199,7 +201,12 @@ static double mel_block(const float *x, size_t n, size_t len, size_t t0, int nf,
             in[B_OS][f][j] = y[no] - y[N_FFT - no];
         }
     }
-    for (int b = 0; b < N_BASES; b++) dft_product(in[b], g_basis[b], acc[b]);
+    /* Blocks of silence, such as the zero padding that fills the last 30 s chunk (most of the
+     * work for a short clip), have zero power: the products would only add zeros. */
+    if (nonzero)
+        for (int b = 0; b < N_BASES; b++) dft_product(in[b], g_basis[b], acc[b]);
+    else
+        memset(acc, 0, sizeof acc);
 
     const size_t chunk_frames = VOX_CHUNK_FRAMES;
     double mx = -HUGE_VAL;
