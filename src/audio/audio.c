@@ -14,6 +14,13 @@
  * vox_resampler below does the same, piece for piece, so that the output length and every sample
  * match it (checked against python soxr on real audio: see tests/unit/test_audio.c).
  *
+ * transformers' VoxtralProcessor.apply_transcription_request takes a detour when given a file
+ * path (audio_utils.load_audio_as): it resamples all channels first, then averages them, then
+ * re-encodes the 16 kHz audio in the file's own format (PCM16 for a WAV, lossy again for MP3 or
+ * Ogg) before mistral-common decodes it once more. That re-encoding is lossy; we follow
+ * mistral-common (and scripts/make_reference.py), which decodes once, mixes, then resamples. For
+ * a 16 kHz mono PCM16 file both paths give the same samples.
+ *
  * The file is read in blocks until sf_readf_float returns 0: the frame count in the header is not
  * trusted (unknown or approximate for MP3 and Ogg, wrong in truncated files). Decoding, mixing and
  * resampling are streamed block by block, so memory holds only the 16 kHz output, and a file over
