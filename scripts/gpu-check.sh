@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# On a GPU machine: runs every GPU test binary of a build and the tiny-model end-to-end check
+# (CPU vs CUDA ids), logs each to LOG_DIR, and prints one summary table.
+# usage: scripts/gpu-check.sh BUILD_DIR [LOG_DIR]
+set -uo pipefail
+B=${1:?usage: gpu-check.sh BUILD_DIR [LOG_DIR]}
+L=${2:-$(mktemp -d)}
+mkdir -p "$L"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader || true
+summary=()
+for t in "$B"/tests/test_kernels_* "$B"/tests/test_cuda_*; do
+  [ -x "$t" ] || continue
+  name=$(basename "$t")
+  start=$(date +%s.%N)
+  "$t" > "$L/$name.log" 2>&1
+  rc=$?
+  secs=$(echo "$(date +%s.%N) - $start" | bc)
+  last=$(grep -E "checks, [0-9]+ failed|SKIPPED" "$L/$name.log" | tail -1)
+  summary+=("$(printf '%-34s rc=%-3s %6.1fs  %s' "$name" "$rc" "$secs" "$last")")
+done
+echo
+echo "GPU test summary:"
+printf '  %s\n' "${summary[@]}"

@@ -1,0 +1,135 @@
+/* The whole model on the CUDA backend against the CPU backend, on the tiny fixture model:
+ *  - audio encoder + projector output for the 2-chunk clip (batched chunks) and a 1-chunk clip:
+ *    relative L2 error of the BF16 path against the float32 CPU path at most 2e-2 (a BF16
+ *    pipeline of a few layers lands near 5e-3; a wrong row or chunk gives O(1));
+ *  - greedy ids equal to the CPU's up to the first step whose CPU top-2 margin is under 0.25
+ *    (BF16 logits of this model move by a few hundredths; below that a flip is not a bug);
+ *  - teacher forcing of the CPU's ids: mean |delta logprob| at most 0.05 and the top-1 agreeing
+ *    on at least 90% of the steps. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "audio/audio.h"
+#include "gpu/gpu_test_util.h"
+#include "harness.h"
+#include "mel/mel.h"
+#include "pipeline/pipeline.h"
+#include "voxtral/voxtral.h"
+
+static double encoder_rel_error(vox_model *mc, vox_model *mg, const char *file) {
+    vox_audio a = {0};
+    vox_error err;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tiny/audio/%s", VOX_FIXTURES, file);
+    if (vox_audio_load(path, 0, &a, &err)) return INFINITY;
+    float *feats;
+    size_t n_chunks;
+    vox_mel_compute(a.samples, a.n_samples, &feats, &n_chunks, &err);
+    int64_t rows = (int64_t)n_chunks * vox_encoder_tokens_per_chunk(mc);
+    int64_t hidden = mc->cfg.decoder.hidden;
+    vox_tensor ec, eg;
+    vox_tensor_new2(mc->be, &ec, VOX_DTYPE_F32, rows, hidden, &err);
+    vox_tensor_new2(mg->be, &eg, mg->be->act_type, rows, hidden, &err);
+    CHECK(vox_encoder_forward(mc, feats, n_chunks, &ec, &err) == VOX_OK);
+    CHECK_MSG(vox_encoder_forward(mg, feats, n_chunks, &eg, &err) == VOX_OK, "%s", err.msg);
+    size_t n = (size_t)(rows * hidden);
+    float *c = malloc(n * sizeof(float)), *g = malloc(n * sizeof(float));
+    mc->be->download_f32(mc->be, c, &ec, n, &err);
+    CHECK_MSG(mg->be->download_f32(mg->be, g, &eg, n, &err) == VOX_OK, "%s", err.msg);
+    double num = 0, den = 0, worst_row = 0;
+    int64_t worst_at = -1;
+    for (int64_t r = 0; r < rows; r++) {
+        double rn = 0, rd = 0;
+        for (int64_t j = 0; j < hidden; j++) {
+            double d = (double)g[r * hidden + j] - c[r * hidden + j];
+            rn += d * d;
+            rd += (double)c[r * hidden + j] * c[r * hidden + j];
+        }
+        num += rn, den += rd;
+        if (rd > 0 && sqrt(rn / rd) > worst_row) worst_row = sqrt(rn / rd), worst_at = r;
+    }
+    printf("%-14s encoder output [%lld x %lld]: relative L2 error %.2e, worst row %lld at %.2e\n",
+           file, (long long)rows, (long long)hidden, sqrt(num / den), (long long)worst_at, worst_row);
+    free(c), free(g), free(feats);
+    vox_tensor_free(mc->be, &ec);
+    vox_tensor_free(mg->be, &eg);
+    vox_audio_free(&a);
+    return sqrt(num / den);
+}
+
+static void compare_transcription(voxtral_context *cc, voxtral_context *cg, const char *file) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tiny/audio/%s", VOX_FIXTURES, file);
+    voxtral_transcribe_params p = voxtral_transcribe_default_params();
+    p.max_new_tokens = 24;
+    p.logprobs = 5;
+    voxtral_result *rc = NULL, *rg = NULL;
+    vox_error err;
+    CHECK_MSG(voxtral_transcribe_file(cc, path, &p, &rc, &err) == VOX_OK, "%s", err.msg);
+    CHECK_MSG(voxtral_transcribe_file(cg, path, &p, &rg, &err) == VOX_OK, "%s", err.msg);
+    if (!rc || !rg) return;
+    int same = 0;
+    for (size_t i = 0; i < rc->n_ids && i < rg->n_ids; i++) {
+        if (rc->tokens[i].margin < 0.25f) break;
+        CHECK_MSG(rg->ids[i] == rc->ids[i], "%s step %zu: cuda %d, cpu %d (cpu margin %.3f)", file,
+                  i, rg->ids[i], rc->ids[i], rc->tokens[i].margin);
+        if (rg->ids[i] != rc->ids[i]) break;
+        same++;
+    }
+    /* teacher-force the CPU's ids through the GPU */
+    p.force_ids = rc->ids;
+    p.n_force_ids = rc->n_ids;
+    voxtral_result *rf = NULL;
+    CHECK_MSG(voxtral_transcribe_file(cg, path, &p, &rf, &err) == VOX_OK, "%s", err.msg);
+    if (rf) {
+        double sum = 0, worst = 0;
+        int agree = 0;
+        for (size_t i = 0; i < rf->n_ids; i++) {
+            double d = fabs(rf->tokens[i].logprob - rc->tokens[i].logprob);
+            sum += d;
+            if (d > worst) worst = d;
+            agree += rf->tokens[i].top_ids[0] == rc->tokens[i].top_ids[0];
+        }
+        double mean = sum / (double)rf->n_ids;
+        printf("%-14s greedy: %d of %zu steps equal before a CPU margin < 0.25; forced: mean |dlogprob| "
+               "%.4f, max %.4f, top-1 agreement %d/%zu\n", file, same, rc->n_ids, mean, worst, agree, rf->n_ids);
+        CHECK_MSG(mean <= 0.05, "%s: mean |delta logprob| %.4f", file, mean);
+        CHECK_MSG(agree >= 0.9 * (double)rf->n_ids, "%s: top-1 agreement %d/%zu", file, agree, rf->n_ids);
+        voxtral_result_free(rf);
+    }
+    voxtral_result_free(rc);
+    voxtral_result_free(rg);
+}
+
+int main(void) {
+    gtu_require_device();
+    voxtral_context_params cp = voxtral_context_default_params();
+    cp.model_dir = VOX_TINY_MODEL;
+    vox_error err;
+    vox_backend *bc, *bg;
+    vox_model *mc, *mg;
+    CHECK(vox_backend_create("cpu", &bc, &err) == VOX_OK);
+    CHECK_MSG(vox_backend_create("cuda:0", &bg, &err) == VOX_OK, "%s", err.msg);
+    CHECK_MSG(vox_model_load(VOX_TINY_MODEL, bc, &mc, &err) == VOX_OK, "%s", err.msg);
+    CHECK_MSG(vox_model_load(VOX_TINY_MODEL, bg, &mg, &err) == VOX_OK, "%s", err.msg);
+    if (vox_test_failures) return test_finish("cuda_transcribe");
+    const char *files[] = {"short.wav", "long.wav", "stereo44k.wav"};
+    for (int i = 0; i < 3; i++) {
+        double e = encoder_rel_error(mc, mg, files[i]);
+        CHECK_MSG(e <= 2e-2, "%s: encoder relative error %.3g", files[i], e);
+    }
+    vox_model_free(mc), vox_model_free(mg);
+    vox_backend_destroy(bc), vox_backend_destroy(bg);
+
+    voxtral_context *cc, *cg;
+    cp.device = "cpu";
+    CHECK(voxtral_init(&cp, &cc, &err) == VOX_OK);
+    cp.device = "cuda:0";
+    CHECK_MSG(voxtral_init(&cp, &cg, &err) == VOX_OK, "%s", err.msg);
+    for (int i = 0; i < 3; i++) compare_transcription(cc, cg, files[i]);
+    voxtral_free(cc);
+    voxtral_free(cg);
+    return test_finish("cuda_transcribe");
+}
