@@ -14,7 +14,7 @@ for t in "$B"/tests/test_kernels_* "$B"/tests/test_cuda_*; do
   start=$(date +%s.%N)
   "$t" > "$L/$name.log" 2>&1
   rc=$?
-  secs=$(echo "$(date +%s.%N) - $start" | bc)
+  secs=$(python3 -c "print($(date +%s.%N) - $start)")
   last=$(grep -E "checks, [0-9]+ failed|SKIPPED" "$L/$name.log" | tail -1)
   summary+=("$(printf '%-34s rc=%-3s %6.1fs  %s' "$name" "$rc" "$secs" "$last")")
 done

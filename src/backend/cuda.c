@@ -264,6 +264,11 @@ static gemm_plan *gemm_plan_for(cuda_state *s, int64_t M, int64_t N, int64_t K, 
             size_t ws = GEMM_WORKSPACE_BYTES;
             cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                  &ws, sizeof ws);
+            /* Split-K partial sums only in fp32: a reduction in the output type (bf16) rounds
+             * every partial sum, measured at twice the error of one rounding on K = 515. */
+            uint32_t reduction = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+            cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
+                                                 &reduction, sizeof reduction);
             cublasLtMatmulHeuristicResult_t result;
             int found = 0;
             cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(s->lt, desc, a, b, c, c, pref, 1,

@@ -2,10 +2,10 @@
  *  - audio encoder + projector output for the 2-chunk clip (batched chunks) and a 1-chunk clip:
  *    relative L2 error of the BF16 path against the float32 CPU path at most 2e-2 (a BF16
  *    pipeline of a few layers lands near 5e-3; a wrong row or chunk gives O(1));
- *  - greedy ids equal to the CPU's up to the first step whose CPU top-2 margin is under 0.25
- *    (BF16 logits of this model move by a few hundredths; below that a flip is not a bug);
- *  - teacher forcing of the CPU's ids: mean |delta logprob| at most 0.05 and the top-1 agreeing
- *    on at least 90% of the steps. */
+ *  - teacher forcing of the CPU's greedy ids through the GPU: at every step whose CPU top-2
+ *    margin is not a bf16 near-tie (< 0.25) the GPU chooses the same id; mean |delta logprob|
+ *    at most 0.05 and the top-1 agreeing on at least 90% of all steps. (Free-running greedy ids
+ *    cannot be compared past the first near-tie, and this random model has them early.) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +17,10 @@
 #include "mel/mel.h"
 #include "pipeline/pipeline.h"
 #include "voxtral/voxtral.h"
+
+/* Top-2 margins under this are ties at bf16 precision: this model's bf16 logits move by a few
+ * hundredths (measured max |delta logprob| under 0.1). */
+#define NEAR_TIE_BF16 0.25
 
 static double encoder_rel_error(vox_model *mc, vox_model *mg, const char *file) {
     vox_audio a = {0};
@@ -70,31 +74,33 @@ static void compare_transcription(voxtral_context *cc, voxtral_context *cg, cons
     CHECK_MSG(voxtral_transcribe_file(cc, path, &p, &rc, &err) == VOX_OK, "%s", err.msg);
     CHECK_MSG(voxtral_transcribe_file(cg, path, &p, &rg, &err) == VOX_OK, "%s", err.msg);
     if (!rc || !rg) return;
-    int same = 0;
-    for (size_t i = 0; i < rc->n_ids && i < rg->n_ids; i++) {
-        if (rc->tokens[i].margin < 0.25f) break;
-        CHECK_MSG(rg->ids[i] == rc->ids[i], "%s step %zu: cuda %d, cpu %d (cpu margin %.3f)", file,
-                  i, rg->ids[i], rc->ids[i], rc->tokens[i].margin);
-        if (rg->ids[i] != rc->ids[i]) break;
-        same++;
-    }
     /* teacher-force the CPU's ids through the GPU */
     p.force_ids = rc->ids;
     p.n_force_ids = rc->n_ids;
     voxtral_result *rf = NULL;
     CHECK_MSG(voxtral_transcribe_file(cg, path, &p, &rf, &err) == VOX_OK, "%s", err.msg);
     if (rf) {
+        /* Under teacher forcing both backends see the same prefix at every step, so each step's
+         * choice can be compared on its own: wherever the CPU's top-2 margin is not a bf16
+         * near-tie, the GPU must choose the same id. */
         double sum = 0, worst = 0;
-        int agree = 0;
+        int agree = 0, decisive = 0;
         for (size_t i = 0; i < rf->n_ids; i++) {
             double d = fabs(rf->tokens[i].logprob - rc->tokens[i].logprob);
             sum += d;
             if (d > worst) worst = d;
             agree += rf->tokens[i].top_ids[0] == rc->tokens[i].top_ids[0];
+            if (rc->tokens[i].margin >= NEAR_TIE_BF16) {
+                decisive++;
+                CHECK_MSG(rf->tokens[i].top_ids[0] == rc->tokens[i].top_ids[0],
+                          "%s step %zu: cuda chooses %d, cpu %d (cpu margin %.3f)", file, i,
+                          rf->tokens[i].top_ids[0], rc->tokens[i].top_ids[0], rc->tokens[i].margin);
+            }
         }
         double mean = sum / (double)rf->n_ids;
-        printf("%-14s greedy: %d of %zu steps equal before a CPU margin < 0.25; forced: mean |dlogprob| "
-               "%.4f, max %.4f, top-1 agreement %d/%zu\n", file, same, rc->n_ids, mean, worst, agree, rf->n_ids);
+        printf("%-14s forced: mean |dlogprob| %.4f, max %.4f, top-1 agreement %d/%zu (all %d steps "
+               "with a cpu margin >= %.2f agree)\n", file, mean, worst, agree, rf->n_ids, decisive,
+               NEAR_TIE_BF16);
         CHECK_MSG(mean <= 0.05, "%s: mean |delta logprob| %.4f", file, mean);
         CHECK_MSG(agree >= 0.9 * (double)rf->n_ids, "%s: top-1 agreement %d/%zu", file, agree, rf->n_ids);
         voxtral_result_free(rf);
