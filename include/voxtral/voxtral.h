@@ -43,6 +43,9 @@ typedef struct {
     size_t n_force_ids;
     voxtral_token_callback on_token;
     void *user_data;
+    /* Developer aid: write the audio embeddings, the prompt, the ids and the float32 logits of
+     * every step to this safetensors file (compared with transformers by scripts/). */
+    const char *dump_path;
 } voxtral_transcribe_params;
 
 /* One generated (or forced) token and how likely the model found it. */

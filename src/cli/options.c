@@ -37,6 +37,8 @@ void vox_cli_print_help(const char *prog) {
            "                           line with file, text, tokens, audio_seconds, latency_ms\n"
            "      --latency            print the per-stage latency table on stderr\n"
            "      --latency-json FILE  write the latency numbers as JSON to FILE\n"
+           "      --dump-tensors FILE  developer aid: write the audio embeddings, prompt, ids and\n"
+           "                           float32 logits of each step to FILE (safetensors)\n"
            "\n"
            "  -h, --help               show this help and exit\n"
            "      --version            show the version and exit\n"
@@ -115,7 +117,8 @@ vox_status vox_cli_parse_ids(const char *spec, int32_t **ids, size_t *n, vox_err
     return VOX_OK;
 }
 
-enum { OPT_IGNORE_EOS = 1000, OPT_LOGPROBS, OPT_FORCE, OPT_LATENCY, OPT_LATENCY_JSON, OPT_VERSION };
+enum { OPT_IGNORE_EOS = 1000, OPT_LOGPROBS, OPT_FORCE, OPT_LATENCY, OPT_LATENCY_JSON, OPT_VERSION,
+       OPT_DUMP };
 
 int vox_cli_parse(int argc, char **argv, vox_cli_options *o, bool *stop, vox_error *err) {
     static const struct option longopts[] = {
@@ -131,6 +134,7 @@ int vox_cli_parse(int argc, char **argv, vox_cli_options *o, bool *stop, vox_err
         {"latency-json", required_argument, 0, OPT_LATENCY_JSON},
         {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, OPT_VERSION},
+        {"dump-tensors", required_argument, 0, OPT_DUMP},
         {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
@@ -182,6 +186,7 @@ int vox_cli_parse(int argc, char **argv, vox_cli_options *o, bool *stop, vox_err
             break;
         case OPT_LATENCY: o->latency = true; break;
         case OPT_LATENCY_JSON: o->latency_json = optarg; break;
+        case OPT_DUMP: o->dump_tensors = optarg; break;
         case 'h':
             vox_cli_print_help(argv[0]);
             *stop = true;

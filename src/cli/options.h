@@ -22,6 +22,7 @@ typedef struct {
     vox_output_format format;
     bool latency;
     const char *latency_json;
+    const char *dump_tensors; /* developer aid: see voxtral_transcribe_params.dump_path */
     const char **files;     /* owned array of borrowed strings */
     size_t n_files;
 } vox_cli_options;

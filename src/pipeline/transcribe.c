@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "audio/audio.h"
+#include "format/safetensors.h"
 #include "mel/mel.h"
 #include "pipeline/pipeline.h"
 #include "tokenizer/tekken.h"
@@ -41,7 +42,7 @@ voxtral_context_params voxtral_context_default_params(void) {
 voxtral_transcribe_params voxtral_transcribe_default_params(void) {
     return (voxtral_transcribe_params){.language = NULL, .max_new_tokens = 0, .ignore_eos = false,
                                        .logprobs = 0, .force_ids = NULL, .n_force_ids = 0,
-                                       .on_token = NULL, .user_data = NULL};
+                                       .on_token = NULL, .user_data = NULL, .dump_path = NULL};
 }
 
 int voxtral_default_max_new_tokens(double audio_seconds) {
@@ -133,6 +134,29 @@ static vox_status build_prompt(voxtral_context *ctx, size_t n_audio, const char 
     return VOX_OK;
 }
 
+/* What --dump-tensors writes: float32 copies taken as the pipeline runs. */
+typedef struct {
+    float *audio;  /* [n_audio, hidden] */
+    float *logits; /* [n_steps, vocab]: the logits each step chose from */
+    size_t n_audio, n_steps, hidden, vocab;
+} tensor_dump;
+
+static vox_status dump_write(const char *path, const tensor_dump *d, const int32_t *prompt,
+                             size_t n_prompt, const int32_t *ids, size_t n_ids, vox_error *err) {
+    vox_st_writer *w = vox_st_writer_new();
+    if (!w) return vox_fail(err, VOX_ERR_NOMEM, "out of memory");
+    int64_t sa[2] = {(int64_t)d->n_audio, (int64_t)d->hidden};
+    int64_t sl[2] = {(int64_t)d->n_steps, (int64_t)d->vocab};
+    int64_t sp[1] = {(int64_t)n_prompt}, si[1] = {(int64_t)n_ids};
+    vox_status st = vox_st_writer_add(w, "audio_embeddings", VOX_DTYPE_F32, 2, sa, d->audio, err);
+    if (!st) st = vox_st_writer_add(w, "logits", VOX_DTYPE_F32, 2, sl, d->logits, err);
+    if (!st) st = vox_st_writer_add(w, "prompt_ids", VOX_DTYPE_I32, 1, sp, prompt, err);
+    if (!st) st = vox_st_writer_add(w, "ids", VOX_DTYPE_I32, 1, si, ids, err);
+    if (!st) st = vox_st_writer_save(w, path, err);
+    vox_st_writer_free(w);
+    return st;
+}
+
 /* Runs prompt + decode loop; fills r->ids, r->tokens, timings. */
 static vox_status generate(voxtral_context *ctx, const float *features, size_t n_chunks,
                            const voxtral_transcribe_params *p, double audio_seconds,
@@ -145,6 +169,7 @@ static vox_status generate(voxtral_context *ctx, const float *features, size_t n
     size_t n_prompt = 0, audio_at = 0;
     vox_tensor audio = {0}, x = {0}, logits = {0};
     vox_kv_cache cache = {0};
+    tensor_dump dump = {0};
     vox_status st = build_prompt(ctx, n_audio, p->language, &prompt, &n_prompt, &audio_at, err);
     if (st) return st;
 
@@ -171,6 +196,15 @@ static vox_status generate(voxtral_context *ctx, const float *features, size_t n
     r->ids = malloc((size_t)max_new * sizeof *r->ids);
     bool want_stats = p->logprobs > 0 || forcing;
     if (want_stats) r->tokens = calloc((size_t)max_new, sizeof *r->tokens);
+    if (p->dump_path) {
+        dump.hidden = (size_t)d->hidden, dump.vocab = (size_t)d->vocab_size, dump.n_audio = n_audio;
+        dump.audio = malloc(n_audio * dump.hidden * sizeof(float));
+        dump.logits = malloc((size_t)max_new * dump.vocab * sizeof(float));
+        if (!dump.audio || !dump.logits) {
+            st = vox_fail(err, VOX_ERR_NOMEM, "out of memory for --dump-tensors");
+            goto done;
+        }
+    }
     if (!r->ids || (want_stats && !r->tokens)) {
         st = vox_fail(err, VOX_ERR_NOMEM, "out of memory");
         goto done;
@@ -179,6 +213,8 @@ static vox_status generate(voxtral_context *ctx, const float *features, size_t n
     int mk_enc0 = be->mark(be);
     if ((st = vox_tensor_new2(be, &audio, be->act_type, (int64_t)n_audio, d->hidden, err)) ||
         (st = vox_encoder_forward(m, features, n_chunks, &audio, err)))
+        goto done;
+    if (dump.audio && (st = be->download_f32(be, dump.audio, &audio, n_audio * dump.hidden, err)))
         goto done;
     int mk_emb0 = be->mark(be);
     if ((st = vox_tensor_new2(be, &x, be->act_type, (int64_t)n_prompt, d->hidden, err))) goto done;
@@ -203,6 +239,10 @@ static vox_status generate(voxtral_context *ctx, const float *features, size_t n
         int32_t chosen = forcing ? p->force_ids[step] : -1;
         if ((st = be->logits_stats(be, &logits, chosen, k_ask, &s, err))) goto done;
         if (step == 0) mk_dec0 = be->mark(be);
+        if (dump.logits && (st = be->download_f32(be, dump.logits + (size_t)step * dump.vocab, &logits,
+                                                  dump.vocab, err)))
+            goto done;
+        dump.n_steps = dump.logits ? (size_t)step + 1 : 0;
         int32_t id = forcing ? chosen : s.argmax;
         if (!forcing && p->ignore_eos && id == eos) {
             /* Benchmarks decode exactly N tokens: take the best token that is not </s>. */
@@ -234,7 +274,14 @@ static vox_status generate(voxtral_context *ctx, const float *features, size_t n
     r->timings.decode_ms = mk_dec0 >= 0 ? be->elapsed_ms(be, mk_dec0, mk_end) : 0.0;
     r->timings.n_prompt_tokens = (int)n_prompt;
     r->timings.n_generated = (int)r->n_ids;
+    if (p->dump_path) {
+        /* the last step may have chosen </s>, which is not in ids: dump what was chosen from */
+        st = dump_write(p->dump_path, &dump, prompt, n_prompt, r->ids, r->n_ids, err);
+        if (st) vox_error_prefix(err, "--dump-tensors");
+    }
 done:
+    free(dump.audio);
+    free(dump.logits);
     vox_kv_cache_free(m, &cache);
     vox_tensor_free(be, &audio);
     vox_tensor_free(be, &x);

@@ -37,6 +37,7 @@ int main(int argc, char **argv) {
     tp.logprobs = o.logprobs;
     tp.force_ids = o.force_ids;
     tp.n_force_ids = o.n_force_ids;
+    tp.dump_path = o.dump_tensors;
 
     vox_run_totals totals = {.load_ms = voxtral_load_ms(ctx)};
     for (size_t i = 0; i < o.n_files; i++) {
