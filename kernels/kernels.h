@@ -23,6 +23,12 @@ void vox_k_fill_i32(int32_t *dst, int32_t value, int n, cudaStream_t stream);
 void vox_k_set_i64(int64_t *dst, int64_t value, cudaStream_t stream);
 /* *pos += 1 and lens[i] += 1 for i < n (n <= 1024): one decode step, inside a captured graph. */
 void vox_k_advance_positions(int64_t *pos, int32_t *lens, int n, cudaStream_t stream);
+/* *pos_dev = pos0 and kv_len_dev[i] = kv_len for i < n, in one launch. */
+void vox_k_set_position(int64_t *pos_dev, int32_t *kv_len_dev, int64_t pos0, int32_t kv_len, int n,
+                        cudaStream_t stream);
+/* Rows [*pos_dev, *pos_dev + t) of cache [capacity, c] = src [t, c] (bf16). */
+void vox_k_kv_append(void *cache_bf16, const void *src_bf16, int64_t t, int64_t c,
+                     const int64_t *pos_dev, cudaStream_t stream);
 
 /* ---- conversions and elementwise ---- */
 void vox_k_f32_to_bf16(void *dst_bf16, const float *src, int64_t n, cudaStream_t stream);

@@ -14,7 +14,7 @@ ctest --test-dir build --output-on-failure -j"$jobs"
 
 if [ "${1:-}" != "--no-sanitize" ]; then
   echo "== AddressSanitizer + UndefinedBehaviorSanitizer build (CPU backend) =="
-  cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=Debug -DVOX_SANITIZE=ON -DVOX_CUDA=OFF
+  cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVOX_SANITIZE=ON -DVOX_CUDA=OFF
   cmake --build build-sanitize -j"$jobs"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir build-sanitize --output-on-failure -j"$jobs"

@@ -111,7 +111,8 @@ struct vox_backend {
     void (*rope)(vox_backend *be, vox_tensor *x, int n_heads, int head_dim, int64_t pos0,
                  double theta);
     /* Scaled dot-product attention over `batch` independent sequences, fp32 softmax.
-     * q [batch*Tq, Hq*D], k and v [batch*Tk, Hkv*D] (rows of one sequence contiguous), out like q.
+     * q [batch*Tq, Hq*D], k and v [batch*S, Hkv*D] with S >= Tk rows a sequence (a cache may
+     * pass all its rows; only the first Tk are attended), out like q.
      * Query head h uses key/value head h / (Hq/Hkv). causal: query row i (absolute position
      * q_pos0 + i) sees key rows j <= q_pos0 + i; otherwise all Tk keys. */
     void (*attention)(vox_backend *be, vox_tensor *out, const vox_tensor *q, const vox_tensor *k,
@@ -120,12 +121,24 @@ struct vox_backend {
     /* y[n, C] = table[ids[i]] for host ids. */
     void (*embed)(vox_backend *be, vox_tensor *y, const vox_tensor *table, const int32_t *ids,
                   size_t n);
-    /* dst = src, same element count and dtype (views allowed: copies rows into a cache). */
+    /* dst = src, same element count and dtype (views allowed). */
     void (*copy)(vox_backend *be, vox_tensor *dst, const vox_tensor *src);
+    /* Rows [pos0, pos0 + T) of cache [capacity, C] = src [T, C]: a step's keys or values. */
+    void (*kv_append)(vox_backend *be, vox_tensor *cache, const vox_tensor *src, int64_t pos0);
     /* Statistics of logits [1, V] (see vox_logits_stats); chosen < 0 means the argmax; k <= 20.
      * Synchronises: the only device-to-host traffic of a decode step. */
     vox_status (*logits_stats)(vox_backend *be, const vox_tensor *logits, int32_t chosen, int k,
                                vox_logits_stats *out, vox_error *err);
+
+    /* ---- graphs (optional: NULL where the backend has none) ---- */
+    /* Between graph_begin and graph_end, operations are recorded instead of run: one decode
+     * step (one row at one position). The position it was given (rope, kv_append, decode
+     * attention) is not frozen: graph_replay(pos0) runs the step at position pos0, attending to
+     * pos0 + 1 cached rows. */
+    void (*graph_begin)(vox_backend *be);
+    vox_status (*graph_end)(vox_backend *be, void **graph, vox_error *err);
+    vox_status (*graph_replay)(vox_backend *be, void *graph, int64_t pos0, vox_error *err);
+    void (*graph_free)(vox_backend *be, void *graph);
 
     /* ---- timing ---- */
     /* Records a time mark in stream order; returns its index. elapsed_ms(a, b) after sync(). */

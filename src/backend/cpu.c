@@ -314,6 +314,8 @@ static void cpu_attention(vox_backend *be, vox_tensor *out, const vox_tensor *q,
     (void)be;
     VOX_ASSERT(n_heads % n_kv_heads == 0);
     VOX_ASSERT(rows_of(q) == (int64_t)batch * t_q && rows_of(k) >= (int64_t)batch * t_k);
+    VOX_ASSERT(rows_of(k) % batch == 0);
+    int64_t seq_rows = rows_of(k) / batch; /* rows between sequences (a cache's capacity) */
     int group = n_heads / n_kv_heads;
     int64_t qs = (int64_t)n_heads * head_dim, ks = (int64_t)n_kv_heads * head_dim;
     const float *Q = act(q), *K = act(k), *V = act(v);
@@ -331,7 +333,7 @@ static void cpu_attention(vox_backend *be, vox_tensor *out, const vox_tensor *q,
                 if (n_keys > t_k) n_keys = t_k;
                 float mx = -FLT_MAX;
                 for (int64_t j = 0; j < n_keys; j++) {
-                    const float *kj = K + (b * t_k + j) * ks + kh * head_dim;
+                    const float *kj = K + (b * seq_rows + j) * ks + kh * head_dim;
                     scores[j] = dot_f32(qi, kj, head_dim) * scale;
                     if (scores[j] > mx) mx = scores[j];
                 }
@@ -343,7 +345,7 @@ static void cpu_attention(vox_backend *be, vox_tensor *out, const vox_tensor *q,
                 float *oi = O + (b * t_q + i) * qs + h * head_dim;
                 for (int d = 0; d < head_dim; d++) oi[d] = 0.0f;
                 for (int64_t j = 0; j < n_keys; j++) {
-                    const float *vj = V + (b * t_k + j) * ks + kh * head_dim;
+                    const float *vj = V + (b * seq_rows + j) * ks + kh * head_dim;
                     float p = (float)(scores[j] / sum);
                     for (int d = 0; d < head_dim; d++) oi[d] += p * vj[d];
                 }
@@ -369,6 +371,11 @@ static void cpu_copy(vox_backend *be, vox_tensor *dst, const vox_tensor *src) {
     (void)be;
     VOX_ASSERT(dst->dtype == src->dtype && vox_tensor_nbytes(dst) == vox_tensor_nbytes(src));
     memmove(dst->data, src->data, vox_tensor_nbytes(src));
+}
+
+static void cpu_kv_append(vox_backend *be, vox_tensor *cache, const vox_tensor *src, int64_t pos0) {
+    vox_tensor dst = vox_tensor_rows(cache, pos0, rows_of(src));
+    cpu_copy(be, &dst, src);
 }
 
 /* Fills the statistics of one row of float32 logits (shared with the CUDA backend's host side). */
@@ -437,6 +444,7 @@ vox_status vox_backend_cpu_create(vox_backend **out, vox_error *err) {
         .attention = cpu_attention,
         .embed = cpu_embed,
         .copy = cpu_copy,
+        .kv_append = cpu_kv_append,
         .logits_stats = cpu_logits_stats,
         .mark = cpu_mark,
         .elapsed_ms = cpu_elapsed_ms,

@@ -64,6 +64,7 @@ typedef struct {
     size_t logits_ws_bytes;
     void *attn_ws;
     size_t attn_ws_bytes;
+    bool capturing;          /* recording a graph: positions come from graph_replay */
     cudaError_t first_error; /* first failure seen by an operation that cannot return it */
     char first_error_where[64];
 } cuda_state;
@@ -378,10 +379,18 @@ static void cu_conv1d_k3(vox_backend *be, vox_tensor *y, const vox_tensor *x, bo
     cu_free(be, &col);
 }
 
+/* Kernels that depend on the position read it from device memory. Outside a capture it is set
+ * here, in stream order; inside one it is left to graph_replay, which sets it before launching. */
+static void device_position(cuda_state *s, int64_t pos0, int64_t kv_len) {
+    if (s->capturing) return;
+    vox_k_set_position(s->pos_dev, s->kv_len_dev, pos0, (int32_t)kv_len, 1, s->stream);
+    LAUNCHED(s, "set_position");
+}
+
 static void cu_rope(vox_backend *be, vox_tensor *x, int n_heads, int head_dim, int64_t pos0,
                     double theta) {
     cuda_state *s = S(be);
-    vox_k_set_i64(s->pos_dev, pos0, s->stream);
+    device_position(s, pos0, pos0 + rows(x));
     vox_k_rope(x->data, rows(x), n_heads, head_dim, s->pos_dev, theta, s->stream);
     LAUNCHED(s, "rope");
 }
@@ -401,16 +410,22 @@ static void cu_attention(vox_backend *be, vox_tensor *out, const vox_tensor *q, 
                          int n_kv_heads, int head_dim, float scale, bool causal, int64_t q_pos0) {
     cuda_state *s = S(be);
     int64_t kv_stride = rows(k) / batch;
-    if (t_q == 1 && causal) {
-        /* Decode: one query row against the cache, split over the sequence. */
+    if (t_q == 1 && causal && batch == 1) {
+        /* Decode: one query row against the cache, split over the sequence. The kernel is
+         * sized for every row the caller passed (a cache's capacity) and reads the length on the
+         * device, so a captured step replays at any position. */
         vox_error err;
-        size_t ws = vox_k_decode_attention_workspace(batch, n_heads, head_dim, t_k);
+        size_t ws = vox_k_decode_attention_workspace(batch, n_heads, head_dim, kv_stride);
+        if (ws > s->attn_ws_bytes && s->capturing) {
+            note_error(s, cudaErrorStreamCaptureUnsupported, "decode attention workspace in a capture");
+            return;
+        }
         if (ensure_attn_ws(s, ws, &err)) {
             note_error(s, cudaErrorMemoryAllocation, "decode attention workspace");
             return;
         }
-        vox_k_fill_i32(s->kv_len_dev, (int32_t)(q_pos0 + 1 < t_k ? q_pos0 + 1 : t_k), batch, s->stream);
-        vox_k_decode_attention(out->data, q->data, k->data, v->data, batch, s->kv_len_dev, t_k,
+        device_position(s, q_pos0, q_pos0 + 1 < t_k ? q_pos0 + 1 : t_k);
+        vox_k_decode_attention(out->data, q->data, k->data, v->data, batch, s->kv_len_dev, kv_stride,
                                kv_stride, n_heads, n_kv_heads, head_dim, scale, s->attn_ws, s->stream);
         LAUNCHED(s, "decode_attention");
         return;
@@ -455,6 +470,55 @@ static void cu_copy(vox_backend *be, vox_tensor *dst, const vox_tensor *src) {
     VOX_ASSERT(dst->dtype == src->dtype && vox_tensor_nbytes(dst) == vox_tensor_nbytes(src));
     note_error(S(be), cudaMemcpyAsync(dst->data, src->data, vox_tensor_nbytes(src),
                                       cudaMemcpyDeviceToDevice, S(be)->stream), "copy");
+}
+
+static void cu_kv_append(vox_backend *be, vox_tensor *cache, const vox_tensor *src, int64_t pos0) {
+    cuda_state *s = S(be);
+    VOX_ASSERT(cache->dtype == src->dtype && cols(cache) == cols(src));
+    VOX_ASSERT(pos0 + rows(src) <= rows(cache));
+    device_position(s, pos0, pos0 + rows(src));
+    vox_k_kv_append(cache->data, src->data, rows(src), cols(src), s->pos_dev, s->stream);
+    LAUNCHED(s, "kv_append");
+}
+
+/* ---- graphs ---------------------------------------------------------------------------------- */
+
+static void cu_graph_begin(vox_backend *be) {
+    cuda_state *s = S(be);
+    note_error(s, cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal), "graph capture");
+    s->capturing = true;
+}
+
+static vox_status cu_graph_end(vox_backend *be, void **out, vox_error *err) {
+    cuda_state *s = S(be);
+    *out = NULL;
+    s->capturing = false;
+    cudaGraph_t graph = NULL;
+    cudaError_t e = cudaStreamEndCapture(s->stream, &graph);
+    if (e == cudaSuccess && s->first_error != cudaSuccess) e = s->first_error;
+    cudaGraphExec_t exec = NULL;
+    if (e == cudaSuccess) e = cudaGraphInstantiate(&exec, graph, 0);
+    if (graph) cudaGraphDestroy(graph);
+    if (e != cudaSuccess) {
+        s->first_error = cudaSuccess;
+        cudaGetLastError();
+        return cuda_fail(err, e, "graph capture of the decode step");
+    }
+    *out = exec;
+    return VOX_OK;
+}
+
+static vox_status cu_graph_replay(vox_backend *be, void *graph, int64_t pos0, vox_error *err) {
+    cuda_state *s = S(be);
+    vox_k_set_position(s->pos_dev, s->kv_len_dev, pos0, (int32_t)(pos0 + 1), 1, s->stream);
+    cudaError_t e = cudaGraphLaunch((cudaGraphExec_t)graph, s->stream);
+    if (e != cudaSuccess) return cuda_fail(err, e, "graph launch");
+    return VOX_OK;
+}
+
+static void cu_graph_free(vox_backend *be, void *graph) {
+    (void)be;
+    if (graph) cudaGraphExecDestroy((cudaGraphExec_t)graph);
 }
 
 static vox_status cu_logits_stats(vox_backend *be, const vox_tensor *logits, int32_t chosen, int k,
@@ -619,6 +683,11 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
     be->attention = cu_attention;
     be->embed = cu_embed;
     be->copy = cu_copy;
+    be->kv_append = cu_kv_append;
+    be->graph_begin = cu_graph_begin;
+    be->graph_end = cu_graph_end;
+    be->graph_replay = cu_graph_replay;
+    be->graph_free = cu_graph_free;
     be->logits_stats = cu_logits_stats;
     be->mark = cu_mark;
     be->elapsed_ms = cu_elapsed_ms;

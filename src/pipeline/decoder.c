@@ -2,14 +2,40 @@
  * attention with rotate-half RoPE over a KV cache, SwiGLU MLP, final norm, untied lm_head. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "pipeline/pipeline.h"
 
+static void work_free(vox_backend *be, vox_decoder_work *w) {
+    vox_tensor *t = (vox_tensor *)w;
+    for (size_t i = 0; i < sizeof *w / sizeof *t; i++) vox_tensor_free(be, &t[i]);
+}
+
+static vox_status work_alloc(vox_model *m, vox_decoder_work *w, int64_t T, vox_error *err) {
+    vox_backend *be = m->be;
+    const vox_decoder_config *d = &m->cfg.decoder;
+    int64_t QD = (int64_t)d->heads * d->head_dim, KD = (int64_t)d->kv_heads * d->head_dim;
+    vox_dtype a = be->act_type;
+    vox_status st;
+    memset(w, 0, sizeof *w);
+    if ((st = vox_tensor_new2(be, &w->h, a, T, d->hidden, err)) ||
+        (st = vox_tensor_new2(be, &w->q, a, T, QD, err)) ||
+        (st = vox_tensor_new2(be, &w->k, a, T, KD, err)) ||
+        (st = vox_tensor_new2(be, &w->v, a, T, KD, err)) ||
+        (st = vox_tensor_new2(be, &w->attn, a, T, QD, err)) ||
+        (st = vox_tensor_new2(be, &w->gate, a, T, d->ffn_dim, err)) ||
+        (st = vox_tensor_new2(be, &w->up, a, T, d->ffn_dim, err))) {
+        work_free(be, w);
+        vox_error_prefix(err, "text_decoder workspace for %lld positions", (long long)T);
+    }
+    return st;
+}
+
 vox_status vox_kv_cache_init(vox_model *m, vox_kv_cache *c, int64_t capacity, vox_error *err) {
     const vox_decoder_config *d = &m->cfg.decoder;
+    memset(c, 0, sizeof *c);
     c->n_layers = d->layers;
     c->capacity = capacity;
-    c->len = 0;
     c->k = calloc((size_t)d->layers, sizeof *c->k);
     c->v = calloc((size_t)d->layers, sizeof *c->v);
     if (!c->k || !c->v) {
@@ -30,6 +56,9 @@ vox_status vox_kv_cache_init(vox_model *m, vox_kv_cache *c, int64_t capacity, vo
 }
 
 void vox_kv_cache_free(vox_model *m, vox_kv_cache *c) {
+    if (c->graph) m->be->graph_free(m->be, c->graph);
+    c->graph = NULL;
+    work_free(m->be, &c->step);
     for (int l = 0; l < c->n_layers; l++) {
         if (c->k) vox_tensor_free(m->be, &c->k[l]);
         if (c->v) vox_tensor_free(m->be, &c->v[l]);
@@ -40,71 +69,100 @@ void vox_kv_cache_free(vox_model *m, vox_kv_cache *c) {
     c->n_layers = 0;
 }
 
-typedef struct {
-    vox_tensor h, q, k, v, attn, gate, up;
-} decoder_work;
-
-vox_status vox_decoder_forward(vox_model *m, vox_kv_cache *c, vox_tensor *x, vox_tensor *logits,
-                               vox_error *err) {
+/* Enqueues the decoder over x [T, hidden] at positions pos0.. with workspace w. One row (decode)
+ * attends to the whole cache view, whose length the backend reads where it runs; prefill attends
+ * to the rows filled so far. */
+static void decoder_layers(vox_model *m, vox_kv_cache *c, vox_tensor *x, vox_tensor *logits,
+                           vox_decoder_work *w, int64_t pos0) {
     vox_backend *be = m->be;
     const vox_decoder_config *d = &m->cfg.decoder;
-    int64_t T = x->shape[0], pos0 = c->len;
-    VOX_ASSERT(T >= 1);
-    if (pos0 + T > c->capacity)
-        return vox_fail(err, VOX_ERR_TOO_LONG, "text_decoder: %lld positions exceed the cache of %lld",
-                        (long long)(pos0 + T), (long long)c->capacity);
-    int64_t QD = (int64_t)d->heads * d->head_dim, KD = (int64_t)d->kv_heads * d->head_dim;
-    vox_dtype a = be->act_type;
+    int64_t T = x->shape[0];
     float eps = (float)d->rms_norm_eps;
-    decoder_work w = {0};
-    vox_status st;
-    if ((st = vox_tensor_new2(be, &w.h, a, T, d->hidden, err)) ||
-        (st = vox_tensor_new2(be, &w.q, a, T, QD, err)) ||
-        (st = vox_tensor_new2(be, &w.k, a, T, KD, err)) ||
-        (st = vox_tensor_new2(be, &w.v, a, T, KD, err)) ||
-        (st = vox_tensor_new2(be, &w.attn, a, T, QD, err)) ||
-        (st = vox_tensor_new2(be, &w.gate, a, T, d->ffn_dim, err)) ||
-        (st = vox_tensor_new2(be, &w.up, a, T, d->ffn_dim, err))) {
-        vox_error_prefix(err, "text_decoder workspace for %lld positions", (long long)T);
-        goto done;
-    }
     for (int l = 0; l < d->layers; l++) {
         const vox_decoder_layer *L = &m->dec_layers[l];
         /* x += o(attention(rope(q), cache(rope(k)), cache(v))) of RMSNorm(x) */
-        be->rms_norm(be, &w.h, x, &L->attn_norm, eps);
-        be->matmul(be, &w.q, &w.h, &L->q, NULL);
-        be->matmul(be, &w.k, &w.h, &L->k, NULL);
-        be->matmul(be, &w.v, &w.h, &L->v, NULL);
-        be->rope(be, &w.q, d->heads, d->head_dim, pos0, d->rope_theta);
-        be->rope(be, &w.k, d->kv_heads, d->head_dim, pos0, d->rope_theta);
-        vox_tensor k_dst = vox_tensor_rows(&c->k[l], pos0, T), v_dst = vox_tensor_rows(&c->v[l], pos0, T);
-        be->copy(be, &k_dst, &w.k);
-        be->copy(be, &v_dst, &w.v);
-        vox_tensor k_all = vox_tensor_rows(&c->k[l], 0, pos0 + T), v_all = vox_tensor_rows(&c->v[l], 0, pos0 + T);
-        be->attention(be, &w.attn, &w.q, &k_all, &v_all, 1, (int)T, (int)(pos0 + T), d->heads,
+        be->rms_norm(be, &w->h, x, &L->attn_norm, eps);
+        be->matmul(be, &w->q, &w->h, &L->q, NULL);
+        be->matmul(be, &w->k, &w->h, &L->k, NULL);
+        be->matmul(be, &w->v, &w->h, &L->v, NULL);
+        be->rope(be, &w->q, d->heads, d->head_dim, pos0, d->rope_theta);
+        be->rope(be, &w->k, d->kv_heads, d->head_dim, pos0, d->rope_theta);
+        be->kv_append(be, &c->k[l], &w->k, pos0);
+        be->kv_append(be, &c->v[l], &w->v, pos0);
+        vox_tensor k_all = c->k[l], v_all = c->v[l];
+        if (T > 1) {
+            k_all = vox_tensor_rows(&c->k[l], 0, pos0 + T);
+            v_all = vox_tensor_rows(&c->v[l], 0, pos0 + T);
+        }
+        be->attention(be, &w->attn, &w->q, &k_all, &v_all, 1, (int)T, (int)(pos0 + T), d->heads,
                       d->kv_heads, d->head_dim, 1.0f / sqrtf((float)d->head_dim), true, pos0);
-        be->matmul(be, &w.h, &w.attn, &L->o, NULL);
-        be->add(be, x, x, &w.h);
+        be->matmul(be, &w->h, &w->attn, &L->o, NULL);
+        be->add(be, x, x, &w->h);
         /* x += down(silu(gate(h)) * up(h)), h = RMSNorm(x) */
-        be->rms_norm(be, &w.h, x, &L->ffn_norm, eps);
-        be->matmul(be, &w.gate, &w.h, &L->gate, NULL);
-        be->matmul(be, &w.up, &w.h, &L->up, NULL);
-        be->silu_mul(be, &w.gate, &w.gate, &w.up);
-        be->matmul(be, &w.h, &w.gate, &L->down, NULL);
-        be->add(be, x, x, &w.h);
+        be->rms_norm(be, &w->h, x, &L->ffn_norm, eps);
+        be->matmul(be, &w->gate, &w->h, &L->gate, NULL);
+        be->matmul(be, &w->up, &w->h, &L->up, NULL);
+        be->silu_mul(be, &w->gate, &w->gate, &w->up);
+        be->matmul(be, &w->h, &w->gate, &L->down, NULL);
+        be->add(be, x, x, &w->h);
     }
-    c->len = pos0 + T;
     /* Only the last position's logits are needed to choose the next token. */
-    vox_tensor last = vox_tensor_rows(x, T - 1, 1), last_h = vox_tensor_rows(&w.h, 0, 1);
+    vox_tensor last = vox_tensor_rows(x, T - 1, 1), last_h = vox_tensor_rows(&w->h, 0, 1);
     be->rms_norm(be, &last_h, &last, &m->dec_norm, eps);
     be->matmul(be, logits, &last_h, &m->lm_head, NULL);
-done:
-    vox_tensor_free(be, &w.h);
-    vox_tensor_free(be, &w.q);
-    vox_tensor_free(be, &w.k);
-    vox_tensor_free(be, &w.v);
-    vox_tensor_free(be, &w.attn);
-    vox_tensor_free(be, &w.gate);
-    vox_tensor_free(be, &w.up);
-    return st;
+}
+
+static vox_status check_room(const vox_kv_cache *c, int64_t T, vox_error *err) {
+    if (c->len + T > c->capacity)
+        return vox_fail(err, VOX_ERR_TOO_LONG, "text_decoder: %lld positions exceed the cache of %lld",
+                        (long long)(c->len + T), (long long)c->capacity);
+    return VOX_OK;
+}
+
+vox_status vox_decoder_forward(vox_model *m, vox_kv_cache *c, vox_tensor *x, vox_tensor *logits,
+                               vox_error *err) {
+    int64_t T = x->shape[0];
+    VOX_ASSERT(T >= 1);
+    vox_status st = check_room(c, T, err);
+    if (st) return st;
+    vox_decoder_work w;
+    if ((st = work_alloc(m, &w, T, err))) return st;
+    decoder_layers(m, c, x, logits, &w, c->len);
+    c->len += T;
+    work_free(m->be, &w);
+    return VOX_OK;
+}
+
+static bool graphs_enabled(const vox_backend *be) {
+    const char *off = getenv("VOX_NO_GRAPHS");
+    return be->graph_begin && !(off && *off && strcmp(off, "0") != 0);
+}
+
+vox_status vox_decoder_step(vox_model *m, vox_kv_cache *c, vox_tensor *x, vox_tensor *logits,
+                            vox_error *err) {
+    vox_backend *be = m->be;
+    VOX_ASSERT(x->shape[0] == 1);
+    vox_status st = check_room(c, 1, err);
+    if (st) return st;
+    if (!c->step.h.data && (st = work_alloc(m, &c->step, 1, err))) return st;
+    /* The first step runs as it is (it also sizes every workspace the step needs); the second is
+     * recorded, and every later one replays that recording with its own position. */
+    if (graphs_enabled(be) && c->steps_run >= 1 &&
+        (!c->graph || c->graph_x != x->data || c->graph_logits != logits->data)) {
+        if (c->graph) be->graph_free(be, c->graph);
+        c->graph = NULL;
+        be->graph_begin(be);
+        decoder_layers(m, c, x, logits, &c->step, c->len);
+        if ((st = be->graph_end(be, &c->graph, err))) return st;
+        c->graph_x = x->data;
+        c->graph_logits = logits->data;
+    }
+    if (c->graph) {
+        if ((st = be->graph_replay(be, c->graph, c->len, err))) return st;
+    } else {
+        decoder_layers(m, c, x, logits, &c->step, c->len);
+    }
+    c->len += 1;
+    c->steps_run++;
+    return VOX_OK;
 }

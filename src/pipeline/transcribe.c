@@ -264,7 +264,7 @@ static vox_status generate(voxtral_context *ctx, const float *features, size_t n
         if (p->on_token && !p->on_token(id, p->user_data)) break;
         if (step + 1 == max_new) break;
         be->embed(be, &x, &m->embedding, &id, 1);
-        if ((st = vox_decoder_forward(m, &cache, &x, &logits, err))) goto done;
+        if ((st = vox_decoder_step(m, &cache, &x, &logits, err))) goto done;
     }
     int mk_end = be->mark(be);
     if ((st = be->sync(be, err))) goto done;
