@@ -255,6 +255,17 @@ static void test_embed_copy(int64_t V, int64_t C, size_t n) {
     free(ids);
 }
 
+static void test_kv_append(int64_t capacity, int64_t C, int64_t T, int64_t pos0) {
+    char what[128];
+    snprintf(what, sizeof what, "kv_append cap=%lld C=%lld T=%lld pos0=%lld", (long long)capacity,
+             (long long)C, (long long)T, (long long)pos0);
+    pair cache = pair_new(capacity, C, 1.0f), src = pair_new(T, C, 1.0f);
+    cpu->kv_append(cpu, &cache.c, &src.c, pos0);
+    gpu->kv_append(gpu, &cache.g, &src.g, pos0);
+    compare(what, &cache, 0, 0);
+    pair_free(&cache, false), pair_free(&src, false);
+}
+
 static void test_logits(int64_t V, int k, int32_t chosen) {
     pair l = pair_new(1, V, 3.0f);
     vox_logits_stats a, b;
@@ -309,6 +320,9 @@ int main(void) {
     test_attention(1, 7, 130, 130, 4, 2, 32 * 4, true, 123);   /* prompt in pieces */
     test_attention(1, 1, 389, 389, 32, 8, 128, true, 388);     /* decode */
     test_attention(1, 1, 5000, 5000, 32, 8, 128, true, 4999);  /* long decode */
+    test_kv_append(400, 1024, 1, 399);
+    test_kv_append(400, 1024, 388, 0);
+    test_kv_append(50, 33, 7, 13);
     test_embed_copy(1037, 3072, 17);
     test_embed_copy(131072, 128, 1);
     test_logits(131072, 20, -1);
