@@ -30,6 +30,11 @@ void vox_k_set_position(int64_t *pos_dev, int32_t *kv_len_dev, int64_t pos0, int
 void vox_k_kv_append(void *cache_bf16, const void *src_bf16, int64_t t, int64_t c,
                      const int64_t *pos_dev, cudaStream_t stream);
 
+/* ---- GEMM epilogue (kernels/bias.cu) ---- */
+/* y[m, n] = bf16(acc[m, n] + bias[n]) (bias may be NULL): one rounding. */
+void vox_k_add_bias_round(void *y_bf16, const float *acc, const void *bias_bf16, int64_t m,
+                          int64_t n, cudaStream_t stream);
+
 /* ---- conversions and elementwise ---- */
 void vox_k_f32_to_bf16(void *dst_bf16, const float *src, int64_t n, cudaStream_t stream);
 void vox_k_bf16_to_f32(float *dst, const void *src_bf16, int64_t n, cudaStream_t stream);

@@ -297,6 +297,7 @@ int main(void) {
 
     test_matmul(1, 3072, 3072, false);  /* decode GEMV */
     test_matmul(17, 1027, 515, true);   /* awkward, with bias */
+    test_matmul(5, 9, 7, false);        /* awkward, no bias */
     test_matmul(388, 1024, 3072, false); /* prefill k/v projection */
     test_matmul(3000, 1280, 1280, true); /* encoder, 2 chunks */
     test_norms(1, 3072);
