@@ -1,13 +1,19 @@
 // Row normalisations over the last dim: LayerNorm (mean, variance, weight and bias) and RMSNorm
 // (LlamaRMSNorm: the normalised value is rounded to bf16 before the weight multiplies it).
 //
-// Vector path (C % 8 == 0, 16-byte aligned pointers, C <= 65536): a row is read once into
+// Vector path (C % 8 == 0, 16-byte aligned pointers, C <= 32768): a row is read once into
 // registers (NV 16-byte vectors per thread), reduced in fp32 by warp shuffles, and written from
 // the registers, so y may alias x. A row is one warp when C <= 2048 (4 rows per 128-thread block;
-// the encoder's C = 1280 is 5 vectors a lane), else 2 to 32 warps sized so that each thread holds
-// about 4 vectors (the decoder's C = 3072 is 3 warps x 4 vectors: no idle lane). LayerNorm's
-// variance is the two-pass sum of (x - mean)^2 over the registers, not E[x^2] - mean^2.
+// the encoder's C = 1280 is 5 vectors a lane), else 2 to 32 warps holding at most 4 vectors a
+// thread (the decoder's C = 3072 is 3 warps x 4 vectors: no idle lane). LayerNorm's variance is
+// the two-pass sum of (x - mean)^2 over the registers, not E[x^2] - mean^2.
 // Scalar path (any other C or alignment): one 128-thread block per row, three passes over x.
+//
+// Registers bound the vector path: a block may use at most 64K registers, so a 1024-thread block
+// (32 warps a row) allows 64 a thread. With 5 to 8 vectors a thread the kernel needs 64 to 121
+// (ptxas, sm_90), so those run only as 128-thread blocks (one warp a row), and rows wider than
+// 32 warps x 4 vectors (C > 32768) take the scalar path. __launch_bounds__ makes ptxas keep each
+// instantiation within the block size the launcher gives it, whatever the compiler version.
 #include "common.cuh"
 #include "kernels.h"
 
@@ -27,11 +33,19 @@ __device__ __forceinline__ float row_sum(float v, float *red, int wpr, int row_s
     return s;
 }
 
+// A row wider than one warp takes up to kMaxWarpsPerRow warps of at most kMaxVecWide vectors a
+// thread; one-warp rows (up to 8 vectors a thread) go 4 to a 128-thread block.
+constexpr int kMaxWarpsPerRow = 32, kMaxVecWide = 4, kOneWarpThreads = 128;
+// The largest block an instantiation is launched with (see launch_norm).
+constexpr int vec_max_threads(int nv) {
+    return nv <= kMaxVecWide ? 32 * kMaxWarpsPerRow : kOneWarpThreads;
+}
+
 // blockDim.x = 32 * wpr * rows_per_block; thread t of a row holds vectors t, t + 32*wpr, ...
 template <int NV, bool RMS>
-__global__ void norm_vec_kernel(vk_bf16 *y, const vk_bf16 *x, const vk_bf16 *__restrict__ w,
-                                const vk_bf16 *__restrict__ b, int64_t rows, int c, float eps,
-                                int wpr) {
+__global__ void __launch_bounds__(vec_max_threads(NV))
+    norm_vec_kernel(vk_bf16 *y, const vk_bf16 *x, const vk_bf16 *__restrict__ w,
+                    const vk_bf16 *__restrict__ b, int64_t rows, int c, float eps, int wpr) {
     __shared__ float red[32];
     const int warp = threadIdx.x >> 5, row_slot = warp / wpr, warp_in_row = warp % wpr;
     const int tpr = 32 * wpr, t = warp_in_row * 32 + (threadIdx.x & 31);
@@ -133,12 +147,12 @@ void launch_norm(void *y, const void *x, const void *w, const void *b, int64_t r
     const int64_t n_vec = c / 8;
     const bool aligned = vk_aligned16(y) && vk_aligned16(x) && vk_aligned16(w) &&
                          (RMS || vk_aligned16(b));
-    if (c % 8 == 0 && aligned && n_vec <= 32 * 32 * 8) {
-        // warps per row: one up to 8 vectors a lane, else enough for about 4 vectors a lane
-        int64_t wpr64 = n_vec <= 32 * 8 ? 1 : vk_ceil_div(n_vec, 32 * 4);
-        const int wpr = (int)(wpr64 < 32 ? wpr64 : 32);
+    if (c % 8 == 0 && aligned && n_vec <= 32 * kMaxWarpsPerRow * kMaxVecWide) {
+        // warps per row: one up to 8 vectors a lane, else enough for at most 4 vectors a lane
+        // (so nv <= 4 whenever wpr > 1, and threads <= vec_max_threads(nv) in both cases)
+        const int wpr = n_vec <= 32 * 8 ? 1 : (int)vk_ceil_div(n_vec, 32 * kMaxVecWide);
         const int nv = (int)vk_ceil_div(n_vec, 32 * wpr);
-        const int rows_per_block = wpr == 1 ? 4 : wpr == 2 ? 2 : 1;
+        const int rows_per_block = wpr == 1 ? kOneWarpThreads / 32 : wpr == 2 ? 2 : 1;
         const unsigned blocks = (unsigned)vk_ceil_div(rows, rows_per_block);
         const int threads = 32 * wpr * rows_per_block;
 #define VOX_NORM_CASE(NV)                                                                     \

@@ -2,9 +2,11 @@
  *
  * Random bf16 rows (fixed seed), rows 1, 3, 17, 1500 by widths that take every path of the
  * kernel: 1, 7, 127 (scalar), 64, 1280, 2048 (a warp per row, 1, 5 and 8 vectors a lane), 3072,
- * 5120 (3 and 5 warps per row), 16384, 40000 (16 and 32 warps per row), 70000 (too wide for
- * registers: scalar); each out of place and in place (y = x), and once with x/y at a 1-element
- * offset (misaligned: scalar path). Every element is checked.
+ * 5120 (3 and 5 warps per row), 16384 (16 warps), 32768 (the widest vector row: 32 warps x 4
+ * vectors, a 1024-thread block), 32776, 40000, 70000 (wider: scalar; 40000 once failed to launch
+ * as 32 warps x 5 vectors, more registers than a 1024-thread block has); each out of place and
+ * in place (y = x), and once with x/y at a 1-element offset (misaligned: scalar path). Every
+ * element is checked.
  *
  * Tolerances (U = 2^-8, the largest relative change of one bf16 rounding):
  * - LayerNorm: rtol U (one rounding of the output) + atol 1e-4. The kernel keeps its statistics
@@ -118,7 +120,8 @@ int main(void) {
     rng = gtu_rng_seed(424242);
 
     const int64_t rows[] = {1, 3, 17, 1500};
-    const int64_t widths[] = {1, 7, 64, 127, 1280, 2048, 3072, 5120, 16384, 40000, 70000};
+    const int64_t widths[] = {1,    7,     64,    127,   1280,  2048, 3072,
+                              5120, 16384, 32768, 32776, 40000, 70000};
     for (int rms = 0; rms <= 1; rms++) {
         for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++)
             for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++) {
