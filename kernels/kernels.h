@@ -35,6 +35,21 @@ void vox_k_kv_append(void *cache_bf16, const void *src_bf16, int64_t t, int64_t 
 void vox_k_add_bias_round(void *y_bf16, const float *acc, const void *bias_bf16, int64_t m,
                           int64_t n, cudaStream_t stream);
 
+/* ---- log-mel front end (kernels/mel.cu; the DFT and mel products are GEMMs by the caller) ---- */
+/* frames [nt, 400] f32 for frames t0.. of the padded signal x [n]: periodic-Hann-windowed,
+ * centred, reflect-padded at both ends of x. */
+void vox_k_mel_frames(float *frames, const float *x, int64_t n, int64_t t0, int64_t nt,
+                      const float *window, cudaStream_t stream);
+/* power [nt, 201] = re^2 + im^2 of spec [nt, 402] laid out as (201 cosine sums | 201 sine sums). */
+void vox_k_mel_power(float *power, const float *spec, int64_t nt, cudaStream_t stream);
+/* logmel [chunks, 128, 3000] f32 (chunk-major) at frames t0.. = log10(max(mel [nt, 128], 1e-10));
+ * atomically raises *max_key (an order-preserving encoding of the float maximum; start at 0). */
+void vox_k_mel_log(float *logmel, const float *mel, int64_t t0, int64_t nt, unsigned *max_key,
+                   cudaStream_t stream);
+/* out[i] = (max(logmel[i], max - 8) + 4) / 4, as bf16 (out_is_bf16) or f32. */
+void vox_k_mel_finish(void *out, int out_is_bf16, const float *logmel, int64_t n,
+                      const unsigned *max_key, cudaStream_t stream);
+
 /* ---- conversions and elementwise ---- */
 void vox_k_f32_to_bf16(void *dst_bf16, const float *src, int64_t n, cudaStream_t stream);
 void vox_k_bf16_to_f32(float *dst, const void *src_bf16, int64_t n, cudaStream_t stream);

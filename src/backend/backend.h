@@ -83,6 +83,10 @@ struct vox_backend {
     vox_status (*sync)(vox_backend *be, vox_error *err);
 
     /* ---- compute ---- */
+    /* Log-mel features (voxtral-spec.md section 1) of 16 kHz mono samples into features
+     * [n_chunks, mel, 3000] of the activation type (cuda: bf16, as the reference casts them). */
+    vox_status (*log_mel)(vox_backend *be, vox_tensor *features, const float *samples,
+                          size_t n_samples, vox_error *err);
     /* y[M,N] = x[M,K] @ w[N,K]^T (+ bias[N]). */
     void (*matmul)(vox_backend *be, vox_tensor *y, const vox_tensor *x, const vox_tensor *w,
                    const vox_tensor *bias);

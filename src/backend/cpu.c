@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "backend/backend.h"
+#include "mel/mel.h"
 
 #define CPU_MAX_MARKS 4096
 
@@ -378,6 +379,19 @@ static void cpu_kv_append(vox_backend *be, vox_tensor *cache, const vox_tensor *
     cpu_copy(be, &dst, src);
 }
 
+static vox_status cpu_log_mel(vox_backend *be, vox_tensor *features, const float *samples,
+                              size_t n_samples, vox_error *err) {
+    (void)be;
+    float *f = NULL;
+    size_t n_chunks = 0;
+    vox_status st = vox_mel_compute(samples, n_samples, &f, &n_chunks, err);
+    if (st) return st;
+    VOX_ASSERT(vox_tensor_numel(features) == n_chunks * VOX_MEL_BINS * VOX_CHUNK_FRAMES);
+    memcpy(act(features), f, vox_tensor_nbytes(features));
+    free(f);
+    return VOX_OK;
+}
+
 /* Fills the statistics of one row of float32 logits (shared with the CUDA backend's host side). */
 void vox_logits_stats_host(const float *logits, int64_t V, int32_t chosen, int k,
                            vox_logits_stats *out);
@@ -445,6 +459,7 @@ vox_status vox_backend_cpu_create(vox_backend **out, vox_error *err) {
         .embed = cpu_embed,
         .copy = cpu_copy,
         .kv_append = cpu_kv_append,
+        .log_mel = cpu_log_mel,
         .logits_stats = cpu_logits_stats,
         .mark = cpu_mark,
         .elapsed_ms = cpu_elapsed_ms,

@@ -20,6 +20,7 @@
 
 #include "backend/backend.h"
 #include "kernels.h"
+#include "mel/mel.h"
 
 #define CUDA_MAX_MARKS 512
 #define STAGING_BYTES (64u << 20) /* two pinned buffers for weight uploads */
@@ -28,7 +29,7 @@
 
 typedef struct {
     int64_t m, n, k;
-    int has_bias; /* 2: no epilogue, float32 output (see cu_matmul) */
+    int tag; /* 0/1: bf16 without/with bias, 2: bf16 in f32 out, 3: all f32 (see lt_matmul) */
     int valid;
     cublasLtMatmulAlgo_t algo;
 } gemm_plan;
@@ -64,6 +65,7 @@ typedef struct {
     size_t logits_ws_bytes;
     void *attn_ws;
     size_t attn_ws_bytes;
+    float *mel_basis, *mel_window, *mel_filters; /* DFT basis [402, 400], Hann [400], [128, 201] */
     bool capturing;          /* recording a graph: positions come from graph_replay */
     cudaError_t first_error; /* first failure seen by an operation that cannot return it */
     char first_error_where[64];
@@ -251,14 +253,14 @@ static vox_status cu_download_f32(vox_backend *be, float *dst, const vox_tensor 
 
 /* y[M,N] = x[M,K] @ w[N,K]^T (+ bias): in cuBLAS's column-major view, Y'[N,M] = W'^T X' with
  * W' = w as [K,N] (transposed), X' = x as [K,M]. The bias runs along N, the rows of Y'. */
-static gemm_plan *gemm_plan_for(cuda_state *s, int64_t M, int64_t N, int64_t K, int has_bias,
+static gemm_plan *gemm_plan_for(cuda_state *s, int64_t M, int64_t N, int64_t K, int tag,
                                 cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a,
                                 cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c) {
     uint64_t h = (uint64_t)M * 0x9E3779B97F4A7C15ull ^ (uint64_t)N * 0xC2B2AE3D27D4EB4Full ^
-                 (uint64_t)K * 0x165667B19E3779F9ull ^ (uint64_t)has_bias;
+                 (uint64_t)K * 0x165667B19E3779F9ull ^ (uint64_t)tag;
     for (int probe = 0; probe < GEMM_CACHE_SIZE; probe++) {
         gemm_plan *p = &s->plans[(h + (uint64_t)probe) % GEMM_CACHE_SIZE];
-        if (p->valid && p->m == M && p->n == N && p->k == K && p->has_bias == has_bias) return p;
+        if (p->valid && p->m == M && p->n == N && p->k == K && p->tag == tag) return p;
         if (!p->valid) {
             cublasLtMatmulPreference_t pref;
             cublasLtMatmulPreferenceCreate(&pref);
@@ -276,13 +278,45 @@ static gemm_plan *gemm_plan_for(cuda_state *s, int64_t M, int64_t N, int64_t K, 
                                                                &result, &found);
             cublasLtMatmulPreferenceDestroy(pref);
             if (st != CUBLAS_STATUS_SUCCESS || found == 0) return NULL;
-            p->m = M, p->n = N, p->k = K, p->has_bias = has_bias;
+            p->m = M, p->n = N, p->k = K, p->tag = tag;
             p->algo = result.algo;
             p->valid = 1;
             return p;
         }
     }
     return NULL; /* cache full: let cuBLASLt choose each time */
+}
+
+/* Y'[N,M] = W'^T X' through cuBLASLt: ab/c are the element types of the inputs and the output,
+ * bias (bf16) is fused in the epilogue when given. `tag` keeps plans of different types apart. */
+static void lt_matmul(cuda_state *s, cudaDataType_t ab, cudaDataType_t c, int64_t M, int64_t N,
+                      int64_t K, const void *w, const void *x, void *y, const void *bias, int tag) {
+    cublasLtMatmulDesc_t desc = NULL;
+    cublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL;
+    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
+    if (bias) {
+        cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+        cudaDataType_t bt = CUDA_R_16BF;
+        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);
+        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
+        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt);
+    }
+    cublasLtMatrixLayoutCreate(&la, ab, (uint64_t)K, (uint64_t)N, K);
+    cublasLtMatrixLayoutCreate(&lb, ab, (uint64_t)K, (uint64_t)M, K);
+    cublasLtMatrixLayoutCreate(&lc, c, (uint64_t)N, (uint64_t)M, N);
+    gemm_plan *plan = gemm_plan_for(s, M, N, K, tag, desc, la, lb, lc);
+    float one = 1.0f, zero = 0.0f;
+    cublasStatus_t st = cublasLtMatmul(s->lt, desc, &one, w, la, x, lb, &zero, y, lc, y, lc,
+                                       plan ? &plan->algo : NULL, s->gemm_ws, GEMM_WORKSPACE_BYTES,
+                                       s->stream);
+    if (st != CUBLAS_STATUS_SUCCESS) note_error(s, cudaErrorUnknown, "cublasLtMatmul");
+    cublasLtMatrixLayoutDestroy(la);
+    cublasLtMatrixLayoutDestroy(lb);
+    cublasLtMatrixLayoutDestroy(lc);
+    cublasLtMatmulDescDestroy(desc);
 }
 
 static void cu_matmul(vox_backend *be, vox_tensor *y, const vox_tensor *x, const vox_tensor *w,
@@ -292,53 +326,104 @@ static void cu_matmul(vox_backend *be, vox_tensor *y, const vox_tensor *x, const
     VOX_ASSERT(x->dtype == VOX_DTYPE_BF16 && w->dtype == VOX_DTYPE_BF16 && y->dtype == VOX_DTYPE_BF16);
     VOX_ASSERT((int64_t)(vox_tensor_numel(w) / (size_t)N) == K);
     VOX_ASSERT(vox_tensor_numel(y) == (size_t)(M * N));
+    if (bias) VOX_ASSERT(bias->dtype == VOX_DTYPE_BF16 && (int64_t)vox_tensor_numel(bias) == N);
     if (M == 0) return;
     /* cuBLASLt honours the bias epilogue with one rounding only on aligned shapes; elsewhere it
      * was measured rounding the product, then the sum. Those shapes (none in the model) get a
      * float32 product and one rounding after the bias in a kernel. */
-    bool aligned = K % 8 == 0 && N % 8 == 0;
+    if (K % 8 == 0 && N % 8 == 0) {
+        lt_matmul(s, CUDA_R_16BF, CUDA_R_16BF, M, N, K, w->data, x->data, y->data,
+                  bias ? bias->data : NULL, bias ? 1 : 0);
+        return;
+    }
     void *acc = NULL;
-    if (!aligned) {
-        vox_error err;
-        if (dev_alloc(s, &acc, (size_t)(M * N) * sizeof(float), &err)) {
-            note_error(s, cudaErrorMemoryAllocation, "matmul accumulator");
-            return;
+    vox_error err;
+    if (dev_alloc(s, &acc, (size_t)(M * N) * sizeof(float), &err)) {
+        note_error(s, cudaErrorMemoryAllocation, "matmul accumulator");
+        return;
+    }
+    lt_matmul(s, CUDA_R_16BF, CUDA_R_32F, M, N, K, w->data, x->data, acc, NULL, 2);
+    vox_k_add_bias_round(y->data, acc, bias ? bias->data : NULL, M, N, s->stream);
+    LAUNCHED(s, "add_bias_round");
+    dev_free(s, acc, (size_t)(M * N) * sizeof(float));
+}
+
+/* ---- log-mel front end ------------------------------------------------------------------------ */
+
+#define MEL_BLOCK_FRAMES 24000 /* 8 chunks of frames per pass: bounds the workspace (~100 MB) */
+
+static vox_status mel_tables(cuda_state *s, vox_error *err) {
+    if (s->mel_basis) return VOX_OK;
+    float *basis = malloc(402 * 400 * sizeof(float)), *window = malloc(400 * sizeof(float));
+    if (!basis || !window) {
+        free(basis), free(window);
+        return vox_fail(err, VOX_ERR_NOMEM, "out of memory");
+    }
+    const double two_pi = 6.283185307179586476925;
+    for (int f = 0; f < 201; f++)
+        for (int j = 0; j < 400; j++) {
+            int r = (f * j) % 400; /* exact phase: cos(2 pi f j / 400) = cos(2 pi r / 400) */
+            basis[f * 400 + j] = (float)cos(two_pi * r / 400.0);
+            basis[(201 + f) * 400 + j] = (float)sin(two_pi * r / 400.0);
         }
+    for (int j = 0; j < 400; j++) window[j] = (float)(0.5 - 0.5 * cos(two_pi * j / 400.0));
+    vox_status st = VOX_OK;
+    cudaError_t e;
+    if ((e = cudaMalloc((void **)&s->mel_basis, 402 * 400 * sizeof(float))) ||
+        (e = cudaMalloc((void **)&s->mel_window, 400 * sizeof(float))) ||
+        (e = cudaMalloc((void **)&s->mel_filters, VOX_MEL_BINS * 201 * sizeof(float))) ||
+        (e = cudaMemcpy(s->mel_basis, basis, 402 * 400 * sizeof(float), cudaMemcpyHostToDevice)) ||
+        (e = cudaMemcpy(s->mel_window, window, 400 * sizeof(float), cudaMemcpyHostToDevice)) ||
+        (e = cudaMemcpy(s->mel_filters, vox_mel_filters(), VOX_MEL_BINS * 201 * sizeof(float),
+                        cudaMemcpyHostToDevice)))
+        st = cuda_fail(err, e, "mel tables");
+    free(basis), free(window);
+    return st;
+}
+
+static vox_status cu_log_mel(vox_backend *be, vox_tensor *features, const float *samples,
+                             size_t n_samples, vox_error *err) {
+    cuda_state *s = S(be);
+    size_t n_chunks = vox_mel_chunk_count(n_samples);
+    int64_t n_pad = (int64_t)n_chunks * VOX_CHUNK_SAMPLES, T = n_pad / VOX_MEL_HOP;
+    size_t n_out = n_chunks * VOX_MEL_BINS * VOX_CHUNK_FRAMES;
+    VOX_ASSERT(vox_tensor_numel(features) == n_out);
+    vox_status st = mel_tables(s, err);
+    if (st) return st;
+    int64_t B = T < MEL_BLOCK_FRAMES ? T : MEL_BLOCK_FRAMES;
+    float *wav = NULL, *logmel = NULL, *frames = NULL, *spec = NULL, *power = NULL, *mel = NULL;
+    unsigned *max_key = NULL;
+    if ((st = dev_alloc(s, (void **)&wav, (size_t)n_pad * 4, err)) ||
+        (st = dev_alloc(s, (void **)&logmel, n_out * 4, err)) ||
+        (st = dev_alloc(s, (void **)&frames, (size_t)B * 400 * 4, err)) ||
+        (st = dev_alloc(s, (void **)&spec, (size_t)B * 402 * 4, err)) ||
+        (st = dev_alloc(s, (void **)&power, (size_t)B * 201 * 4, err)) ||
+        (st = dev_alloc(s, (void **)&mel, (size_t)B * VOX_MEL_BINS * 4, err)) ||
+        (st = dev_alloc(s, (void **)&max_key, sizeof(unsigned), err)))
+        goto done;
+    if ((st = upload_staged(s, wav, samples, n_samples, 4, stage_copy_f32, err))) goto done;
+    note_error(s, cudaMemsetAsync(wav + n_samples, 0, ((size_t)n_pad - n_samples) * 4, s->stream), "mel");
+    note_error(s, cudaMemsetAsync(max_key, 0, sizeof(unsigned), s->stream), "mel");
+    for (int64_t t0 = 0; t0 < T; t0 += B) {
+        int64_t nt = T - t0 < B ? T - t0 : B;
+        vox_k_mel_frames(frames, wav, n_pad, t0, nt, s->mel_window, s->stream);
+        lt_matmul(s, CUDA_R_32F, CUDA_R_32F, nt, 402, 400, s->mel_basis, frames, spec, NULL, 3);
+        vox_k_mel_power(power, spec, nt, s->stream);
+        lt_matmul(s, CUDA_R_32F, CUDA_R_32F, nt, VOX_MEL_BINS, 201, s->mel_filters, power, mel, NULL, 3);
+        vox_k_mel_log(logmel, mel, t0, nt, max_key, s->stream);
     }
-    cublasLtMatmulDesc_t desc = NULL;
-    cublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL;
-    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-    cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F);
-    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
-    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
-    if (bias) VOX_ASSERT(bias->dtype == VOX_DTYPE_BF16 && (int64_t)vox_tensor_numel(bias) == N);
-    if (bias && aligned) {
-        cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
-        cudaDataType_t bt = CUDA_R_16BF;
-        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);
-        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias->data,
-                                       sizeof bias->data);
-        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt);
-    }
-    cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, (uint64_t)K, (uint64_t)N, K);
-    cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, (uint64_t)K, (uint64_t)M, K);
-    cublasLtMatrixLayoutCreate(&lc, aligned ? CUDA_R_16BF : CUDA_R_32F, (uint64_t)N, (uint64_t)M, N);
-    gemm_plan *plan = gemm_plan_for(s, M, N, K, aligned ? bias != NULL : 2, desc, la, lb, lc);
-    float one = 1.0f, zero = 0.0f;
-    void *out = aligned ? y->data : acc;
-    cublasStatus_t st = cublasLtMatmul(s->lt, desc, &one, w->data, la, x->data, lb, &zero, out,
-                                       lc, out, lc, plan ? &plan->algo : NULL, s->gemm_ws,
-                                       GEMM_WORKSPACE_BYTES, s->stream);
-    if (st != CUBLAS_STATUS_SUCCESS) note_error(s, cudaErrorUnknown, "cublasLtMatmul");
-    if (!aligned) {
-        vox_k_add_bias_round(y->data, acc, bias ? bias->data : NULL, M, N, s->stream);
-        LAUNCHED(s, "add_bias_round");
-        dev_free(s, acc, (size_t)(M * N) * sizeof(float));
-    }
-    cublasLtMatrixLayoutDestroy(la);
-    cublasLtMatrixLayoutDestroy(lb);
-    cublasLtMatrixLayoutDestroy(lc);
-    cublasLtMatmulDescDestroy(desc);
+    vox_k_mel_finish(features->data, features->dtype == VOX_DTYPE_BF16, logmel, (int64_t)n_out,
+                     max_key, s->stream);
+    LAUNCHED(s, "log_mel");
+done:
+    dev_free(s, wav, (size_t)n_pad * 4);
+    dev_free(s, logmel, n_out * 4);
+    dev_free(s, frames, (size_t)B * 400 * 4);
+    dev_free(s, spec, (size_t)B * 402 * 4);
+    dev_free(s, power, (size_t)B * 201 * 4);
+    dev_free(s, mel, (size_t)B * VOX_MEL_BINS * 4);
+    dev_free(s, max_key, sizeof(unsigned));
+    return st;
 }
 
 /* ---- other operations: kernels --------------------------------------------------------------- */
@@ -608,6 +693,9 @@ static void cu_destroy(vox_backend *be) {
     cudaFree(s->pos_dev);
     cudaFree(s->kv_len_dev);
     cudaFree(s->logits_dev);
+    cudaFree(s->mel_basis);
+    cudaFree(s->mel_window);
+    cudaFree(s->mel_filters);
     for (int i = 0; i < 2; i++) {
         cudaFreeHost(s->staging[i]);
         if (s->staging_done[i]) cudaEventDestroy(s->staging_done[i]);
@@ -702,6 +790,7 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
     be->embed = cu_embed;
     be->copy = cu_copy;
     be->kv_append = cu_kv_append;
+    be->log_mel = cu_log_mel;
     be->graph_begin = cu_graph_begin;
     be->graph_end = cu_graph_end;
     be->graph_replay = cu_graph_replay;

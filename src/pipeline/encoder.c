@@ -13,7 +13,7 @@ int vox_encoder_tokens_per_chunk(const vox_model *m) {
 
 /* The encoder's workspace for a group of chunks. */
 typedef struct {
-    vox_tensor feats, conv1, x, h, q, k, v, attn, ffn;
+    vox_tensor conv1, x, h, q, k, v, attn, ffn;
 } encoder_work;
 
 static void work_free(vox_backend *be, encoder_work *w) {
@@ -26,10 +26,8 @@ static vox_status work_alloc(vox_model *m, encoder_work *w, int64_t B, vox_error
     const vox_encoder_config *e = &m->cfg.encoder;
     vox_dtype a = be->act_type;
     int64_t t_in = 2 * (int64_t)e->max_source_positions, T = B * e->max_source_positions;
-    int64_t feat_shape[3] = {B, e->num_mel_bins, t_in};
     vox_status st;
-    if ((st = vox_tensor_new(be, &w->feats, a, 3, feat_shape, err)) ||
-        (st = vox_tensor_new2(be, &w->conv1, a, B * t_in, e->d_model, err)) ||
+    if ((st = vox_tensor_new2(be, &w->conv1, a, B * t_in, e->d_model, err)) ||
         (st = vox_tensor_new2(be, &w->x, a, T, e->d_model, err)) ||
         (st = vox_tensor_new2(be, &w->h, a, T, e->d_model, err)) ||
         (st = vox_tensor_new2(be, &w->q, a, T, e->d_model, err)) ||
@@ -65,22 +63,20 @@ static void encoder_layer(vox_model *m, const vox_encoder_layer *L, encoder_work
     be->add(be, &w->x, &w->x, &w->h);
 }
 
-/* One group of B chunks: features (host) -> embeds rows [B * 375, hidden]. */
-static vox_status encode_group(vox_model *m, encoder_work *w, const float *features, int B,
-                               vox_tensor *out, vox_error *err) {
+/* One group of B chunks: features [B, mel, 3000] -> embeds rows [B * 375, hidden]. */
+static void encode_group(vox_model *m, encoder_work *w, const vox_tensor *feats, int B,
+                         vox_tensor *out) {
     vox_backend *be = m->be;
     const vox_encoder_config *e = &m->cfg.encoder;
     int T = e->max_source_positions, t_in = 2 * T;
     /* Views sized for this group (the workspace may be larger). */
-    vox_tensor feats = vox_tensor_rows(&w->feats, 0, B);
     encoder_work g = *w;
     g.conv1 = vox_tensor_rows(&w->conv1, 0, (int64_t)B * t_in);
     vox_tensor *full[] = {&g.x, &g.h, &g.q, &g.k, &g.v, &g.attn, &g.ffn};
     for (size_t i = 0; i < sizeof full / sizeof *full; i++)
         *full[i] = vox_tensor_rows(full[i], 0, (int64_t)B * T);
 
-    be->upload_f32(be, &feats, features, (size_t)B * e->num_mel_bins * t_in);
-    be->conv1d_k3(be, &g.conv1, &feats, true, B, t_in, &m->conv1_w, &m->conv1_b, 1);
+    be->conv1d_k3(be, &g.conv1, feats, true, B, t_in, &m->conv1_w, &m->conv1_b, 1);
     be->gelu(be, &g.conv1);
     be->conv1d_k3(be, &g.x, &g.conv1, false, B, t_in, &m->conv2_w, &m->conv2_b, 2);
     be->gelu(be, &g.x);
@@ -98,11 +94,9 @@ static vox_status encode_group(vox_model *m, encoder_work *w, const float *featu
     be->matmul(be, &hidden, &grouped, &m->proj1, NULL);
     be->gelu(be, &hidden);
     be->matmul(be, out, &hidden, &m->proj2, NULL);
-    (void)err;
-    return VOX_OK;
 }
 
-vox_status vox_encoder_forward(vox_model *m, const float *features, size_t n_chunks,
+vox_status vox_encoder_forward(vox_model *m, const vox_tensor *features, size_t n_chunks,
                                vox_tensor *embeds, vox_error *err) {
     const vox_encoder_config *e = &m->cfg.encoder;
     VOX_ASSERT(e->max_source_positions % e->downsample_factor == 0);
@@ -113,11 +107,12 @@ vox_status vox_encoder_forward(vox_model *m, const float *features, size_t n_chu
     encoder_work w = {0};
     vox_status st = work_alloc(m, &w, group, err);
     if (st) return st;
-    size_t feat_per_chunk = (size_t)e->num_mel_bins * 2 * e->max_source_positions;
-    for (size_t c = 0; c < n_chunks && !st; c += (size_t)group) {
+    VOX_ASSERT(features->shape[0] == (int64_t)n_chunks);
+    for (size_t c = 0; c < n_chunks; c += (size_t)group) {
         int B = n_chunks - c < (size_t)group ? (int)(n_chunks - c) : group;
         vox_tensor out = vox_tensor_rows(embeds, (int64_t)c * per_chunk, (int64_t)B * per_chunk);
-        st = encode_group(m, &w, features + c * feat_per_chunk, B, &out, err);
+        vox_tensor feats = vox_tensor_rows(features, (int64_t)c, B);
+        encode_group(m, &w, &feats, B, &out);
     }
     work_free(m->be, &w);
     return st;

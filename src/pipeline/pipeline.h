@@ -9,9 +9,10 @@
  * size) while keeping the GEMMs large. */
 #define VOX_ENCODER_CHUNK_BATCH 8
 
-/* Runs the audio encoder and projector over features [n_chunks, mel, 3000] (host float32),
- * writing audio embeddings [n_chunks * 375, hidden] into `embeds` (allocated by the caller). */
-vox_status vox_encoder_forward(vox_model *m, const float *features, size_t n_chunks,
+/* Runs the audio encoder and projector over features [n_chunks, mel, 3000] (from the backend's
+ * log_mel), writing audio embeddings [n_chunks * 375, hidden] into `embeds` (allocated by the
+ * caller). */
+vox_status vox_encoder_forward(vox_model *m, const vox_tensor *features, size_t n_chunks,
                                vox_tensor *embeds, vox_error *err);
 /* Audio embeddings one chunk yields: max_source_positions / downsample_factor (375). */
 int vox_encoder_tokens_per_chunk(const vox_model *m);

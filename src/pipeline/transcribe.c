@@ -158,16 +158,17 @@ static vox_status dump_write(const char *path, const tensor_dump *d, const int32
 }
 
 /* Runs prompt + decode loop; fills r->ids, r->tokens, timings. */
-static vox_status generate(voxtral_context *ctx, const float *features, size_t n_chunks,
+static vox_status generate(voxtral_context *ctx, const float *samples, size_t n_samples,
                            const voxtral_transcribe_params *p, double audio_seconds,
                            voxtral_result *r, vox_error *err) {
     vox_model *m = ctx->model;
     vox_backend *be = ctx->be;
     const vox_decoder_config *d = &m->cfg.decoder;
+    size_t n_chunks = vox_mel_chunk_count(n_samples);
     size_t n_audio = n_chunks * (size_t)vox_encoder_tokens_per_chunk(m);
     int32_t *prompt = NULL;
     size_t n_prompt = 0, audio_at = 0;
-    vox_tensor audio = {0}, x = {0}, logits = {0};
+    vox_tensor features = {0}, audio = {0}, x = {0}, logits = {0};
     vox_kv_cache cache = {0};
     tensor_dump dump = {0};
     vox_status st = build_prompt(ctx, n_audio, p->language, &prompt, &n_prompt, &audio_at, err);
@@ -210,10 +211,16 @@ static vox_status generate(voxtral_context *ctx, const float *features, size_t n
         goto done;
     }
 
+    int mk_mel0 = be->mark(be);
+    int64_t feat_shape[3] = {(int64_t)n_chunks, m->cfg.encoder.num_mel_bins, VOX_CHUNK_FRAMES};
+    if ((st = vox_tensor_new(be, &features, be->act_type, 3, feat_shape, err)) ||
+        (st = be->log_mel(be, &features, samples, n_samples, err)))
+        goto done;
     int mk_enc0 = be->mark(be);
     if ((st = vox_tensor_new2(be, &audio, be->act_type, (int64_t)n_audio, d->hidden, err)) ||
-        (st = vox_encoder_forward(m, features, n_chunks, &audio, err)))
+        (st = vox_encoder_forward(m, &features, n_chunks, &audio, err)))
         goto done;
+    vox_tensor_free(be, &features);
     if (dump.audio && (st = be->download_f32(be, dump.audio, &audio, n_audio * dump.hidden, err)))
         goto done;
     int mk_emb0 = be->mark(be);
@@ -268,6 +275,7 @@ static vox_status generate(voxtral_context *ctx, const float *features, size_t n
     }
     int mk_end = be->mark(be);
     if ((st = be->sync(be, err))) goto done;
+    r->timings.mel_ms = be->elapsed_ms(be, mk_mel0, mk_enc0);
     r->timings.audio_encoder_ms = be->elapsed_ms(be, mk_enc0, mk_emb0);
     r->timings.token_embedding_ms = be->elapsed_ms(be, mk_emb0, mk_pre0);
     r->timings.prefill_ms = be->elapsed_ms(be, mk_pre0, mk_dec0 >= 0 ? mk_dec0 : mk_end);
@@ -283,6 +291,7 @@ done:
     free(dump.audio);
     free(dump.logits);
     vox_kv_cache_free(m, &cache);
+    vox_tensor_free(be, &features);
     vox_tensor_free(be, &audio);
     vox_tensor_free(be, &x);
     vox_tensor_free(be, &logits);
@@ -302,12 +311,7 @@ vox_status voxtral_transcribe_pcm(voxtral_context *ctx, const float *samples, si
     r->audio_seconds = (double)n_samples / VOX_SAMPLE_RATE;
     r->language = p->language;
     double t0 = wall_ms();
-    float *features = NULL;
-    size_t n_chunks = 0;
-    vox_status st = vox_mel_compute(samples, n_samples, &features, &n_chunks, err);
-    r->timings.mel_ms = wall_ms() - t0;
-    if (!st) st = generate(ctx, features, n_chunks, p, r->audio_seconds, r, err);
-    free(features);
+    vox_status st = generate(ctx, samples, n_samples, p, r->audio_seconds, r, err);
     if (!st) st = vox_tokenizer_decode(ctx->tok, r->ids, r->n_ids, &r->text, err);
     if (st) {
         voxtral_result_free(r);

@@ -28,16 +28,29 @@ static double encoder_rel_error(vox_model *mc, vox_model *mg, const char *file) 
     char path[1024];
     snprintf(path, sizeof path, "%s/tiny/audio/%s", VOX_FIXTURES, file);
     if (vox_audio_load(path, 0, &a, &err)) return INFINITY;
-    float *feats;
-    size_t n_chunks;
-    vox_mel_compute(a.samples, a.n_samples, &feats, &n_chunks, &err);
+    size_t n_chunks = vox_mel_chunk_count(a.n_samples);
     int64_t rows = (int64_t)n_chunks * vox_encoder_tokens_per_chunk(mc);
     int64_t hidden = mc->cfg.decoder.hidden;
-    vox_tensor ec, eg;
+    int64_t fshape[3] = {(int64_t)n_chunks, VOX_MEL_BINS, VOX_CHUNK_FRAMES};
+    vox_tensor ec, eg, fc, fg;
+    vox_tensor_new(mc->be, &fc, VOX_DTYPE_F32, 3, fshape, &err);
+    vox_tensor_new(mg->be, &fg, mg->be->act_type, 3, fshape, &err);
+    CHECK(mc->be->log_mel(mc->be, &fc, a.samples, a.n_samples, &err) == VOX_OK);
+    CHECK_MSG(mg->be->log_mel(mg->be, &fg, a.samples, a.n_samples, &err) == VOX_OK, "%s", err.msg);
+    /* the GPU front end: within bf16 rounding of the CPU's (|x| <= ~3: 2^-8 * 3 plus the f32
+     * DFT's own error, far smaller) */
+    size_t nf = vox_tensor_numel(&fc);
+    float *fcpu = malloc(nf * sizeof(float)), *fgpu = malloc(nf * sizeof(float));
+    mc->be->download_f32(mc->be, fcpu, &fc, nf, &err);
+    mg->be->download_f32(mg->be, fgpu, &fg, nf, &err);
+    gtu_compare("log_mel", fgpu, fcpu, nf, 1e-4, 1.0 / 256);
+    free(fcpu), free(fgpu);
     vox_tensor_new2(mc->be, &ec, VOX_DTYPE_F32, rows, hidden, &err);
     vox_tensor_new2(mg->be, &eg, mg->be->act_type, rows, hidden, &err);
-    CHECK(vox_encoder_forward(mc, feats, n_chunks, &ec, &err) == VOX_OK);
-    CHECK_MSG(vox_encoder_forward(mg, feats, n_chunks, &eg, &err) == VOX_OK, "%s", err.msg);
+    CHECK(vox_encoder_forward(mc, &fc, n_chunks, &ec, &err) == VOX_OK);
+    CHECK_MSG(vox_encoder_forward(mg, &fg, n_chunks, &eg, &err) == VOX_OK, "%s", err.msg);
+    vox_tensor_free(mc->be, &fc);
+    vox_tensor_free(mg->be, &fg);
     size_t n = (size_t)(rows * hidden);
     float *c = malloc(n * sizeof(float)), *g = malloc(n * sizeof(float));
     mc->be->download_f32(mc->be, c, &ec, n, &err);
@@ -56,7 +69,7 @@ static double encoder_rel_error(vox_model *mc, vox_model *mg, const char *file) 
     }
     printf("%-14s encoder output [%lld x %lld]: relative L2 error %.2e, worst row %lld at %.2e\n",
            file, (long long)rows, (long long)hidden, sqrt(num / den), (long long)worst_at, worst_row);
-    free(c), free(g), free(feats);
+    free(c), free(g);
     vox_tensor_free(mc->be, &ec);
     vox_tensor_free(mg->be, &eg);
     vox_audio_free(&a);
