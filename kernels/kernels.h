@@ -26,9 +26,6 @@ void vox_k_advance_positions(int64_t *pos, int32_t *lens, int n, cudaStream_t st
 /* *pos_dev = pos0 and kv_len_dev[i] = kv_len for i < n, in one launch. */
 void vox_k_set_position(int64_t *pos_dev, int32_t *kv_len_dev, int64_t pos0, int32_t kv_len, int n,
                         cudaStream_t stream);
-/* Rows [*pos_dev, *pos_dev + t) of cache [capacity, c] = src [t, c] (bf16). */
-void vox_k_kv_append(void *cache_bf16, const void *src_bf16, int64_t t, int64_t c,
-                     const int64_t *pos_dev, cudaStream_t stream);
 
 /* ---- GEMM epilogue (kernels/bias.cu) ---- */
 /* y[m, n] = bf16(acc[m, n] + bias[n]) (bias may be NULL): one rounding. */
@@ -64,6 +61,15 @@ void vox_k_add(void *y_bf16, const void *a_bf16, const void *b_bf16, int64_t n, 
 /* x[r, c] = bf16(float(x[r, c]) + p[r % t, c]) for r < rows: x bf16 [rows, C], p f32 [t, C]. */
 void vox_k_add_rows_f32(void *x_bf16, const float *p, int64_t rows, int64_t t, int64_t c,
                         cudaStream_t stream);
+
+/* ---- fused decoder operations (kernels/fused.cu) ---- */
+/* From qkv [t, (H + 2 Hkv) * D] (q | k | v): q_out [t, H*D] = rope(q), k_cache rows
+ * [*pos_dev, *pos_dev + t) = rope(k), v_cache rows = v. RoPE numerics as vox_k_rope. */
+void vox_k_qkv_rope_cache(void *q_out, void *k_cache, void *v_cache, const void *qkv, int64_t t,
+                          int n_heads, int n_kv_heads, int head_dim, const int64_t *pos_dev,
+                          double theta, cudaStream_t stream);
+/* y [rows, f] = bf16(bf16(silu(gate)) * up) with gate_up [rows, 2f] = (gate | up) per row. */
+void vox_k_swiglu(void *y, const void *gate_up, int64_t rows, int64_t f, cudaStream_t stream);
 
 /* ---- normalisation ---- */
 /* LayerNorm over the last dim, fp32 statistics: y = bf16((x - mean) * rstd * w + b). y may alias x. */

@@ -98,8 +98,8 @@ struct vox_backend {
                      float eps);
     /* x = GELU(x), exact (erf) form, in place. */
     void (*gelu)(vox_backend *be, vox_tensor *x);
-    /* y[M,F] = silu(gate[M,F]) * up[M,F]. y may alias gate. */
-    void (*silu_mul)(vox_backend *be, vox_tensor *y, const vox_tensor *gate, const vox_tensor *up);
+    /* y[M,F] = silu(gate) * up, from gate_up [M, 2F] holding (gate | up) in each row. */
+    void (*swiglu)(vox_backend *be, vox_tensor *y, const vox_tensor *gate_up);
     /* y = a + b, same shapes. y may alias a or b. */
     void (*add)(vox_backend *be, vox_tensor *y, const vox_tensor *a, const vox_tensor *b);
     /* x[B*T, C] += p[T, C] for each of the B blocks of T rows (p is F32; the sum is formed in
@@ -110,10 +110,13 @@ struct vox_backend {
      * y is [B*T_out, C_out] (time-major), T_out = (T_in - 1) / stride + 1; w [C_out, C_in, 3]. */
     void (*conv1d_k3)(vox_backend *be, vox_tensor *y, const vox_tensor *x, bool x_channels_first,
                       int batch, int t_in, const vox_tensor *w, const vox_tensor *bias, int stride);
-    /* Rotary embedding, rotate-half pairing (dim i with i + D/2), in place on x[T, H*D];
-     * row t has position pos0 + t. inv_freq_i = theta^(-2i/D). */
-    void (*rope)(vox_backend *be, vox_tensor *x, int n_heads, int head_dim, int64_t pos0,
-                 double theta);
+    /* The decoder's fused projection qkv [T, (H + 2 Hkv) * D] = (q | k | v) per row, split:
+     * q_out [T, H*D] = rope(q); rows [pos0, pos0 + T) of k_cache and v_cache [capacity, Hkv*D]
+     * = rope(k) and v. Rotary embedding with the rotate-half pairing (dim i with i + D/2),
+     * inv_freq_i = theta^(-2i/D), row t at position pos0 + t. */
+    void (*qkv_rope_cache)(vox_backend *be, vox_tensor *q_out, vox_tensor *k_cache,
+                           vox_tensor *v_cache, const vox_tensor *qkv, int n_heads,
+                           int n_kv_heads, int head_dim, int64_t pos0, double theta);
     /* Scaled dot-product attention over `batch` independent sequences, fp32 softmax.
      * q [batch*Tq, Hq*D], k and v [batch*S, Hkv*D] with S >= Tk rows a sequence (a cache may
      * pass all its rows; only the first Tk are attended), out like q.
@@ -127,8 +130,6 @@ struct vox_backend {
                   size_t n);
     /* dst = src, same element count and dtype (views allowed). */
     void (*copy)(vox_backend *be, vox_tensor *dst, const vox_tensor *src);
-    /* Rows [pos0, pos0 + T) of cache [capacity, C] = src [T, C]: a step's keys or values. */
-    void (*kv_append)(vox_backend *be, vox_tensor *cache, const vox_tensor *src, int64_t pos0);
     /* Statistics of logits [1, V] (see vox_logits_stats); chosen < 0 means the argmax; k <= 20.
      * Synchronises: the only device-to-host traffic of a decode step. */
     vox_status (*logits_stats)(vox_backend *be, const vox_tensor *logits, int32_t chosen, int k,
@@ -136,7 +137,7 @@ struct vox_backend {
 
     /* ---- graphs (optional: NULL where the backend has none) ---- */
     /* Between graph_begin and graph_end, operations are recorded instead of run: one decode
-     * step (one row at one position). The position it was given (rope, kv_append, decode
+     * step (one row at one position). The position it was given (qkv_rope_cache, decode
      * attention) is not frozen: graph_replay(pos0) runs the step at position pos0, attending to
      * pos0 + 1 cached rows. */
     void (*graph_begin)(vox_backend *be);

@@ -209,15 +209,18 @@ static void cpu_gelu(vox_backend *be, vox_tensor *x) {
     for (size_t i = 0; i < n; i++) p[i] = 0.5f * p[i] * (1.0f + erff(p[i] * 0.70710678118654752f));
 }
 
-static void cpu_silu_mul(vox_backend *be, vox_tensor *y, const vox_tensor *gate,
-                         const vox_tensor *up) {
+static void cpu_swiglu(vox_backend *be, vox_tensor *y, const vox_tensor *gate_up) {
     (void)be;
-    size_t n = vox_tensor_numel(gate);
-    VOX_ASSERT(vox_tensor_numel(up) == n && vox_tensor_numel(y) == n);
-    const float *g = act(gate), *u = act(up);
+    int64_t M = rows_of(gate_up), F = cols_of(gate_up) / 2;
+    VOX_ASSERT(cols_of(gate_up) == 2 * F && rows_of(y) == M && cols_of(y) == F);
+    const float *gu = act(gate_up);
     float *o = act(y);
 #pragma omp parallel for
-    for (size_t i = 0; i < n; i++) o[i] = (g[i] / (1.0f + expf(-g[i]))) * u[i];
+    for (int64_t r = 0; r < M; r++)
+        for (int64_t i = 0; i < F; i++) {
+            float g = gu[r * 2 * F + i], u = gu[r * 2 * F + F + i];
+            o[r * F + i] = (g / (1.0f + expf(-g))) * u;
+        }
 }
 
 static void cpu_add(vox_backend *be, vox_tensor *y, const vox_tensor *a, const vox_tensor *b) {
@@ -284,9 +287,7 @@ static void cpu_conv1d_k3(vox_backend *be, vox_tensor *y, const vox_tensor *x,
     free(bf);
 }
 
-static void cpu_rope(vox_backend *be, vox_tensor *x, int n_heads, int head_dim, int64_t pos0,
-                     double theta) {
-    (void)be;
+static void rope_rows(vox_tensor *x, int n_heads, int head_dim, int64_t pos0, double theta) {
     int64_t T = rows_of(x);
     VOX_ASSERT(cols_of(x) == (int64_t)n_heads * head_dim && head_dim % 2 == 0);
     int half = head_dim / 2;
@@ -306,6 +307,25 @@ static void cpu_rope(vox_backend *be, vox_tensor *x, int n_heads, int head_dim, 
             }
         }
     }
+}
+
+static void cpu_qkv_rope_cache(vox_backend *be, vox_tensor *q_out, vox_tensor *k_cache,
+                               vox_tensor *v_cache, const vox_tensor *qkv, int n_heads,
+                               int n_kv_heads, int head_dim, int64_t pos0, double theta) {
+    (void)be;
+    int64_t T = rows_of(qkv), QD = (int64_t)n_heads * head_dim, KD = (int64_t)n_kv_heads * head_dim;
+    VOX_ASSERT(cols_of(qkv) == QD + 2 * KD && rows_of(q_out) == T && cols_of(q_out) == QD);
+    VOX_ASSERT(cols_of(k_cache) == KD && pos0 + T <= rows_of(k_cache));
+    const float *src = act(qkv);
+    float *q = act(q_out), *k = act(k_cache) + pos0 * KD, *v = act(v_cache) + pos0 * KD;
+    for (int64_t t = 0; t < T; t++) {
+        memcpy(q + t * QD, src + t * (QD + 2 * KD), (size_t)QD * sizeof(float));
+        memcpy(k + t * KD, src + t * (QD + 2 * KD) + QD, (size_t)KD * sizeof(float));
+        memcpy(v + t * KD, src + t * (QD + 2 * KD) + QD + KD, (size_t)KD * sizeof(float));
+    }
+    vox_tensor k_rows = vox_tensor_rows(k_cache, pos0, T);
+    rope_rows(q_out, n_heads, head_dim, pos0, theta);
+    rope_rows(&k_rows, n_kv_heads, head_dim, pos0, theta);
 }
 
 static void cpu_attention(vox_backend *be, vox_tensor *out, const vox_tensor *q,
@@ -372,11 +392,6 @@ static void cpu_copy(vox_backend *be, vox_tensor *dst, const vox_tensor *src) {
     (void)be;
     VOX_ASSERT(dst->dtype == src->dtype && vox_tensor_nbytes(dst) == vox_tensor_nbytes(src));
     memmove(dst->data, src->data, vox_tensor_nbytes(src));
-}
-
-static void cpu_kv_append(vox_backend *be, vox_tensor *cache, const vox_tensor *src, int64_t pos0) {
-    vox_tensor dst = vox_tensor_rows(cache, pos0, rows_of(src));
-    cpu_copy(be, &dst, src);
 }
 
 static vox_status cpu_log_mel(vox_backend *be, vox_tensor *features, const float *samples,
@@ -450,15 +465,14 @@ vox_status vox_backend_cpu_create(vox_backend **out, vox_error *err) {
         .layer_norm = cpu_layer_norm,
         .rms_norm = cpu_rms_norm,
         .gelu = cpu_gelu,
-        .silu_mul = cpu_silu_mul,
+        .swiglu = cpu_swiglu,
         .add = cpu_add,
         .add_rows_f32 = cpu_add_rows_f32,
         .conv1d_k3 = cpu_conv1d_k3,
-        .rope = cpu_rope,
+        .qkv_rope_cache = cpu_qkv_rope_cache,
         .attention = cpu_attention,
         .embed = cpu_embed,
         .copy = cpu_copy,
-        .kv_append = cpu_kv_append,
         .log_mel = cpu_log_mel,
         .logits_stats = cpu_logits_stats,
         .mark = cpu_mark,

@@ -448,9 +448,11 @@ static void cu_gelu(vox_backend *be, vox_tensor *x) {
     LAUNCHED(S(be), "gelu");
 }
 
-static void cu_silu_mul(vox_backend *be, vox_tensor *y, const vox_tensor *gate, const vox_tensor *up) {
-    vox_k_silu_mul(y->data, gate->data, up->data, (int64_t)vox_tensor_numel(gate), S(be)->stream);
-    LAUNCHED(S(be), "silu_mul");
+static void cu_swiglu(vox_backend *be, vox_tensor *y, const vox_tensor *gate_up) {
+    int64_t F = cols(gate_up) / 2;
+    VOX_ASSERT(cols(gate_up) == 2 * F && cols(y) == F && rows(y) == rows(gate_up));
+    vox_k_swiglu(y->data, gate_up->data, rows(gate_up), F, S(be)->stream);
+    LAUNCHED(S(be), "swiglu");
 }
 
 static void cu_add(vox_backend *be, vox_tensor *y, const vox_tensor *a, const vox_tensor *b) {
@@ -490,12 +492,17 @@ static void device_position(cuda_state *s, int64_t pos0, int64_t kv_len) {
     LAUNCHED(s, "set_position");
 }
 
-static void cu_rope(vox_backend *be, vox_tensor *x, int n_heads, int head_dim, int64_t pos0,
-                    double theta) {
+static void cu_qkv_rope_cache(vox_backend *be, vox_tensor *q_out, vox_tensor *k_cache,
+                              vox_tensor *v_cache, const vox_tensor *qkv, int n_heads,
+                              int n_kv_heads, int head_dim, int64_t pos0, double theta) {
     cuda_state *s = S(be);
-    device_position(s, pos0, pos0 + rows(x));
-    vox_k_rope(x->data, rows(x), n_heads, head_dim, s->pos_dev, theta, s->stream);
-    LAUNCHED(s, "rope");
+    int64_t T = rows(qkv), QD = (int64_t)n_heads * head_dim, KD = (int64_t)n_kv_heads * head_dim;
+    VOX_ASSERT(cols(qkv) == QD + 2 * KD && rows(q_out) == T && cols(q_out) == QD);
+    VOX_ASSERT(cols(k_cache) == KD && cols(v_cache) == KD && pos0 + T <= rows(k_cache));
+    device_position(s, pos0, pos0 + T);
+    vox_k_qkv_rope_cache(q_out->data, k_cache->data, v_cache->data, qkv->data, T, n_heads,
+                         n_kv_heads, head_dim, s->pos_dev, theta, s->stream);
+    LAUNCHED(s, "qkv_rope_cache");
 }
 
 static vox_status ensure_attn_ws(cuda_state *s, size_t bytes, vox_error *err) {
@@ -573,15 +580,6 @@ static void cu_copy(vox_backend *be, vox_tensor *dst, const vox_tensor *src) {
     VOX_ASSERT(dst->dtype == src->dtype && vox_tensor_nbytes(dst) == vox_tensor_nbytes(src));
     note_error(S(be), cudaMemcpyAsync(dst->data, src->data, vox_tensor_nbytes(src),
                                       cudaMemcpyDeviceToDevice, S(be)->stream), "copy");
-}
-
-static void cu_kv_append(vox_backend *be, vox_tensor *cache, const vox_tensor *src, int64_t pos0) {
-    cuda_state *s = S(be);
-    VOX_ASSERT(cache->dtype == src->dtype && cols(cache) == cols(src));
-    VOX_ASSERT(pos0 + rows(src) <= rows(cache));
-    device_position(s, pos0, pos0 + rows(src));
-    vox_k_kv_append(cache->data, src->data, rows(src), cols(src), s->pos_dev, s->stream);
-    LAUNCHED(s, "kv_append");
 }
 
 /* ---- graphs ---------------------------------------------------------------------------------- */
@@ -781,15 +779,14 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
     be->layer_norm = cu_layer_norm;
     be->rms_norm = cu_rms_norm;
     be->gelu = cu_gelu;
-    be->silu_mul = cu_silu_mul;
+    be->swiglu = cu_swiglu;
     be->add = cu_add;
     be->add_rows_f32 = cu_add_rows_f32;
     be->conv1d_k3 = cu_conv1d_k3;
-    be->rope = cu_rope;
+    be->qkv_rope_cache = cu_qkv_rope_cache;
     be->attention = cu_attention;
     be->embed = cu_embed;
     be->copy = cu_copy;
-    be->kv_append = cu_kv_append;
     be->log_mel = cu_log_mel;
     be->graph_begin = cu_graph_begin;
     be->graph_end = cu_graph_end;

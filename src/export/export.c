@@ -163,6 +163,7 @@ typedef struct {
     int64_t shape[VOX_ST_MAX_DIMS];
     vox_dtype dtype;               /* as written */
     int permute_heads;             /* > 0: q/k rows interleaved -> rotate-half, this many heads */
+    int layer;
 } plan_entry;
 
 typedef struct {
@@ -194,6 +195,7 @@ static vox_status plan_add(plan *p, const vox_checkpoint *ck, vox_tensor_kind k,
     plan_entry *e = &p->e[p->n];
     memset(e, 0, sizeof *e);
     e->kind = k;
+    e->layer = layer;
     snprintf(e->name, sizeof e->name, ours[k].name, layer);
     e->ndim = expected_shape(k, &ck->hp, e->shape);
 
@@ -380,6 +382,45 @@ static size_t file_size(const char *path) {
     return stat(path, &s) == 0 ? (size_t)s.st_size : 0;
 }
 
+/* The decoder's matrices that read the same input are written as one, rows concatenated, so
+ * that a decode step makes one GEMV of them: q|k|v and gate|up. Returns how many consecutive
+ * plan entries (starting at kind k) form one output, and its name. */
+static int fused_parts(vox_tensor_kind k, const char **name_fmt) {
+    if (k == VOX_T_DEC_Q_W) {
+        *name_fmt = "layers.%d.attn.qkv.weight";
+        return 3;
+    }
+    if (k == VOX_T_DEC_GATE_W) {
+        *name_fmt = "layers.%d.mlp.gate_up.weight";
+        return 2;
+    }
+    return 1;
+}
+
+/* Converts `parts` consecutive plan entries into one buffer, rows concatenated. */
+static vox_status fuse_entries(const plan_entry *e, int parts, void **buf, int64_t shape[2],
+                               const char *path, vox_error *err) {
+    int64_t rows = 0, cols = e[0].shape[1];
+    for (int j = 0; j < parts; j++) {
+        VOX_ASSERT(e[j].kind == e[0].kind + j && e[j].layer == e[0].layer && e[j].shape[1] == cols);
+        rows += e[j].shape[0];
+    }
+    size_t esz = vox_dtype_size(e[0].dtype);
+    *buf = malloc((size_t)(rows * cols) * esz);
+    if (!*buf) return vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory fusing %s", path, e[0].name);
+    int64_t at = 0;
+    for (int j = 0; j < parts; j++) {
+        vox_status st = convert_matrix((char *)*buf + (size_t)(at * cols) * esz, e[0].dtype,
+                                       e[j].src->data, e[j].src->dtype, e[j].shape[0], cols,
+                                       e[j].permute_heads, err);
+        if (st) return st;
+        at += e[j].shape[0];
+    }
+    shape[0] = rows;
+    shape[1] = cols;
+    return VOX_OK;
+}
+
 /* Writes one blob: tensors that keep their bytes are referenced in the source mapping, the
  * others converted into buffers freed once the blob is saved. */
 static vox_status write_blob(const plan *p, vox_blob blob, const float *positions,
@@ -396,6 +437,18 @@ static vox_status write_blob(const plan *p, vox_blob blob, const float *position
     for (size_t i = 0; i < p->n && st == VOX_OK; i++) {
         const plan_entry *e = &p->e[i];
         if (ours[e->kind].blob != blob) continue;
+        const char *fused_fmt;
+        int parts = fused_parts(e->kind, &fused_fmt);
+        if (parts > 1) {
+            int64_t shape[2];
+            char name[64];
+            snprintf(name, sizeof name, fused_fmt, e->layer);
+            st = fuse_entries(e, parts, &bufs[i], shape, path, err);
+            if (st == VOX_OK) st = vox_st_writer_add(w, name, e->dtype, 2, shape, bufs[i], err);
+            count++;
+            i += (size_t)parts - 1;
+            continue;
+        }
         const void *data;
         if (!e->src) {
             data = positions;

@@ -32,10 +32,11 @@
  *                   projector.linear1.weight [projector_dim, d*downsample],
  *                   projector.linear2.weight [projector_dim, projector_dim]
  *   token_embedding: embedding [vocab_size, hidden]
- *   text_decoder:   layers.L.attn_norm.weight [hidden], layers.L.attn.q.weight [heads*head_dim, hidden],
- *                   layers.L.attn.k.weight [kv_heads*head_dim, hidden], layers.L.attn.v.weight (same),
+ *   text_decoder:   layers.L.attn_norm.weight [hidden],
+ *                   layers.L.attn.qkv.weight [(heads + 2*kv_heads)*head_dim, hidden]: the rows of
+ *                       q, then k, then v (one GEMM for the three projections),
  *                   layers.L.attn.o.weight [hidden, heads*head_dim], layers.L.ffn_norm.weight [hidden],
- *                   layers.L.mlp.gate.weight [ffn, hidden], layers.L.mlp.up.weight [ffn, hidden],
+ *                   layers.L.mlp.gate_up.weight [2*ffn, hidden]: the rows of gate, then up,
  *                   layers.L.mlp.down.weight [hidden, ffn], norm.weight [hidden],
  *                   lm_head.weight [vocab_size, hidden]
  * q/k rows use the rotate-half RoPE pairing (dim i with i + head_dim/2), as transformers does.

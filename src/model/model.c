@@ -97,13 +97,10 @@ static vox_status list_weights(vox_model *m, weight_list *l_out, vox_error *err)
     for (int i = 0; i < d->layers; i++) {
         vox_decoder_layer *L = &m->dec_layers[i];
         WANT(dec, &L->attn_norm, 1, H, 0, 0, "layers.%d.attn_norm.weight", i);
-        WANT(dec, &L->q, 2, QD, H, 0, "layers.%d.attn.q.weight", i);
-        WANT(dec, &L->k, 2, KD, H, 0, "layers.%d.attn.k.weight", i);
-        WANT(dec, &L->v, 2, KD, H, 0, "layers.%d.attn.v.weight", i);
+        WANT(dec, &L->qkv, 2, QD + 2 * KD, H, 0, "layers.%d.attn.qkv.weight", i);
         WANT(dec, &L->o, 2, H, QD, 0, "layers.%d.attn.o.weight", i);
         WANT(dec, &L->ffn_norm, 1, H, 0, 0, "layers.%d.ffn_norm.weight", i);
-        WANT(dec, &L->gate, 2, d->ffn_dim, H, 0, "layers.%d.mlp.gate.weight", i);
-        WANT(dec, &L->up, 2, d->ffn_dim, H, 0, "layers.%d.mlp.up.weight", i);
+        WANT(dec, &L->gate_up, 2, 2 * (int64_t)d->ffn_dim, H, 0, "layers.%d.mlp.gate_up.weight", i);
         WANT(dec, &L->down, 2, H, d->ffn_dim, 0, "layers.%d.mlp.down.weight", i);
     }
     WANT(dec, &m->dec_norm, 1, H, 0, 0, "norm.weight");

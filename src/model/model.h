@@ -24,9 +24,11 @@ typedef struct {
 
 typedef struct {
     vox_tensor attn_norm;                    /* [hidden] */
-    vox_tensor q, k, v, o;                   /* [H*hd, hidden], [Hkv*hd, hidden] x2, [hidden, H*hd] */
+    vox_tensor qkv;                          /* [(H + 2 Hkv) * hd, hidden]: q | k | v rows */
+    vox_tensor o;                            /* [hidden, H*hd] */
     vox_tensor ffn_norm;                     /* [hidden] */
-    vox_tensor gate, up, down;               /* [ffn, hidden] x2, [hidden, ffn] */
+    vox_tensor gate_up;                      /* [2 ffn, hidden]: gate | up rows */
+    vox_tensor down;                         /* [hidden, ffn] */
 } vox_decoder_layer;
 
 typedef struct {

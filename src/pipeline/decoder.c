@@ -19,12 +19,11 @@ static vox_status work_alloc(vox_model *m, vox_decoder_work *w, int64_t T, vox_e
     vox_status st;
     memset(w, 0, sizeof *w);
     if ((st = vox_tensor_new2(be, &w->h, a, T, d->hidden, err)) ||
+        (st = vox_tensor_new2(be, &w->qkv, a, T, QD + 2 * KD, err)) ||
         (st = vox_tensor_new2(be, &w->q, a, T, QD, err)) ||
-        (st = vox_tensor_new2(be, &w->k, a, T, KD, err)) ||
-        (st = vox_tensor_new2(be, &w->v, a, T, KD, err)) ||
         (st = vox_tensor_new2(be, &w->attn, a, T, QD, err)) ||
-        (st = vox_tensor_new2(be, &w->gate, a, T, d->ffn_dim, err)) ||
-        (st = vox_tensor_new2(be, &w->up, a, T, d->ffn_dim, err))) {
+        (st = vox_tensor_new2(be, &w->gate_up, a, T, 2 * (int64_t)d->ffn_dim, err)) ||
+        (st = vox_tensor_new2(be, &w->act, a, T, d->ffn_dim, err))) {
         work_free(be, w);
         vox_error_prefix(err, "text_decoder workspace for %lld positions", (long long)T);
     }
@@ -82,13 +81,9 @@ static void decoder_layers(vox_model *m, vox_kv_cache *c, vox_tensor *x, vox_ten
         const vox_decoder_layer *L = &m->dec_layers[l];
         /* x += o(attention(rope(q), cache(rope(k)), cache(v))) of RMSNorm(x) */
         be->rms_norm(be, &w->h, x, &L->attn_norm, eps);
-        be->matmul(be, &w->q, &w->h, &L->q, NULL);
-        be->matmul(be, &w->k, &w->h, &L->k, NULL);
-        be->matmul(be, &w->v, &w->h, &L->v, NULL);
-        be->rope(be, &w->q, d->heads, d->head_dim, pos0, d->rope_theta);
-        be->rope(be, &w->k, d->kv_heads, d->head_dim, pos0, d->rope_theta);
-        be->kv_append(be, &c->k[l], &w->k, pos0);
-        be->kv_append(be, &c->v[l], &w->v, pos0);
+        be->matmul(be, &w->qkv, &w->h, &L->qkv, NULL);
+        be->qkv_rope_cache(be, &w->q, &c->k[l], &c->v[l], &w->qkv, d->heads, d->kv_heads,
+                           d->head_dim, pos0, d->rope_theta);
         vox_tensor k_all = c->k[l], v_all = c->v[l];
         if (T > 1) {
             k_all = vox_tensor_rows(&c->k[l], 0, pos0 + T);
@@ -100,10 +95,9 @@ static void decoder_layers(vox_model *m, vox_kv_cache *c, vox_tensor *x, vox_ten
         be->add(be, x, x, &w->h);
         /* x += down(silu(gate(h)) * up(h)), h = RMSNorm(x) */
         be->rms_norm(be, &w->h, x, &L->ffn_norm, eps);
-        be->matmul(be, &w->gate, &w->h, &L->gate, NULL);
-        be->matmul(be, &w->up, &w->h, &L->up, NULL);
-        be->silu_mul(be, &w->gate, &w->gate, &w->up);
-        be->matmul(be, &w->h, &w->gate, &L->down, NULL);
+        be->matmul(be, &w->gate_up, &w->h, &L->gate_up, NULL);
+        be->swiglu(be, &w->act, &w->gate_up);
+        be->matmul(be, &w->h, &w->act, &L->down, NULL);
         be->add(be, x, x, &w->h);
     }
     /* Only the last position's logits are needed to choose the next token. */

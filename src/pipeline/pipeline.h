@@ -19,7 +19,7 @@ int vox_encoder_tokens_per_chunk(const vox_model *m);
 
 /* Activations of the decoder for T rows. */
 typedef struct {
-    vox_tensor h, q, k, v, attn, gate, up;
+    vox_tensor h, qkv, q, attn, gate_up, act;
 } vox_decoder_work;
 
 /* Key/value cache of the text decoder: per layer [capacity, kv_heads * head_dim], and what a

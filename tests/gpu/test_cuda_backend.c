@@ -121,10 +121,18 @@ static void test_elementwise(int64_t M, int64_t C) {
     cpu->add(cpu, &y.c, &a.c, &b.c);
     gpu->add(gpu, &y.g, &a.g, &b.g);
     compare(what, &y, 0, 1.0 / 256);
-    snprintf(what, sizeof what, "silu_mul %lldx%lld", (long long)M, (long long)C);
-    cpu->silu_mul(cpu, &y.c, &a.c, &b.c);
-    gpu->silu_mul(gpu, &y.g, &a.g, &b.g);
-    compare(what, &y, 1e-6, 1.0 / 128);
+    snprintf(what, sizeof what, "swiglu %lldx%lld", (long long)M, (long long)C / 2);
+    {
+        pair half = pair_new(M, C / 2, 0.0f);
+        vox_tensor gc = vox_tensor_reshape2(&a.c, M, C / 2 * 2), gg = vox_tensor_reshape2(&a.g, M, C / 2 * 2);
+        if (C % 2 == 0) {
+            cpu->swiglu(cpu, &half.c, &gc);
+            gpu->swiglu(gpu, &half.g, &gg);
+            /* silu rounded, then the product: two roundings */
+            compare(what, &half, 1e-6, 1.0 / 128);
+        }
+        pair_free(&half, false);
+    }
     snprintf(what, sizeof what, "gelu %lldx%lld", (long long)M, (long long)C);
     cpu->gelu(cpu, &a.c);
     gpu->gelu(gpu, &a.g);
@@ -182,30 +190,47 @@ static void test_conv(int B, int c_in, int c_mid, int t_in) {
     pair_free(&w1, true), pair_free(&b1, true), pair_free(&w2, true), pair_free(&b2, true);
 }
 
-static void test_rope(int64_t T, int H, int D, int64_t pos0) {
-    char what[128];
-    snprintf(what, sizeof what, "rope T=%lld H=%d D=%d pos0=%lld", (long long)T, H, D, (long long)pos0);
-    pair x = pair_new(T, (int64_t)H * D, 1.0f);
+/* qkv [T, (H + 2Hkv) D] -> q (roped), k (roped) and v into cache rows [pos0, pos0 + T). */
+static void test_qkv_rope_cache(int64_t T, int H, int Hkv, int D, int64_t pos0, int64_t capacity) {
+    char what[160];
+    int64_t QD = (int64_t)H * D, KD = (int64_t)Hkv * D;
+    pair qkv = pair_new(T, QD + 2 * KD, 1.0f), q = pair_new(T, QD, 0.0f);
+    pair kc = pair_new(capacity, KD, 1.0f), vc = pair_new(capacity, KD, 1.0f);
     /* torch rounds x*cos, rotate_half(x)*sin and their sum to bf16, with cos/sin themselves in
      * bf16: four roundings of terms bounded by |a| + |b| for the pair (a, b) of each output. */
-    float *bound = malloc(x.n * sizeof(float));
+    float *qb = malloc(q.n * sizeof(float)), *kb = malloc(kc.n * sizeof(float));
     int half = D / 2;
-    for (int64_t t = 0; t < T; t++)
-        for (int h = 0; h < H; h++)
-            for (int i = 0; i < half; i++) {
-                size_t o = (size_t)(t * H * D + h * D + i);
-                float b = (fabsf(x.host[o]) + fabsf(x.host[o + half])) * 4.0f / 256.0f + 1e-6f;
-                bound[o] = bound[o + half] = b;
-            }
-    cpu->rope(cpu, &x.c, H, D, pos0, 1e8);
-    gpu->rope(gpu, &x.g, H, D, pos0, 1e8);
-    float *got = malloc(x.n * sizeof(float)), *ref = malloc(x.n * sizeof(float));
+    for (size_t i = 0; i < kc.n; i++) kb[i] = 0.0f; /* untouched rows and v: exact */
+    for (int64_t t = 0; t < T; t++) {
+        const float *row = qkv.host + t * (QD + 2 * KD);
+        for (int64_t j = 0; j < QD; j++) {
+            int64_t h = j / D, i = j % D, p = i < half ? i + half : i - half;
+            qb[t * QD + j] = (fabsf(row[j]) + fabsf(row[h * D + p])) * 4.0f / 256.0f + 1e-6f;
+        }
+        for (int64_t j = 0; j < KD; j++) {
+            int64_t h = j / D, i = j % D, p = i < half ? i + half : i - half;
+            kb[(pos0 + t) * KD + j] = (fabsf(row[QD + j]) + fabsf(row[QD + h * D + p])) * 4.0f / 256.0f + 1e-6f;
+        }
+    }
+    cpu->qkv_rope_cache(cpu, &q.c, &kc.c, &vc.c, &qkv.c, H, Hkv, D, pos0, 1e8);
+    gpu->qkv_rope_cache(gpu, &q.g, &kc.g, &vc.g, &qkv.g, H, Hkv, D, pos0, 1e8);
     vox_error err;
-    gpu->download_f32(gpu, got, &x.g, x.n, &err);
-    cpu->download_f32(cpu, ref, &x.c, x.n, &err);
-    gtu_compare_bound(what, got, ref, bound, x.n);
-    free(got), free(ref), free(bound);
-    pair_free(&x, false);
+    pair *outs[2] = {&q, &kc};
+    float *bounds[2] = {qb, kb};
+    const char *names[2] = {"q", "k cache"};
+    for (int o = 0; o < 2; o++) {
+        float *got = malloc(outs[o]->n * sizeof(float)), *ref = malloc(outs[o]->n * sizeof(float));
+        gpu->download_f32(gpu, got, &outs[o]->g, outs[o]->n, &err);
+        cpu->download_f32(cpu, ref, &outs[o]->c, outs[o]->n, &err);
+        snprintf(what, sizeof what, "qkv_rope_cache %s T=%lld H=%d/%d D=%d pos0=%lld", names[o],
+                 (long long)T, H, Hkv, D, (long long)pos0);
+        gtu_compare_bound(what, got, ref, bounds[o], outs[o]->n);
+        free(got), free(ref);
+    }
+    snprintf(what, sizeof what, "qkv_rope_cache v cache T=%lld pos0=%lld", (long long)T, (long long)pos0);
+    compare(what, &vc, 0, 0);
+    free(qb), free(kb);
+    pair_free(&qkv, false), pair_free(&q, false), pair_free(&kc, false), pair_free(&vc, false);
 }
 
 /* Attention through the table: encoder (batched, bidirectional), prefill (causal, GQA, q_pos0 > 0
@@ -255,17 +280,6 @@ static void test_embed_copy(int64_t V, int64_t C, size_t n) {
     free(ids);
 }
 
-static void test_kv_append(int64_t capacity, int64_t C, int64_t T, int64_t pos0) {
-    char what[128];
-    snprintf(what, sizeof what, "kv_append cap=%lld C=%lld T=%lld pos0=%lld", (long long)capacity,
-             (long long)C, (long long)T, (long long)pos0);
-    pair cache = pair_new(capacity, C, 1.0f), src = pair_new(T, C, 1.0f);
-    cpu->kv_append(cpu, &cache.c, &src.c, pos0);
-    gpu->kv_append(gpu, &cache.g, &src.g, pos0);
-    compare(what, &cache, 0, 0);
-    pair_free(&cache, false), pair_free(&src, false);
-}
-
 static void test_logits(int64_t V, int k, int32_t chosen) {
     pair l = pair_new(1, V, 3.0f);
     vox_logits_stats a, b;
@@ -312,18 +326,16 @@ int main(void) {
     test_conv(1, 128, 64, 3000);
     test_conv(2, 128, 64, 3000);
     test_conv(3, 7, 40, 17);
-    test_rope(1, 32, 128, 411);
-    test_rope(388, 8, 128, 0);
-    test_rope(5, 4, 32, 31000);
+    test_qkv_rope_cache(1, 32, 8, 128, 411, 500);
+    test_qkv_rope_cache(388, 32, 8, 128, 0, 400);
+    test_qkv_rope_cache(5, 4, 2, 32, 31000, 31010);
+    test_qkv_rope_cache(3, 3, 1, 6, 7, 12); /* odd sizes: the scalar path */
     test_attention(2, 1500, 1500, 1500, 20, 20, 64, false, 0); /* encoder, 2 chunks */
     test_attention(3, 17, 17, 17, 4, 4, 64, false, 0);
     test_attention(1, 388, 388, 388, 32, 8, 128, true, 0);     /* prefill */
     test_attention(1, 7, 130, 130, 4, 2, 32 * 4, true, 123);   /* prompt in pieces */
     test_attention(1, 1, 389, 389, 32, 8, 128, true, 388);     /* decode */
     test_attention(1, 1, 5000, 5000, 32, 8, 128, true, 4999);  /* long decode */
-    test_kv_append(400, 1024, 1, 399);
-    test_kv_append(400, 1024, 388, 0);
-    test_kv_append(50, 33, 7, 13);
     test_embed_copy(1037, 3072, 17);
     test_embed_copy(131072, 128, 1);
     test_logits(131072, 20, -1);

@@ -132,14 +132,15 @@ static const name_map names[] = {
     {"projector.linear2.weight", "multi_modal_projector.linear_2.weight", 0, 0},
     {"embedding", "language_model.model.embed_tokens.weight", 1, 0},
     {"layers.%d.attn_norm.weight", "language_model.model.layers.%d.input_layernorm.weight", 2, 1},
-    {"layers.%d.attn.q.weight", "language_model.model.layers.%d.self_attn.q_proj.weight", 2, 1},
-    {"layers.%d.attn.k.weight", "language_model.model.layers.%d.self_attn.k_proj.weight", 2, 1},
-    {"layers.%d.attn.v.weight", "language_model.model.layers.%d.self_attn.v_proj.weight", 2, 1},
+    /* q, k and v are exported as one matrix, rows concatenated; so are gate and up */
+    {"layers.%d.attn.qkv.weight", "language_model.model.layers.%d.self_attn.q_proj.weight", 2, 1},
+    {"layers.%d.attn.qkv.weight", "language_model.model.layers.%d.self_attn.k_proj.weight", 2, 1},
+    {"layers.%d.attn.qkv.weight", "language_model.model.layers.%d.self_attn.v_proj.weight", 2, 1},
     {"layers.%d.attn.o.weight", "language_model.model.layers.%d.self_attn.o_proj.weight", 2, 1},
     {"layers.%d.ffn_norm.weight",
      "language_model.model.layers.%d.post_attention_layernorm.weight", 2, 1},
-    {"layers.%d.mlp.gate.weight", "language_model.model.layers.%d.mlp.gate_proj.weight", 2, 1},
-    {"layers.%d.mlp.up.weight", "language_model.model.layers.%d.mlp.up_proj.weight", 2, 1},
+    {"layers.%d.mlp.gate_up.weight", "language_model.model.layers.%d.mlp.gate_proj.weight", 2, 1},
+    {"layers.%d.mlp.gate_up.weight", "language_model.model.layers.%d.mlp.up_proj.weight", 2, 1},
     {"layers.%d.mlp.down.weight", "language_model.model.layers.%d.mlp.down_proj.weight", 2, 1},
     {"norm.weight", "language_model.model.norm.weight", 2, 0},
     {"lm_head.weight", "language_model.lm_head.weight", 2, 0},
@@ -282,17 +283,39 @@ static void compare_with_source(const char *export_dir, int bf16) {
         int layers = !names[k].per_layer ? 1
                      : names[k].blob == 0 ? x.m.encoder.layers
                                           : x.m.decoder.layers;
+        /* A part of a fused matrix: the entries before it with the same name come first. */
+        size_t first = k;
+        while (first > 0 && strcmp(names[first - 1].ours, names[k].ours) == 0) first--;
         for (int l = 0; l < layers; l++) {
             char ours[128], theirs[160];
             snprintf(ours, sizeof ours, names[k].ours, l);
             snprintf(theirs, sizeof theirs, names[k].hf, l);
-            expected[names[k].blob]++;
+            if (first == k) expected[names[k].blob]++;
             const vox_st_tensor *t = vox_st_find(x.blob[names[k].blob], ours);
             const vox_st_tensor *s = vox_st_find(src, theirs);
             if (!t || !s) {
                 CHECK_MSG(0, "%s: %s or source %s missing", export_dir, ours, theirs);
                 continue;
             }
+            /* the rows of this part inside the exported tensor */
+            size_t row0 = 0;
+            for (size_t j = first; j < k; j++) {
+                char prev[160];
+                snprintf(prev, sizeof prev, names[j].hf, l);
+                const vox_st_tensor *p = vox_st_find(src, prev);
+                row0 += p ? (size_t)p->shape[0] : 0;
+            }
+            size_t t_row_bytes = t->ndim > 1 ? t->nbytes / (size_t)t->shape[0] : t->nbytes;
+            vox_st_tensor part = *t;
+            if (first != k || strcmp(names[k + 1 < N_NAMES ? k + 1 : k].ours, names[k].ours) == 0) {
+                part.shape[0] = s->shape[0];
+                part.n_elements = s->n_elements;
+                part.nbytes = (size_t)s->shape[0] * t_row_bytes;
+                part.data = (const char *)t->data + row0 * t_row_bytes;
+                CHECK_MSG(row0 + (size_t)s->shape[0] <= (size_t)t->shape[0],
+                          "%s: %s too short for %s", export_dir, ours, theirs);
+            }
+            t = &part;
             CHECK_MSG(same_shape(t, s), "%s: %s has another shape than %s", export_dir, ours,
                       theirs);
             CHECK(s->dtype == VOX_DTYPE_F32);
