@@ -68,6 +68,10 @@ void vox_k_add_rows_f32(void *x_bf16, const float *p, int64_t rows, int64_t t, i
 void vox_k_qkv_rope_cache(void *q_out, void *k_cache, void *v_cache, const void *qkv, int64_t t,
                           int n_heads, int n_kv_heads, int head_dim, const int64_t *pos_dev,
                           double theta, cudaStream_t stream);
+/* x = bf16(x + r); y = bf16(w * bf16(x * rsqrt(mean(x^2) + eps))) per row of [rows, c]: the
+ * residual add and the next RMSNorm in one pass. y may alias r (not x). */
+void vox_k_add_rms_norm(void *y, void *x, const void *r, const void *w, int64_t rows, int64_t c,
+                        float eps, cudaStream_t stream);
 /* y [rows, f] = bf16(bf16(silu(gate)) * up) with gate_up [rows, 2f] = (gate | up) per row. */
 void vox_k_swiglu(void *y, const void *gate_up, int64_t rows, int64_t f, cudaStream_t stream);
 

@@ -96,6 +96,10 @@ struct vox_backend {
     /* y[M,C] = x * rsqrt(mean(x^2) + eps) * w (statistics in fp32). y may alias x. */
     void (*rms_norm)(vox_backend *be, vox_tensor *y, const vox_tensor *x, const vox_tensor *w,
                      float eps);
+    /* x += r, then y[M,C] = RMSNorm(x) * w: the residual add and the norm after it.
+     * y may alias r (not x). */
+    void (*add_rms_norm)(vox_backend *be, vox_tensor *y, vox_tensor *x, const vox_tensor *r,
+                         const vox_tensor *w, float eps);
     /* x = GELU(x), exact (erf) form, in place. */
     void (*gelu)(vox_backend *be, vox_tensor *x);
     /* y[M,F] = silu(gate) * up, from gate_up [M, 2F] holding (gate | up) in each row. */

@@ -443,6 +443,13 @@ static void cu_rms_norm(vox_backend *be, vox_tensor *y, const vox_tensor *x, con
     LAUNCHED(S(be), "rms_norm");
 }
 
+static void cu_add_rms_norm(vox_backend *be, vox_tensor *y, vox_tensor *x, const vox_tensor *r,
+                            const vox_tensor *w, float eps) {
+    VOX_ASSERT(vox_tensor_numel(r) == vox_tensor_numel(x) && y->data != x->data);
+    vox_k_add_rms_norm(y->data, x->data, r->data, w->data, rows(x), cols(x), eps, S(be)->stream);
+    LAUNCHED(S(be), "add_rms_norm");
+}
+
 static void cu_gelu(vox_backend *be, vox_tensor *x) {
     vox_k_gelu(x->data, (int64_t)vox_tensor_numel(x), S(be)->stream);
     LAUNCHED(S(be), "gelu");
@@ -778,6 +785,7 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
     be->matmul = cu_matmul;
     be->layer_norm = cu_layer_norm;
     be->rms_norm = cu_rms_norm;
+    be->add_rms_norm = cu_add_rms_norm;
     be->gelu = cu_gelu;
     be->swiglu = cu_swiglu;
     be->add = cu_add;

@@ -77,10 +77,12 @@ static void decoder_layers(vox_model *m, vox_kv_cache *c, vox_tensor *x, vox_ten
     const vox_decoder_config *d = &m->cfg.decoder;
     int64_t T = x->shape[0];
     float eps = (float)d->rms_norm_eps;
+    /* Each residual add is fused with the norm that follows it: the first layer's input norm
+     * stands alone, the last layer's output add is a plain add before the final norm. */
+    be->rms_norm(be, &w->h, x, &m->dec_layers[0].attn_norm, eps);
     for (int l = 0; l < d->layers; l++) {
         const vox_decoder_layer *L = &m->dec_layers[l];
-        /* x += o(attention(rope(q), cache(rope(k)), cache(v))) of RMSNorm(x) */
-        be->rms_norm(be, &w->h, x, &L->attn_norm, eps);
+        /* x += o(attention(rope(q), cache(rope(k)), cache(v))), h = RMSNorm(x) before it */
         be->matmul(be, &w->qkv, &w->h, &L->qkv, NULL);
         be->qkv_rope_cache(be, &w->q, &c->k[l], &c->v[l], &w->qkv, d->heads, d->kv_heads,
                            d->head_dim, pos0, d->rope_theta);
@@ -92,13 +94,15 @@ static void decoder_layers(vox_model *m, vox_kv_cache *c, vox_tensor *x, vox_ten
         be->attention(be, &w->attn, &w->q, &k_all, &v_all, 1, (int)T, (int)(pos0 + T), d->heads,
                       d->kv_heads, d->head_dim, 1.0f / sqrtf((float)d->head_dim), true, pos0);
         be->matmul(be, &w->h, &w->attn, &L->o, NULL);
-        be->add(be, x, x, &w->h);
-        /* x += down(silu(gate(h)) * up(h)), h = RMSNorm(x) */
-        be->rms_norm(be, &w->h, x, &L->ffn_norm, eps);
+        be->add_rms_norm(be, &w->h, x, &w->h, &L->ffn_norm, eps);
+        /* x += down(silu(gate(h)) * up(h)) */
         be->matmul(be, &w->gate_up, &w->h, &L->gate_up, NULL);
         be->swiglu(be, &w->act, &w->gate_up);
         be->matmul(be, &w->h, &w->act, &L->down, NULL);
-        be->add(be, x, x, &w->h);
+        if (l + 1 < d->layers)
+            be->add_rms_norm(be, &w->h, x, &w->h, &m->dec_layers[l + 1].attn_norm, eps);
+        else
+            be->add(be, x, x, &w->h);
     }
     /* Only the last position's logits are needed to choose the next token. */
     vox_tensor last = vox_tensor_rows(x, T - 1, 1), last_h = vox_tensor_rows(&w->h, 0, 1);

@@ -111,6 +111,17 @@ static void test_norms(int64_t M, int64_t C) {
     cpu->rms_norm(cpu, &x.c, &x.c, &w.c, 1e-5f);
     gpu->rms_norm(gpu, &x.g, &x.g, &w.g, 1e-5f);
     compare(what, &x, 1e-4, 1.0 / 128);
+    /* the residual add fused with the next norm: x += r; y = RMSNorm(x) */
+    pair r = pair_new(M, C, 2.0f);
+    snprintf(what, sizeof what, "add_rms_norm M=%lld C=%lld (sum)", (long long)M, (long long)C);
+    cpu->add_rms_norm(cpu, &y.c, &x.c, &r.c, &w.c, 1e-5f);
+    gpu->add_rms_norm(gpu, &y.g, &x.g, &r.g, &w.g, 1e-5f);
+    compare(what, &x, 0, 1.0 / 256);
+    snprintf(what, sizeof what, "add_rms_norm M=%lld C=%lld (norm, y aliasing r)", (long long)M, (long long)C);
+    cpu->add_rms_norm(cpu, &r.c, &x.c, &r.c, &w.c, 1e-5f);
+    gpu->add_rms_norm(gpu, &r.g, &x.g, &r.g, &w.g, 1e-5f);
+    compare(what, &r, 1e-4, 1.0 / 64); /* the sum's rounding, then the norm's two */
+    pair_free(&r, false);
     pair_free(&x, false), pair_free(&y, false), pair_free(&w, true), pair_free(&b, true);
 }
 
