@@ -29,6 +29,8 @@ typedef struct voxtral_context voxtral_context;
 typedef struct {
     const char *model_dir; /* exported model directory (voxtral.json, blobs, tekken.json) */
     const char *device;    /* "cpu", "cuda", "cuda:N"; NULL: cuda:0 when usable, else cpu */
+    bool warmup;           /* GPU: run a 1 s silent clip at load, so the first file does not pay
+                              for kernel loading, GEMM plans and graph capture (default true) */
 } voxtral_context_params;
 
 /* Called after each generated token; return false to stop (the result keeps what was made). */

@@ -36,7 +36,8 @@ const char *voxtral_version(void) {
 }
 
 voxtral_context_params voxtral_context_default_params(void) {
-    return (voxtral_context_params){.model_dir = "models/voxtral-mini-3b", .device = NULL};
+    return (voxtral_context_params){.model_dir = "models/voxtral-mini-3b", .device = NULL,
+                                    .warmup = true};
 }
 
 voxtral_transcribe_params voxtral_transcribe_default_params(void) {
@@ -67,6 +68,21 @@ vox_status voxtral_init(const voxtral_context_params *p, voxtral_context **out, 
         st = vox_fail(err, VOX_ERR_FORMAT, "%s: tokenizer has %d ids but the decoder only %d",
                       p->model_dir, vox_tokenizer_vocab_size(ctx->tok), ctx->model->cfg.decoder.vocab_size);
     if (!st) st = ctx->be->sync(ctx->be, err);
+    if (!st && p->warmup && ctx->be->graph_begin) {
+        /* One-time costs of the device path (lazy kernel loading, GEMM plans, the pool's first
+         * growth, the decode graph) are paid here rather than by the first file: a 1 s silent
+         * clip and four decode steps, so that the decode step is recorded and replayed once. */
+        float *silence = calloc(VOX_SAMPLE_RATE, sizeof(float));
+        voxtral_transcribe_params wp = voxtral_transcribe_default_params();
+        wp.max_new_tokens = 4;
+        wp.ignore_eos = true;
+        voxtral_result *r = NULL;
+        st = silence ? voxtral_transcribe_pcm(ctx, silence, VOX_SAMPLE_RATE, &wp, &r, err)
+                     : vox_fail(err, VOX_ERR_NOMEM, "out of memory");
+        if (st) vox_error_prefix(err, "warm-up");
+        voxtral_result_free(r);
+        free(silence);
+    }
     if (st) {
         voxtral_free(ctx);
         return st;
