@@ -1,3 +1,4 @@
+/* voxtral_runner's option parsing (the help text is in help.c). */
 #include "cli/options.h"
 
 #include <ctype.h>
@@ -7,46 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DEFAULT_MODEL_DIR "models/voxtral-mini-3b"
-
-void vox_cli_print_help(const char *prog) {
-    printf("usage: %s [options] FILE...\n"
-           "\n"
-           "Transcribes audio files (WAV, FLAC, Ogg/Vorbis, Opus, MP3; any rate, any channels)\n"
-           "with an exported Voxtral model. The transcript of each file goes to stdout.\n"
-           "\n"
-           "Model:\n"
-           "  -m, --model DIR          exported model directory\n"
-           "                           (default: $VOXTRAL_MODEL, else " DEFAULT_MODEL_DIR ")\n"
-           "  -d, --device DEV         cpu, cuda or cuda:N (default: cuda:0 when a GPU is usable,\n"
-           "                           else cpu)\n"
-           "\n"
-           "Decoding:\n"
-           "  -l, --language CODE      transcribe as this language: en es fr pt hi de nl it ...\n"
-           "                           (default: the model detects it)\n"
-           "  -n, --max-new-tokens N   most tokens to generate per file\n"
-           "                           (default: 32 + 8 per second of audio)\n"
-           "      --ignore-eos         never stop at </s>: decode exactly N tokens (benchmarks)\n"
-           "      --logprobs K         report each token's log-probability and the K most likely\n"
-           "                           alternatives, 0..20 (json output; default: 0, off)\n"
-           "      --force-tokens IDS   score these ids instead of choosing: comma-separated, or\n"
-           "                           @FILE (teacher forcing; implies per-token log-probabilities)\n"
-           "\n"
-           "Output:\n"
-           "  -o, --output-format FMT  txt or json (default: txt). json: one object per file and\n"
-           "                           line with file, text, tokens, audio_seconds, latency_ms\n"
-           "      --latency            print the per-stage latency table on stderr\n"
-           "      --latency-json FILE  write the latency numbers as JSON to FILE\n"
-           "      --dump-tensors FILE  developer aid: write the audio embeddings, prompt, ids and\n"
-           "                           float32 logits of each step to FILE (safetensors)\n"
-           "\n"
-           "  -h, --help               show this help and exit\n"
-           "      --version            show the version and exit\n"
-           "\n"
-           "Exit status: 0 all files transcribed; 1 some files failed (each is reported on stderr,\n"
-           "the others still run); 2 usage error or the model could not be loaded.\n",
-           prog);
-}
+#include "segment/segment.h"
 
 static int parse_int(const char *s, long lo, long hi, long *out) {
     char *end;
@@ -55,6 +17,24 @@ static int parse_int(const char *s, long lo, long hi, long *out) {
     if (errno || end == s || *end || v < lo || v > hi) return 0;
     *out = v;
     return 1;
+}
+
+static int parse_double(const char *s, double lo, double hi, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v >= lo && v <= hi)) return 0;
+    *out = v;
+    return 1;
+}
+
+const char *vox_cli_format_ext(vox_output_format f) {
+    switch (f) {
+    case VOX_OUT_JSON: return "json";
+    case VOX_OUT_SRT: return "srt";
+    case VOX_OUT_VTT: return "vtt";
+    default: return "txt";
+    }
 }
 
 vox_status vox_cli_parse_ids(const char *spec, int32_t **ids, size_t *n, vox_error *err) {
@@ -118,7 +98,27 @@ vox_status vox_cli_parse_ids(const char *spec, int32_t **ids, size_t *n, vox_err
 }
 
 enum { OPT_IGNORE_EOS = 1000, OPT_LOGPROBS, OPT_FORCE, OPT_LATENCY, OPT_LATENCY_JSON, OPT_VERSION,
-       OPT_DUMP };
+       OPT_DUMP, OPT_SILENCE, OPT_MIN_SILENCE, OPT_CONFIDENCE, OPT_CONF_THRESHOLD, OPT_NO_PROGRESS };
+
+/* Combinations that cannot work, found after all options are read. */
+static int check_combinations(vox_cli_options *o, vox_error *err) {
+    if (o->format == VOX_OUT_SRT || o->format == VOX_OUT_VTT) o->segment = true;
+    if (o->n_files == 0 && !o->files_from) {
+        vox_fail(err, VOX_ERR_INVALID_ARG, "no input files (try --help)");
+        return 0;
+    }
+    if (o->print_confidence && o->format != VOX_OUT_TXT) {
+        vox_fail(err, VOX_ERR_INVALID_ARG, "--print-confidence marks txt output; with -o %s "
+                 "use --logprobs K (json) instead", vox_cli_format_ext(o->format));
+        return 0;
+    }
+    if (o->segment && (o->force_ids || o->dump_tensors)) {
+        vox_fail(err, VOX_ERR_INVALID_ARG, "%s works on whole files: it cannot be combined with "
+                 "--segment or -o srt/vtt", o->force_ids ? "--force-tokens" : "--dump-tensors");
+        return 0;
+    }
+    return 1;
+}
 
 int vox_cli_parse(int argc, char **argv, vox_cli_options *o, bool *stop, vox_error *err) {
     static const struct option longopts[] = {
@@ -135,18 +135,31 @@ int vox_cli_parse(int argc, char **argv, vox_cli_options *o, bool *stop, vox_err
         {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, OPT_VERSION},
         {"dump-tensors", required_argument, 0, OPT_DUMP},
+        {"files-from", required_argument, 0, 'f'},
+        {"output-dir", required_argument, 0, 'O'},
+        {"segment", no_argument, 0, 's'},
+        {"silence-threshold", required_argument, 0, OPT_SILENCE},
+        {"min-silence", required_argument, 0, OPT_MIN_SILENCE},
+        {"print-confidence", no_argument, 0, OPT_CONFIDENCE},
+        {"confidence-threshold", required_argument, 0, OPT_CONF_THRESHOLD},
+        {"no-progress", no_argument, 0, OPT_NO_PROGRESS},
         {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
     const char *env = getenv("VOXTRAL_MODEL");
-    o->model_dir = env && *env ? env : DEFAULT_MODEL_DIR;
+    o->model_dir = env && *env ? env : VOX_CLI_DEFAULT_MODEL_DIR;
     o->format = VOX_OUT_TXT;
+    vox_segment_params sp = vox_segment_default_params();
+    o->silence_threshold_db = sp.threshold_db;
+    o->min_silence_s = sp.min_silence_s;
+    o->confidence_threshold = VOX_CLI_DEFAULT_CONFIDENCE;
     *stop = false;
     opterr = 0;
     optind = 1;
     int c;
     long v;
-    while ((c = getopt_long(argc, argv, ":m:d:l:n:o:h", longopts, NULL)) != -1) {
+    double dv;
+    while ((c = getopt_long(argc, argv, ":m:d:l:n:o:f:O:sh", longopts, NULL)) != -1) {
         switch (c) {
         case 'm': o->model_dir = optarg; break;
         case 'd': o->device = optarg; break;
@@ -179,11 +192,49 @@ int vox_cli_parse(int argc, char **argv, vox_cli_options *o, bool *stop, vox_err
         case 'o':
             if (strcmp(optarg, "txt") == 0) o->format = VOX_OUT_TXT;
             else if (strcmp(optarg, "json") == 0) o->format = VOX_OUT_JSON;
+            else if (strcmp(optarg, "srt") == 0) o->format = VOX_OUT_SRT;
+            else if (strcmp(optarg, "vtt") == 0) o->format = VOX_OUT_VTT;
             else {
-                vox_fail(err, VOX_ERR_INVALID_ARG, "--output-format: expected txt or json, got '%s'", optarg);
+                vox_fail(err, VOX_ERR_INVALID_ARG,
+                         "--output-format: expected txt, json, srt or vtt, got '%s'", optarg);
                 goto usage;
             }
             break;
+        case 'f': o->files_from = optarg; break;
+        case 'O':
+            if (!*optarg) {
+                vox_fail(err, VOX_ERR_INVALID_ARG, "--output-dir: empty directory name");
+                goto usage;
+            }
+            o->output_dir = optarg;
+            break;
+        case 's': o->segment = true; break;
+        case OPT_SILENCE:
+            if (!parse_double(optarg, -100, -5, &dv)) {
+                vox_fail(err, VOX_ERR_INVALID_ARG, "--silence-threshold: expected -100..-5 (dB), "
+                         "got '%s'", optarg);
+                goto usage;
+            }
+            o->silence_threshold_db = dv;
+            break;
+        case OPT_MIN_SILENCE:
+            if (!parse_double(optarg, 0.05, 10, &dv)) {
+                vox_fail(err, VOX_ERR_INVALID_ARG, "--min-silence: expected 0.05..10 (seconds), "
+                         "got '%s'", optarg);
+                goto usage;
+            }
+            o->min_silence_s = dv;
+            break;
+        case OPT_CONFIDENCE: o->print_confidence = true; break;
+        case OPT_CONF_THRESHOLD:
+            if (!parse_double(optarg, 0, 1, &dv)) {
+                vox_fail(err, VOX_ERR_INVALID_ARG, "--confidence-threshold: expected a probability "
+                         "0..1, got '%s'", optarg);
+                goto usage;
+            }
+            o->confidence_threshold = dv;
+            break;
+        case OPT_NO_PROGRESS: o->no_progress = true; break;
         case OPT_LATENCY: o->latency = true; break;
         case OPT_LATENCY_JSON: o->latency_json = optarg; break;
         case OPT_DUMP: o->dump_tensors = optarg; break;
@@ -204,11 +255,8 @@ int vox_cli_parse(int argc, char **argv, vox_cli_options *o, bool *stop, vox_err
         }
     }
     o->n_files = (size_t)(argc - optind);
-    if (o->n_files == 0) {
-        vox_fail(err, VOX_ERR_INVALID_ARG, "no input files (try --help)");
-        goto usage;
-    }
-    o->files = malloc(o->n_files * sizeof *o->files);
+    if (!check_combinations(o, err)) goto usage;
+    o->files = malloc((o->n_files ? o->n_files : 1) * sizeof *o->files);
     if (!o->files) {
         vox_fail(err, VOX_ERR_NOMEM, "out of memory");
         goto usage;

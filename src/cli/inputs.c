@@ -1,0 +1,71 @@
+#include "cli/inputs.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int append(vox_inputs *in, const char *s, size_t len) {
+    if ((in->n & (in->n + 1)) == 0) { /* capacity is the next power of two minus one */
+        char **p = realloc(in->paths, (2 * in->n + 1) * sizeof *p);
+        if (!p) return 0;
+        in->paths = p;
+    }
+    char *copy = malloc(len + 1);
+    if (!copy) return 0;
+    memcpy(copy, s, len);
+    copy[len] = 0;
+    in->paths[in->n++] = copy;
+    return 1;
+}
+
+vox_status vox_inputs_read(vox_inputs *in, FILE *f, const char *name, vox_error *err) {
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    errno = 0;
+    while ((len = getline(&line, &cap, f)) >= 0) {
+        if (len > 0 && line[len - 1] == '\n') len--;
+        if (len > 0 && line[len - 1] == '\r') len--;
+        if (len == 0) continue;
+        if (memchr(line, 0, (size_t)len)) {
+            free(line);
+            return vox_fail(err, VOX_ERR_FORMAT, "%s: line %zu holds a NUL byte: not a list of "
+                            "paths", name, in->n + 1);
+        }
+        if (!append(in, line, (size_t)len)) {
+            free(line);
+            return vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", name);
+        }
+    }
+    free(line);
+    if (ferror(f)) return vox_fail(err, VOX_ERR_IO, "%s: cannot read: %s", name, strerror(errno));
+    return VOX_OK;
+}
+
+vox_status vox_inputs_build(const char *const *files, size_t n, const char *list_path,
+                            vox_inputs *out, vox_error *err) {
+    memset(out, 0, sizeof *out);
+    for (size_t i = 0; i < n; i++)
+        if (!append(out, files[i], strlen(files[i]))) {
+            vox_inputs_free(out);
+            return vox_fail(err, VOX_ERR_NOMEM, "out of memory");
+        }
+    if (!list_path) return VOX_OK;
+    int from_stdin = strcmp(list_path, "-") == 0;
+    FILE *f = from_stdin ? stdin : fopen(list_path, "r");
+    if (!f) {
+        vox_inputs_free(out);
+        return vox_fail(err, VOX_ERR_IO, "--files-from %s: cannot open: %s", list_path,
+                        strerror(errno));
+    }
+    vox_status st = vox_inputs_read(out, f, from_stdin ? "--files-from (standard input)" : list_path, err);
+    if (!from_stdin) fclose(f);
+    if (st) vox_inputs_free(out);
+    return st;
+}
+
+void vox_inputs_free(vox_inputs *in) {
+    for (size_t i = 0; i < in->n; i++) free(in->paths[i]);
+    free(in->paths);
+    memset(in, 0, sizeof *in);
+}

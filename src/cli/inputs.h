@@ -1,0 +1,24 @@
+/* The list of inputs of a run: the FILE arguments, then the lines of --files-from. */
+#ifndef VOX_CLI_INPUTS_H
+#define VOX_CLI_INPUTS_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "voxtral/status.h"
+
+typedef struct {
+    char **paths; /* owned */
+    size_t n;
+} vox_inputs;
+
+/* Copies files[0..n) and appends the paths of list_path (NULL: none; "-": standard input), one a
+ * line: a trailing "\r" is dropped (CR LF lists), empty lines are skipped, nothing else is
+ * changed (spaces and '#' may be part of a name). Errors name the list. */
+vox_status vox_inputs_build(const char *const *files, size_t n, const char *list_path,
+                            vox_inputs *out, vox_error *err);
+/* Appends the lines of an open stream (named `name` in errors). */
+vox_status vox_inputs_read(vox_inputs *in, FILE *f, const char *name, vox_error *err);
+void vox_inputs_free(vox_inputs *in);
+
+#endif
