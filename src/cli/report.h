@@ -1,29 +1,31 @@
-/* What voxtral_runner writes: transcripts (txt, json lines) and the latency report. */
+/* The latency report of a run: per-stage sums over every file (and every segment) transcribed,
+ * as the table that starts with "Run latency (ms):" (CI jobs parse it) or as JSON. */
 #ifndef VOX_CLI_REPORT_H
 #define VOX_CLI_REPORT_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
+#include "cli/transcript.h"
 #include "voxtral/voxtral.h"
 
-/* Sums over the files of a run, for the latency table. */
 typedef struct {
     double load_ms;
-    voxtral_timings sum; /* stage times and token counts added up; peak is the maximum */
-    double audio_seconds;
-    int n_files, n_failed;
+    voxtral_timings sum;  /* stage times and token counts added up; peak is the maximum */
+    double audio_seconds; /* of the files transcribed */
+    double wall_ms;       /* the whole run: model load, every file, the outputs */
+    int n_inputs;         /* files asked for */
+    int n_files;          /* files transcribed */
+    int n_failed;
+    int n_requests;       /* model requests: one per file, one per segment when segmenting */
+    bool interrupted;
 } vox_run_totals;
 
-void vox_run_totals_add(vox_run_totals *t, const voxtral_result *r);
+void vox_run_totals_add(vox_run_totals *t, const vox_transcript *tr);
 
-/* One JSON object on one line: file, text, tokens, language, audio_seconds, latency_ms, and
- * per-token logprobs when the result has them. */
-void vox_write_json_result(FILE *out, const voxtral_context *ctx, const char *file,
-                           const voxtral_result *r);
-
-/* The table that starts with "Run latency (ms):" (CI jobs parse it). */
 void vox_write_latency_table(FILE *out, const vox_run_totals *t, const char *device);
-/* The same numbers as JSON. Returns 0 on success; on failure errno tells why. */
-int vox_write_latency_json(const char *path, const vox_run_totals *t, const char *device);
+/* The same numbers as JSON, written whole or not at all. */
+vox_status vox_write_latency_json(const char *path, const vox_run_totals *t, const char *device,
+                                  vox_error *err);
 
 #endif

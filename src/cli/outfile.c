@@ -1,0 +1,148 @@
+#include "cli/outfile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+char *vox_output_path(const char *dir, const char *input, const char *ext) {
+    size_t len = strlen(input);
+    while (len > 1 && input[len - 1] == '/') len--; /* "a/b/" names b */
+    const char *base = input;
+    for (size_t i = 0; i < len; i++)
+        if (input[i] == '/' && i + 1 < len) base = input + i + 1;
+    size_t blen = (size_t)(input + len - base);
+    for (size_t i = blen; i-- > 1;) /* the last '.', not a leading one (".wav" stays whole) */
+        if (base[i] == '.') {
+            blen = i;
+            break;
+        }
+    size_t dlen = strlen(dir);
+    while (dlen > 1 && dir[dlen - 1] == '/') dlen--;
+    const char *sep = dlen && dir[dlen - 1] == '/' ? "" : "/"; /* dir "/" */
+    size_t n = dlen + 1 + blen + 1 + strlen(ext) + 1;
+    char *out = malloc(n);
+    if (out) snprintf(out, n, "%.*s%s%.*s.%s", (int)dlen, dir, sep, (int)blen, base, ext);
+    return out;
+}
+
+vox_status vox_output_dir_prepare(const char *dir, vox_error *err) {
+    char *p = strdup(dir);
+    if (!p) return vox_fail(err, VOX_ERR_NOMEM, "out of memory");
+    /* mkdir -p: each prefix ending before a '/', then the whole */
+    for (char *c = p + 1;; c++) {
+        if (*c != '/' && *c != 0) continue;
+        char saved = *c;
+        *c = 0;
+        if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+            vox_status st = vox_fail(err, VOX_ERR_IO, "--output-dir %s: cannot create %s: %s",
+                                     dir, p, strerror(errno));
+            free(p);
+            return st;
+        }
+        *c = saved;
+        if (!saved) break;
+    }
+    free(p);
+    struct stat sb;
+    if (stat(dir, &sb) != 0)
+        return vox_fail(err, VOX_ERR_IO, "--output-dir %s: %s", dir, strerror(errno));
+    if (!S_ISDIR(sb.st_mode))
+        return vox_fail(err, VOX_ERR_IO, "--output-dir %s: exists and is not a directory", dir);
+    if (access(dir, W_OK | X_OK) != 0)
+        return vox_fail(err, VOX_ERR_IO, "--output-dir %s: cannot write there: %s", dir,
+                        strerror(errno));
+    return VOX_OK;
+}
+
+static char *const *g_sort_paths;
+
+static int by_path(const void *a, const void *b) {
+    size_t i = *(const size_t *)a, j = *(const size_t *)b;
+    int c = strcmp(g_sort_paths[i], g_sort_paths[j]);
+    return c ? c : (i > j) - (i < j);
+}
+
+int vox_find_duplicate(char *const *paths, size_t n, size_t *a, size_t *b) {
+    size_t *idx = malloc((n ? n : 1) * sizeof *idx);
+    if (!idx) return 0;
+    for (size_t i = 0; i < n; i++) idx[i] = i;
+    g_sort_paths = paths;
+    qsort(idx, n, sizeof *idx, by_path);
+    int found = 0;
+    for (size_t k = 1; k < n; k++) {
+        /* equal paths sit together, in input order: report the pair whose later one comes first */
+        if (strcmp(paths[idx[k - 1]], paths[idx[k]]) == 0 && (!found || idx[k] < *b)) {
+            found = 1;
+            *a = idx[k - 1];
+            *b = idx[k];
+        }
+    }
+    free(idx);
+    return found;
+}
+
+static int write_all(int fd, const char *p, size_t n) {
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Syncs the directory that holds path, so that the rename itself is on disk. */
+static void sync_parent(const char *path) {
+    const char *slash = strrchr(path, '/');
+    char *dir = slash ? strndup(path, slash > path ? (size_t)(slash - path) : 1) : strdup(".");
+    if (!dir) return;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        fsync(fd); /* best effort: some file systems refuse directory fsync */
+        close(fd);
+    }
+    free(dir);
+}
+
+vox_status vox_write_file_atomic(const char *path, const void *data, size_t n, vox_error *err) {
+    const char *slash = strrchr(path, '/');
+    size_t dlen = slash ? (size_t)(slash - path) + 1 : 0;
+    size_t tlen = strlen(path) + 40;
+    char *tmp = malloc(tlen);
+    if (!tmp) return vox_fail(err, VOX_ERR_NOMEM, "out of memory");
+    snprintf(tmp, tlen, "%.*s.%s.%ld.tmp", (int)dlen, path, path + dlen, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        vox_status st = vox_fail(err, VOX_ERR_IO, "%s: cannot create %s: %s", path, tmp,
+                                 strerror(errno));
+        free(tmp);
+        return st;
+    }
+    const char *what = "cannot write";
+    int bad = write_all(fd, data, n);
+    if (!bad && (bad = fsync(fd))) what = "cannot flush to disk";
+    int e = errno;
+    if (close(fd) != 0 && !bad) {
+        bad = -1;
+        e = errno;
+    }
+    if (!bad && rename(tmp, path) != 0) {
+        bad = -1;
+        e = errno;
+        what = "cannot rename the temporary file";
+    }
+    vox_status st = VOX_OK;
+    if (bad) {
+        unlink(tmp);
+        st = vox_fail(err, VOX_ERR_IO, "%s: %s: %s", path, what, strerror(e));
+    } else {
+        sync_parent(path);
+    }
+    free(tmp);
+    return st;
+}

@@ -1,0 +1,34 @@
+/* --output-dir: where each input's output goes, and writing it so that it appears whole or not
+ * at all.
+ *
+ * DIR/NAME.EXT, NAME being the input's file name without its last extension ("rec/a.b.wav" ->
+ * "a.b"). Two inputs that would write the same file (rec1/talk.wav and rec2/talk.flac) are a
+ * usage error found before the model loads: nothing is overwritten silently, and no work is
+ * lost. A file of that name from an earlier run is replaced.
+ *
+ * A file is written to DIR/.NAME.EXT.PID.tmp, flushed to disk (fsync), renamed over DIR/NAME.EXT
+ * and the directory synced: a run that is interrupted or killed never leaves a partial NAME.EXT.
+ * Only SIGKILL (or a second Ctrl-C) inside that short write can leave the hidden .tmp file. */
+#ifndef VOX_CLI_OUTFILE_H
+#define VOX_CLI_OUTFILE_H
+
+#include <stddef.h>
+
+#include "voxtral/status.h"
+
+/* DIR/NAME.EXT for input (malloc'ed; NULL: out of memory). */
+char *vox_output_path(const char *dir, const char *input, const char *ext);
+
+/* Creates dir and its missing parents (mode 0777 less the umask); checks that it is a writable
+ * directory. Errors name it. */
+vox_status vox_output_dir_prepare(const char *dir, vox_error *err);
+
+/* Finds two of the n paths that are equal: returns 1 and their indices (*a < *b, the first such
+ * pair in input order of *b), or 0 when all differ. */
+int vox_find_duplicate(char *const *paths, size_t n, size_t *a, size_t *b);
+
+/* Writes n bytes to path through a temporary file in the same directory (see above). Errors
+ * name the file; the temporary file is removed. */
+vox_status vox_write_file_atomic(const char *path, const void *data, size_t n, vox_error *err);
+
+#endif
