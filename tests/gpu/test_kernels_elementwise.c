@@ -161,8 +161,14 @@ static void test_ew(ew_op op, int64_t n, int offset, int alias) {
          * 0.5*|x| <= 8 here: atol 2e-6 */
         atol = 2e-6;
         break;
-    case OP_SILU_MUL:
-        cpu->silu_mul(cpu, &ty, &ta, &tb);
+    case OP_SILU_MUL: {
+        /* the CPU backend's swiglu on one row (gate | up) */
+        float *gu = (float *)gtu_malloc(2 * (size_t)n * sizeof(float));
+        memcpy(gu, a, (size_t)n * sizeof(float));
+        memcpy(gu + n, b, (size_t)n * sizeof(float));
+        vox_tensor tgu = gtu_cpu_tensor(gu, VOX_DTYPE_F32, 1, 2 * n);
+        cpu->swiglu(cpu, &ty, &tgu);
+        free(gu);
         vox_k_silu_mul(d_y + offset, d_a + offset, d_b + offset, n, 0);
         for (int64_t i = 0; i < n; i++) {
             float s = vox_bf16_to_f32(vox_f32_to_bf16(a[i] / (1.0f + expf(-a[i]))));
@@ -173,6 +179,7 @@ static void test_ew(ew_op op, int64_t n, int offset, int alias) {
         rtol = 2 * U_BF16 + 1.0 / (1 << 20);
         atol = 1e-6;
         break;
+    }
     case OP_ADD:
         cpu->add(cpu, &ty, &ta, &tb);
         vox_k_add(d_y + offset, d_a + offset, d_b + offset, n, 0);

@@ -104,6 +104,26 @@ static void test_im2col(int cf, int batch, int c_in, int t_in, int stride, int o
 
 /* ---- RoPE ------------------------------------------------------------------------------------ */
 
+/* x [t, heads*dim] = rope(x) at positions pos0.. by the CPU backend, whose RoPE is part of
+ * qkv_rope_cache: x goes in as q, beside one zero k/v head written to a scratch cache. */
+static void cpu_rope(float *x, int64_t t, int heads, int dim, int64_t pos0, double theta) {
+    const int64_t qd = (int64_t)heads * dim, w = qd + 2 * (int64_t)dim;
+    float *qkv = (float *)calloc((size_t)(t * w), sizeof(float));
+    float *kc = (float *)calloc((size_t)((pos0 + t) * dim), sizeof(float));
+    float *vc = (float *)calloc((size_t)((pos0 + t) * dim), sizeof(float));
+    if (!qkv || !kc || !vc) {
+        fprintf(stderr, "out of host memory\n");
+        exit(1);
+    }
+    for (int64_t r = 0; r < t; r++) memcpy(qkv + r * w, x + r * qd, (size_t)qd * sizeof(float));
+    vox_tensor tq = gtu_cpu_tensor(x, VOX_DTYPE_F32, t, qd);
+    vox_tensor tk = gtu_cpu_tensor(kc, VOX_DTYPE_F32, pos0 + t, dim);
+    vox_tensor tv = gtu_cpu_tensor(vc, VOX_DTYPE_F32, pos0 + t, dim);
+    vox_tensor tqkv = gtu_cpu_tensor(qkv, VOX_DTYPE_F32, t, w);
+    cpu->qkv_rope_cache(cpu, &tq, &tk, &tv, &tqkv, heads, 1, dim, pos0, theta);
+    free(qkv), free(kc), free(vc);
+}
+
 /* Bound per element, with a = x_i, b = x_{i+D/2}, c, s the cos and sin of the (identical fp32)
  * angle, U = 2^-8. The kernel rounds cos and sin (c' = c(1+e1)), each product (a c' (1+e2)) and
  * the difference: |out - (a c - b s)| <= (2U + U^2)(|a c| + |b s|)(1 + U) + U |ref|. Host and
@@ -125,8 +145,7 @@ static void test_rope(int64_t t, int heads, int dim, int64_t pos0, double theta,
 
     float *ref = (float *)gtu_malloc(n * sizeof(float));
     memcpy(ref, x, n * sizeof(float));
-    vox_tensor tx = gtu_cpu_tensor(ref, VOX_DTYPE_F32, t, row);
-    cpu->rope(cpu, &tx, heads, dim, pos0, theta);
+    cpu_rope(ref, t, heads, dim, pos0, theta);
 
     float *bound = (float *)gtu_malloc(n * sizeof(float));
     size_t mism = 0;
@@ -166,7 +185,7 @@ static void test_rope(int64_t t, int heads, int dim, int64_t pos0, double theta,
         vox_k_rope(d_x + offset, t, heads, dim, d_pos, theta, 0);
         float *got1 = gtu_download_bf16_as_f32(d_x + offset, n);
         memcpy(ref, x, n * sizeof(float));
-        cpu->rope(cpu, &tx, heads, dim, pos1, theta);
+        cpu_rope(ref, t, heads, dim, pos1, theta);
         size_t far = 0;
         for (size_t i = 0; i < n; i++) far += fabs(got1[i] - ref[i]) > 4 * u * (fabs(ref[i]) + 1);
         CHECK_MSG(far == 0, "%s: with *pos0_dev = 12345, %zu elements off", what, far);
