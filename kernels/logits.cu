@@ -1,14 +1,17 @@
 // Statistics of one row of bf16 logits: argmax (first on ties), the runner-up logit, logsumexp,
 // the top-k (k <= 20) ids and logits, and the logit of a chosen id. Runs once per decoded token,
-// so it is built for latency: two launches, no atomics, no host work.
+// so it is built for latency: two launches, no atomics, no host work, and as few dependent steps
+// (global memory round trips, barriers, serial exp chains) as possible on the way.
 //
 // Pass 1, G blocks of 8 warps; block b owns a contiguous chunk of the row (2048 elements for
 // V <= 2M, so G = 64 for V = 131072) and warp w a contiguous slice of it, read in tiles of 256
 // (one 16-byte load per lane). Each thread keeps an online (max, sum of exp) pair; each warp
 // keeps its running top-kk list, one entry per lane. The block's 8 lists are merged by warp 0
-// and written with the block's (max, sumexp) to the workspace.
-// Pass 2, one block: each warp merges G/8 of the block lists, warp 0 merges the 8 results, all
-// threads fold the (max, sumexp) pairs, lane 0 writes the vox_k_logits_result.
+// and written with the block's (max, sumexp) to the workspace: block b's list at entries
+// [b*kk, b*kk + kk) of flat arrays, so the lists of blocks lo..hi-1 are one array.
+// Pass 2, one block: every load (the G (max, sumexp) pairs, each warp's share of the lists) is
+// issued before any is used; each warp merges G/8 of the lists, warp 0 merges the 8 results, the
+// block folds the (max, sumexp) pairs, lane 0 writes the vox_k_logits_result.
 //
 // Selection works on 32-bit keys: the upper half orders the bf16 value (exact: logits are bf16),
 // the lower half is 0xFFFF - slot, where a candidate's slot in a tile grows with its position,
@@ -16,6 +19,7 @@
 // torch.argmax and the CPU reference). A warp takes the top kk of a tile in kk rounds of one
 // __reduce_max_sync (sm_80+) each: every lane holds its 8 candidates sorted, plus (lanes < kk)
 // one entry of the running list, which has slots 0..31 since it comes from earlier positions.
+// A winner's id comes from registers or shared memory, never from a second global read.
 // Internally kk = max(k, 2): the runner-up is always needed for the margin.
 #include <math.h>
 
@@ -31,12 +35,23 @@ constexpr int kBlockChunk = kWarps * kTile;    // 2048 elements: pass 1's unit o
 constexpr int kMaxBlocks = 1024;               // pass 1 grid cap (pass 2 reads G*kk candidates)
 constexpr unsigned kFull = 0xffffffffu;
 
-// One block's result in the workspace. vals hold bf16 values; ids < 0 mark empty entries.
-struct Partial {
-    float max, sumexp;
-    float vals[kMaxK];
-    int32_t ids[kMaxK];
+// The workspace, carved for G pass-1 blocks: (max, sumexp) of block b, and its list at entries
+// [b*kk, b*kk + kk) of ord (ord16 of the bf16 value) and id (< 0: empty entry).
+struct Partials {
+    float *max, *sumexp;
+    uint32_t *ord;
+    int32_t *id;
 };
+constexpr size_t kBytesPerBlock = 2 * sizeof(float) + kMaxK * (sizeof(uint32_t) + sizeof(int32_t));
+
+Partials carve(void *ws, int blocks) {
+    Partials p;
+    p.max = (float *)ws;
+    p.sumexp = p.max + blocks;
+    p.ord = (uint32_t *)(p.sumexp + blocks);
+    p.id = (int32_t *)(p.ord + (size_t)blocks * kMaxK);
+    return p;
+}
 
 struct Plan {
     int64_t chunk; // elements a pass-1 block owns, a multiple of kBlockChunk
@@ -66,8 +81,6 @@ __device__ __forceinline__ uint32_t make_key(uint32_t ord, int slot) {
     return (ord << 16) | (0xffffu - (uint32_t)slot);
 }
 __device__ __forceinline__ int key_slot(uint32_t key) { return (int)(0xffffu - (key & 0xffffu)); }
-// ord16 of a float that holds a bf16 value exactly
-__device__ __forceinline__ uint32_t float_ord16(float f) { return ord16(__float_as_uint(f) >> 16); }
 
 __device__ __forceinline__ void cas_desc(uint32_t &a, uint32_t &b) {
     uint32_t hi = max(a, b), lo = min(a, b);
@@ -101,16 +114,16 @@ __device__ __forceinline__ uint32_t warp_select(uint32_t (&keys)[8], uint32_t ru
     return win;
 }
 
-// After warp_select on a tile whose slot s >= 32 is candidate (tile_first + s - 32): turns the
-// winning keys into the new running list (run_key with slot = rank, run_id). id_of(c) gives the
-// id of candidate c.
-template <class IdOf>
-__device__ __forceinline__ void take_winners(uint32_t win, int kk, int64_t tile_first,
-                                             uint32_t &run_key, int64_t &run_id, IdOf id_of) {
+// After warp_select on a tile: turns the winning keys into the new running list (run_key with
+// slot = rank, run_id). A winner of slot < 32 comes from the running list (lane slot's run_id),
+// one of slot s >= 32 is the tile's candidate s - 32, whose id is tile_id(s - 32).
+template <class TileId>
+__device__ __forceinline__ void take_winners(uint32_t win, int kk, uint32_t &run_key,
+                                             int64_t &run_id, TileId tile_id) {
     const int lane = threadIdx.x & 31, slot = key_slot(win);
     const int64_t from_run = __shfl_sync(kFull, run_id, slot < 32 ? slot : 0);
     if (lane < kk && win != 0) {
-        run_id = slot < 32 ? from_run : id_of(tile_first + slot - 32);
+        run_id = slot < 32 ? from_run : tile_id(slot - 32);
         run_key = make_key(win >> 16, lane);
     } else {
         run_id = -1;
@@ -118,23 +131,33 @@ __device__ __forceinline__ void take_winners(uint32_t win, int kk, int64_t tile_
     }
 }
 
-// The top kk of n candidates c < n, given as ord_of(c) / id_of(c) (id < 0: empty), listed so
-// that among equal values position order is id order. Running list returned in lanes < kk.
-template <class OrdOf, class IdOf>
-__device__ void warp_topk_list(int64_t n, int kk, OrdOf ord_of, IdOf id_of, uint32_t &run_key,
-                               int64_t &run_id) {
+// The top kk of the n candidates (ord[c], id[c]), c < n (id < 0: empty), in shared or global
+// memory, listed so that among equal values position order is id order. Each tile's ids are
+// kept in `stage` (kTile entries of this warp's shared memory), where take_winners finds them.
+// Running list returned in lanes < kk.
+__device__ void warp_topk_list(const uint32_t *ord, const int32_t *id, int n, int kk,
+                               int32_t *stage, uint32_t &run_key, int64_t &run_id) {
     const int lane = threadIdx.x & 31;
     run_key = 0;
     run_id = -1;
-    for (int64_t first = 0; first < n; first += kTile) {
-        uint32_t keys[8];
+    for (int first = 0; first < n; first += kTile) {
+        uint32_t o[8], keys[8];
+        int32_t ids[8];
+#pragma unroll
+        for (int j = 0; j < 8; j++) { // all loads first: one round trip for the tile
+            const int c = first + lane * 8 + j;
+            o[j] = c < n ? ord[c] : 0;
+            ids[j] = c < n ? id[c] : -1;
+        }
 #pragma unroll
         for (int j = 0; j < 8; j++) {
-            const int64_t c = first + lane * 8 + j;
-            keys[j] = (c < n && id_of(c) >= 0) ? make_key(ord_of(c), 32 + lane * 8 + j) : 0;
+            keys[j] = ids[j] >= 0 ? make_key(o[j], 32 + lane * 8 + j) : 0;
+            stage[lane * 8 + j] = ids[j];
         }
+        __syncwarp();
         const uint32_t win = warp_select(keys, run_key, kk);
-        take_winners(win, kk, first, run_key, run_id, id_of);
+        take_winners(win, kk, run_key, run_id, [&](int c) { return (int64_t)stage[c]; });
+        __syncwarp(); // the next tile overwrites stage
     }
 }
 
@@ -147,31 +170,32 @@ __device__ __forceinline__ void lse_add(float &m, float &s, float m2, float s2) 
     m = mn;
 }
 
-__device__ __forceinline__ void lse_warp(float &m, float &s) {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-        const float m2 = __shfl_xor_sync(kFull, m, o), s2 = __shfl_xor_sync(kFull, s, o);
-        lse_add(m, s, m2, s2);
-    }
-}
-
-// Block-wide (max, sumexp), valid in thread 0.
+// Block-wide (max, sumexp), returned to every thread: the block's max first (no exp), then one
+// exp a thread to rescale its sum to it, then a plain sum. Two barriers: every thread calls it.
 __device__ __forceinline__ void lse_block(float &m, float &s, float *sm, float *ss) {
-    lse_warp(m, s);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    if (lane == 0) sm[warp] = m, ss[warp] = s;
+    const float wm = vk_warp_max(m);
+    if (lane == 0) sm[warp] = wm;
     __syncthreads();
-    if (threadIdx.x == 0)
-        for (int w = 1; w < kWarps; w++) lse_add(m, s, sm[w], ss[w]);
+    float bm = sm[0];
+    for (int w = 1; w < kWarps; w++) bm = fmaxf(bm, sm[w]);
+    // s > 0 exactly when m is finite (a tile's own max contributes exp(0) = 1)
+    const float ws = vk_warp_sum(s > 0.0f ? s * expf(m - bm) : 0.0f);
+    if (lane == 0) ss[warp] = ws;
+    __syncthreads();
+    float bs = 0.0f;
+    for (int w = 0; w < kWarps; w++) bs += ss[w]; // same order in every thread
+    m = bm, s = bs;
 }
 
 // ---- pass 1 ----
 
 __global__ void __launch_bounds__(kThreads)
 logits_pass1_kernel(const uint16_t *__restrict__ logits, int64_t v, int64_t chunk, int kk,
-                    Partial *__restrict__ parts) {
+                    Partials parts) {
     __shared__ uint32_t s_ord[kWarps * kMaxK];
-    __shared__ int64_t s_id[kWarps * kMaxK];
+    __shared__ int32_t s_id[kWarps * kMaxK];
+    __shared__ int32_t s_stage[kTile];
     __shared__ float s_m[kWarps], s_s[kWarps];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const bool aligned = ((uintptr_t)logits & 15u) == 0;
@@ -210,26 +234,24 @@ logits_pass1_kernel(const uint16_t *__restrict__ logits, int64_t v, int64_t chun
             lse_add(m, s, tm, ts);
         }
         const uint32_t win = warp_select(keys, run_key, kk);
-        take_winners(win, kk, tile, run_key, run_id, [](int64_t c) { return c; });
+        take_winners(win, kk, run_key, run_id, [&](int c) { return tile + c; });
     }
 
-    // The 8 warp lists, in warp order (= id order), merged by warp 0.
+    // The 8 warp lists, in warp order (= id order), merged by warp 0 after the barriers of
+    // lse_block.
     if (lane < kk) {
         s_ord[warp * kk + lane] = run_key >> 16;
-        s_id[warp * kk + lane] = run_id;
+        s_id[warp * kk + lane] = (int32_t)run_id;
     }
     lse_block(m, s, s_m, s_s);
-    __syncthreads();
     if (warp == 0) {
-        warp_topk_list(
-            (int64_t)kWarps * kk, kk, [&](int64_t c) { return s_ord[c]; },
-            [&](int64_t c) { return s_id[c]; }, run_key, run_id);
-        Partial *p = parts + blockIdx.x;
+        warp_topk_list(s_ord, s_id, kWarps * kk, kk, s_stage, run_key, run_id);
+        const int64_t at = (int64_t)blockIdx.x * kk + lane;
         if (lane < kk) {
-            p->vals[lane] = run_id >= 0 ? ord16_value(run_key >> 16) : -INFINITY;
-            p->ids[lane] = (int32_t)run_id;
+            parts.ord[at] = run_key >> 16;
+            parts.id[at] = (int32_t)run_id;
         }
-        if (lane == 0) p->max = m, p->sumexp = s;
+        if (lane == 0) parts.max[blockIdx.x] = m, parts.sumexp[blockIdx.x] = s;
     }
 }
 
@@ -237,35 +259,37 @@ logits_pass1_kernel(const uint16_t *__restrict__ logits, int64_t v, int64_t chun
 
 __global__ void __launch_bounds__(kThreads)
 logits_pass2_kernel(vox_k_logits_result *__restrict__ out, const uint16_t *__restrict__ logits,
-                    int64_t v, int32_t chosen, int k, int kk, const Partial *__restrict__ parts,
-                    int n_parts) {
+                    int64_t v, int32_t chosen, int k, int kk, Partials parts, int n_parts) {
     __shared__ uint32_t s_ord[kWarps * kMaxK];
-    __shared__ int64_t s_id[kWarps * kMaxK];
+    __shared__ int32_t s_id[kWarps * kMaxK];
+    __shared__ int32_t s_stage[kWarps][kTile];
     __shared__ float s_m[kWarps], s_s[kWarps];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 
-    float m = -INFINITY, s = 0.0f;
-    for (int i = threadIdx.x; i < n_parts; i += kThreads) lse_add(m, s, parts[i].max, parts[i].sumexp);
+    // Loads that nothing here depends on, issued first so that they are in flight with the
+    // lists' loads: the chosen logit, and this thread's first (max, sumexp) pair.
+    const float chosen_logit =
+        chosen >= 0 && chosen < v ? __uint_as_float((uint32_t)logits[chosen] << 16) : NAN;
+    const int t = threadIdx.x;
+    float m = t < n_parts ? parts.max[t] : -INFINITY;
+    float s = t < n_parts ? parts.sumexp[t] : 0.0f;
 
-    // warp w merges parts [lo, hi): candidate c is rank c % kk of part lo + c / kk
+    // warp w merges the lists of parts [lo, hi): entries [lo*kk, hi*kk), one array
     const int per_warp = (n_parts + kWarps - 1) / kWarps;
     const int lo = min(warp * per_warp, n_parts), hi = min(lo + per_warp, n_parts);
-    const Partial *pw = parts + lo;
     uint32_t run_key;
     int64_t run_id;
-    warp_topk_list(
-        (int64_t)(hi - lo) * kk, kk, [&](int64_t c) { return float_ord16(pw[c / kk].vals[c % kk]); },
-        [&](int64_t c) { return (int64_t)pw[c / kk].ids[c % kk]; }, run_key, run_id);
+    warp_topk_list(parts.ord + (int64_t)lo * kk, parts.id + (int64_t)lo * kk, (hi - lo) * kk, kk,
+                   s_stage[warp], run_key, run_id);
     if (lane < kk) {
         s_ord[warp * kk + lane] = run_key >> 16;
-        s_id[warp * kk + lane] = run_id;
+        s_id[warp * kk + lane] = (int32_t)run_id;
     }
-    lse_block(m, s, s_m, s_s);
-    __syncthreads();
+    for (int i = t + kThreads; i < n_parts; i += kThreads)
+        lse_add(m, s, parts.max[i], parts.sumexp[i]);
+    lse_block(m, s, s_m, s_s); // also publishes s_ord / s_id to warp 0
     if (warp != 0) return;
-    warp_topk_list(
-        (int64_t)kWarps * kk, kk, [&](int64_t c) { return s_ord[c]; },
-        [&](int64_t c) { return s_id[c]; }, run_key, run_id);
+    warp_topk_list(s_ord, s_id, kWarps * kk, kk, s_stage[0], run_key, run_id);
 
     const float val = run_id >= 0 ? ord16_value(run_key >> 16) : -INFINITY;
     const int32_t id = (int32_t)run_id;
@@ -281,8 +305,7 @@ logits_pass2_kernel(vox_k_logits_result *__restrict__ out, const uint16_t *__res
         out->max_logit = val;
         out->second_logit = second; // -inf when v == 1
         out->logsumexp = m + logf(s);
-        const int64_t c = chosen < 0 ? argmax : chosen;
-        out->chosen_logit = c < v ? __uint_as_float((uint32_t)logits[c] << 16) : NAN;
+        out->chosen_logit = chosen < 0 ? val : chosen_logit; // the argmax's logit is the max
         out->k = k_out;
     }
 }
@@ -291,7 +314,7 @@ logits_pass2_kernel(vox_k_logits_result *__restrict__ out, const uint16_t *__res
 
 extern "C" size_t vox_k_logits_workspace(int64_t v) {
     if (v <= 0) return 0;
-    return (size_t)plan(v).blocks * sizeof(Partial);
+    return (size_t)plan(v).blocks * kBytesPerBlock;
 }
 
 extern "C" void vox_k_logits_stats(vox_k_logits_result *out_dev, const void *logits_bf16, int64_t v,
@@ -300,7 +323,7 @@ extern "C" void vox_k_logits_stats(vox_k_logits_result *out_dev, const void *log
     k = k < 0 ? 0 : k > kMaxK ? kMaxK : k;
     const int kk = k < 2 ? 2 : k;
     const Plan p = plan(v);
-    Partial *parts = (Partial *)workspace;
+    const Partials parts = carve(workspace, p.blocks);
     logits_pass1_kernel<<<p.blocks, kThreads, 0, stream>>>((const uint16_t *)logits_bf16, v, p.chunk,
                                                            kk, parts);
     VOX_K_LAUNCH_CHECK();
