@@ -326,45 +326,82 @@ static void test_logits(fill_mode mode, int64_t v, int k, int32_t chosen, int of
 
 /* ---- timing ---------------------------------------------------------------------------------- */
 
+/* What time_launches enqueues: one call of a launcher on stream st. */
+typedef struct {
+    int what; /* 0: two dependent 1-element fills (the launch floor), 1: logits_stats */
+    int32_t *d_i32;
+    vox_k_logits_result *d_out;
+    const uint16_t *d_l;
+    void *d_ws;
+    int64_t v;
+    int k;
+} launch_case;
+
+static void enqueue_case(const launch_case *c, cudaStream_t st) {
+    if (c->what == 0) {
+        vox_k_fill_i32(c->d_i32, 1, 1, st);
+        vox_k_fill_i32(c->d_i32, 2, 1, st);
+    } else {
+        vox_k_logits_stats(c->d_out, c->d_l, c->v, -1, c->k, c->d_ws, st);
+    }
+}
+
+/* Mean microseconds of one call, back to back on a stream and as a replayed graph of one call. */
+static void time_launches(const char *label, const launch_case *c) {
+    double us;
+    GTU_TIME_US(us, 200, enqueue_case(c, 0));
+    printf("  time %-40s %6.2f us a call (stream)", label, us);
+    cudaStream_t st;
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    GTU_CUDA(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    GTU_CUDA(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+    enqueue_case(c, st);
+    GTU_CUDA(cudaStreamEndCapture(st, &g));
+    GTU_CUDA(cudaGraphInstantiate(&ge, g, 0));
+    cudaEvent_t a, b;
+    GTU_CUDA(cudaEventCreate(&a));
+    GTU_CUDA(cudaEventCreate(&b));
+    GTU_CUDA(cudaGraphLaunch(ge, st));
+    GTU_CUDA(cudaEventRecord(a, st));
+    for (int it = 0; it < 200; it++) GTU_CUDA(cudaGraphLaunch(ge, st));
+    GTU_CUDA(cudaEventRecord(b, st));
+    GTU_CUDA(cudaStreamSynchronize(st));
+    float ms;
+    GTU_CUDA(cudaEventElapsedTime(&ms, a, b));
+    printf(", %6.2f us (graph replay)\n", ms * 1000.0 / 200);
+    GTU_CUDA(cudaEventDestroy(a));
+    GTU_CUDA(cudaEventDestroy(b));
+    GTU_CUDA(cudaGraphExecDestroy(ge));
+    GTU_CUDA(cudaGraphDestroy(g));
+    GTU_CUDA(cudaStreamDestroy(st));
+}
+
 static void time_misc(void) {
     double us;
-    /* logits: once per decoded token; timed back to back on a stream, and as a graph replay */
+    /* logits: once per decoded token, k = 0 unless logprobs are asked for. The floor is two
+     * dependent launches that do nothing: what any two-launch design costs here. v = 2048 is one
+     * pass-1 block: the fixed cost of the chain, without the row's data. */
     const int64_t v = 131072;
     uint16_t *h = make_logits(FILL_NORMAL, v, 0);
-    uint16_t *d_l = (uint16_t *)gtu_dev_upload(h, (size_t)v * 2);
-    void *d_ws = gtu_dev_alloc(vox_k_logits_workspace(v));
-    vox_k_logits_result *d_out = (vox_k_logits_result *)gtu_dev_alloc(sizeof *d_out);
-    const int ks[] = {1, 5, 20};
-    for (int i = 0; i < 3; i++) {
-        GTU_TIME_US(us, 200, vox_k_logits_stats(d_out, d_l, v, -1, ks[i], d_ws, 0));
-        printf("  time logits_stats v=131072 k=%-2d: %6.2f us a call (stream)", ks[i], us);
-        cudaStream_t st;
-        cudaGraph_t g;
-        cudaGraphExec_t ge;
-        GTU_CUDA(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-        GTU_CUDA(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-        vox_k_logits_stats(d_out, d_l, v, -1, ks[i], d_ws, st);
-        GTU_CUDA(cudaStreamEndCapture(st, &g));
-        GTU_CUDA(cudaGraphInstantiate(&ge, g, 0));
-        cudaEvent_t a, b;
-        GTU_CUDA(cudaEventCreate(&a));
-        GTU_CUDA(cudaEventCreate(&b));
-        GTU_CUDA(cudaGraphLaunch(ge, st));
-        GTU_CUDA(cudaEventRecord(a, st));
-        for (int it = 0; it < 200; it++) GTU_CUDA(cudaGraphLaunch(ge, st));
-        GTU_CUDA(cudaEventRecord(b, st));
-        GTU_CUDA(cudaStreamSynchronize(st));
-        float ms;
-        GTU_CUDA(cudaEventElapsedTime(&ms, a, b));
-        printf(", %6.2f us (graph replay)\n", ms * 1000.0 / 200);
-        GTU_CUDA(cudaEventDestroy(a));
-        GTU_CUDA(cudaEventDestroy(b));
-        GTU_CUDA(cudaGraphExecDestroy(ge));
-        GTU_CUDA(cudaGraphDestroy(g));
-        GTU_CUDA(cudaStreamDestroy(st));
+    launch_case c = {0};
+    c.d_i32 = (int32_t *)gtu_dev_alloc(sizeof(int32_t));
+    c.d_l = (const uint16_t *)gtu_dev_upload(h, (size_t)v * 2);
+    c.d_ws = gtu_dev_alloc(vox_k_logits_workspace(v));
+    c.d_out = (vox_k_logits_result *)gtu_dev_alloc(sizeof *c.d_out);
+    time_launches("floor: two dependent 1-thread launches", &c);
+    c.what = 1;
+    const int ks[] = {0, 1, 5, 20};
+    char label[64];
+    for (int i = 0; i < 4; i++) {
+        c.v = v, c.k = ks[i];
+        snprintf(label, sizeof label, "logits_stats v=131072 k=%d", ks[i]);
+        time_launches(label, &c);
     }
+    c.v = 2048, c.k = 0;
+    time_launches("logits_stats v=2048 k=0", &c);
     free(h);
-    gtu_dev_free(d_l), gtu_dev_free(d_ws), gtu_dev_free(d_out);
+    gtu_dev_free(c.d_i32), gtu_dev_free((void *)c.d_l), gtu_dev_free(c.d_ws), gtu_dev_free(c.d_out);
 
     /* rope: decode q (1 x 32 x 128), prefill q (4096 rows) */
     int64_t pos = 1000;
