@@ -21,6 +21,11 @@
 // one entry of the running list, which has slots 0..31 since it comes from earlier positions.
 // A winner's id comes from registers or shared memory, never from a second global read.
 // Internally kk = max(k, 2): the runner-up is always needed for the margin.
+//
+// On sm_90+ pass 2 is a programmatic dependent launch: pass 1 lets it start at once, and pass 2
+// waits in griddepcontrol.wait, which returns when all of pass 1 has finished and its writes are
+// visible, before it reads anything. Pass 2's launch latency then overlaps pass 1 instead of
+// following it. Elsewhere pass 2 is an ordinary launch and both instructions are compiled out.
 #include <math.h>
 
 #include "common.cuh"
@@ -188,6 +193,26 @@ __device__ __forceinline__ void lse_block(float &m, float &s, float *sm, float *
     m = bm, s = bs;
 }
 
+// ---- programmatic dependent launch (sm_90+) ----
+
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+bool device_has_pdl() {
+    int dev = 0, major = 0;
+    return cudaGetDevice(&dev) == cudaSuccess &&
+           cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+           major >= 9;
+}
+
 // ---- pass 1 ----
 
 __global__ void __launch_bounds__(kThreads)
@@ -197,6 +222,7 @@ logits_pass1_kernel(const uint16_t *__restrict__ logits, int64_t v, int64_t chun
     __shared__ int32_t s_id[kWarps * kMaxK];
     __shared__ int32_t s_stage[kTile];
     __shared__ float s_m[kWarps], s_s[kWarps];
+    pdl_launch_dependents(); // pass 2 may start now: it waits for this grid before any read
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const bool aligned = ((uintptr_t)logits & 15u) == 0;
     const int64_t slice = chunk / kWarps;
@@ -265,6 +291,7 @@ logits_pass2_kernel(vox_k_logits_result *__restrict__ out, const uint16_t *__res
     __shared__ int32_t s_stage[kWarps][kTile];
     __shared__ float s_m[kWarps], s_s[kWarps];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    pdl_wait(); // all of pass 1 done and visible (a no-op after an ordinary launch)
 
     // Loads that nothing here depends on, issued first so that they are in flight with the
     // lists' loads: the chosen logit, and this thread's first (max, sumexp) pair.
@@ -327,7 +354,17 @@ extern "C" void vox_k_logits_stats(vox_k_logits_result *out_dev, const void *log
     logits_pass1_kernel<<<p.blocks, kThreads, 0, stream>>>((const uint16_t *)logits_bf16, v, p.chunk,
                                                            kk, parts);
     VOX_K_LAUNCH_CHECK();
-    logits_pass2_kernel<<<1, kThreads, 0, stream>>>(out_dev, (const uint16_t *)logits_bf16, v,
-                                                    chosen, k, kk, parts, p.blocks);
+    cudaLaunchAttribute pdl;
+    pdl.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    pdl.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(1);
+    cfg.blockDim = dim3(kThreads);
+    cfg.stream = stream;
+    cfg.attrs = &pdl;
+    cfg.numAttrs = device_has_pdl() ? 1 : 0;
+    // an error is left for the caller's cudaGetLastError, as after <<<>>>
+    (void)cudaLaunchKernelEx(&cfg, logits_pass2_kernel, out_dev, (const uint16_t *)logits_bf16, v,
+                             chosen, k, kk, parts, p.blocks);
     VOX_K_LAUNCH_CHECK();
 }
