@@ -14,7 +14,8 @@ Hugging Face transformers, on a random Voxtral Mini 3B (full size) or a small on
   5. SPEED: voxtral_runner --ignore-eos -n 100 on the 30 s clip repeated (first run dropped),
      the 45 s clip, batches of 8 and 32 clips; transformers eager bf16 (encoder+projector,
      prefill, decode per token, generate end to end), medians;
-  6. results.md + results.json + logs/ under --out.
+  6. results.md, results.json, fidelity_steps.md and logs.tar.gz (runner logs, latency JSONs,
+     export log) under --out.
 
 On the GPU machine (see bench/README.md):
   python3 scripts/bench_gpu.py --size full --device cuda --runner-device cuda --build build --out OUT
@@ -30,6 +31,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tarfile
 import time
 import traceback
 from pathlib import Path
@@ -59,7 +61,8 @@ def parse_args():
     ap.add_argument("--device", default="cuda", help="torch device of transformers (cuda, cpu)")
     ap.add_argument("--runner-device", default="cuda", help="voxtral_runner -d (cuda, cuda:N, cpu)")
     ap.add_argument("--build", default=str(vr.ROOT / "build"), help="our build dir (voxtral_runner, voxtral_export)")
-    ap.add_argument("--out", default=None, help="results.md, results.json, logs/ (default bench/out-SIZE)")
+    ap.add_argument("--out", default=None,
+                    help="results.md, results.json, fidelity_steps.md, logs.tar.gz (default bench/out-SIZE)")
     ap.add_argument("--work", default=None,
                     help="checkpoint, export, audio, dumps (default models/bench-SIZE, git-ignored)")
     ap.add_argument("--reuse", action="store_true",
@@ -100,12 +103,15 @@ class Bench:
         self.dev = torch.device(args.device)
         self.cuda = self.dev.type == "cuda"
         self.res = {"config": {}, "env": {}, "phases": {}, "fidelity": {}, "speed": {}, "errors": []}
-        self.logs = args.out / "logs"
+        # Raw logs go to WORK/logs and, packed, to OUT/logs.tar.gz: OUT stays at a handful of
+        # files (the GPU machine sends back at most 8).
+        args.out.mkdir(parents=True, exist_ok=True)
+        args.work.mkdir(parents=True, exist_ok=True)
+        self.logs = args.work / "logs"
         shutil.rmtree(self.logs, ignore_errors=True)  # no stale logs of an earlier run
         self.logs.mkdir(parents=True, exist_ok=True)
-        for stale in ("results.md", "results.json", "fidelity_steps.md"):
+        for stale in ("results.md", "results.json", "fidelity_steps.md", "logs.tar.gz"):
             (args.out / stale).unlink(missing_ok=True)
-        args.work.mkdir(parents=True, exist_ok=True)
         self.runner = args.build / "voxtral_runner"
         self.exporter = args.build / "voxtral_export"
         self.model_dir = args.work / "model"
@@ -129,6 +135,8 @@ class Bench:
         with open(self.a.out / "results.json", "w") as f:
             json.dump(self.res, f, indent=1, default=float)
             f.write("\n")
+        with tarfile.open(self.a.out / "logs.tar.gz", "w:gz") as t:
+            t.add(self.logs, arcname="logs")
 
     def sync(self):
         if self.cuda:
@@ -810,7 +818,7 @@ def main():
         if b.res.get("fidelity"):
             (a.out / "fidelity_steps.md").write_text(steps_report(b.res, getattr(b, "tk", None)))
         print("\n" + md, flush=True)
-        log(f"wrote {a.out / 'results.md'}, results.json, logs/")
+        log(f"wrote {a.out}: results.md, results.json, fidelity_steps.md, logs.tar.gz")
     return 1 if b.res["errors"] else 0
 
 

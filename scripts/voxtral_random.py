@@ -17,6 +17,7 @@ replaced by placeholders for the import (any use of them would raise).
 import base64
 import copy
 import importlib
+import importlib.machinery
 import json
 import math
 import os
@@ -50,13 +51,21 @@ def _import_make_reference():
     # start torch's thread pool first and restore the variables afterwards, so that neither
     # this process nor the runner started from it is limited to one thread.
     torch.get_num_threads()
+    # What make_reference takes from transformers, imported before any placeholder exists, so
+    # that transformers' own checks of optional packages see the real installation.
+    from transformers import VoxtralConfig, VoxtralForConditionalGeneration, WhisperFeatureExtractor  # noqa: F401
+    import tiktoken  # noqa: F401
+    import safetensors.torch  # noqa: F401
+
     saved = {v: os.environ.get(v) for v in _THREAD_VARS}
     placeholders = []
     for name in ("soundfile", "soxr", "regex"):
         try:
             importlib.import_module(name)
         except ImportError:
-            sys.modules[name] = _MissingModule(name)
+            mod = _MissingModule(name)
+            mod.__spec__ = importlib.machinery.ModuleSpec(name, None)
+            sys.modules[name] = mod
             placeholders.append(name)
     if str(SCRIPTS) not in sys.path:
         sys.path.insert(0, str(SCRIPTS))
