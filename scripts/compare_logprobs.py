@@ -133,7 +133,7 @@ def main():
                f"{res['audio_rel_l2']['bf16']:.3e}", ""]
     o, b = s["ours"], s["bf16"]
     ratio = o["mean_abs_dlogprob"] / b["mean_abs_dlogprob"] if b["mean_abs_dlogprob"] else float("inf")
-    md.append(f"mean |dlogprob| ours / bf16 = {ratio:.2f}; fp32 smallest top-2 margin "
+    md.append(f"mean |dlogprob| ours / bf16 = {ratio:.3g}; fp32 smallest top-2 margin "
               f"{cmp['reference']['min_top2_margin']:.3g} (a near-tie can flip top-1 legitimately)")
     md.append("")
     steps = vr.steps_table(cmp, ["ours", "bf16"], tk)
