@@ -1,0 +1,237 @@
+#!/usr/bin/env bash
+# voxtral_runner end to end on the tiny fixture model (CPU backend): a batch with a bad file in
+# the middle (the others still produce output, exit 1, a summary), each kind of bad input (a
+# message naming the file and the problem, exit 1, no output), --files-from (a file, standard
+# input), usage errors (exit 2), --help, json fields, the latency aggregate, --print-confidence,
+# and the progress line (only on a terminal, never on stdout).
+# The tiny model is random: transcripts are gibberish, so this checks structure, not words.
+# Usage: test_runner.sh BUILD_DIR FIXTURES_DIR
+set -u
+build=$1
+fixtures=$2
+exe=$build/voxtral_runner
+audio=$fixtures/tiny/audio
+bad=$fixtures/bad_audio
+if [ ! -x "$exe" ] || [ ! -x "$build/voxtral_export" ]; then
+    echo "SKIPPED: voxtral_runner or voxtral_export is not built in $build"
+    exit 77
+fi
+if [ ! -d "$fixtures/tiny/checkpoint_hf" ]; then
+    echo "SKIPPED: no tiny checkpoint in $fixtures/tiny (scripts/make_reference.py makes it)"
+    exit 77
+fi
+tmp=$(mktemp -d /tmp/vox_cli_runner_XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+checks=0
+fail() {
+    echo "FAILED: $*" >&2
+    failures=$((failures + 1))
+}
+check() { # check DESCRIPTION COMMAND...: counts a check, fails when the command fails
+    local what=$1
+    shift
+    checks=$((checks + 1))
+    "$@" || fail "$what"
+}
+
+if ! "$build/voxtral_export" --from "$fixtures/tiny/checkpoint_hf" --out "$tmp/model" -q; then
+    echo "FAILED: cannot export the tiny model"
+    exit 1
+fi
+# Few tokens per request keep the suite fast (it also runs under ASan).
+R=("$exe" -m "$tmp/model" -d cpu -n 4)
+
+# run WANT NAME ARGS...: runs voxtral_runner; stdout in $tmp/NAME.out, stderr in $tmp/NAME.err
+run() {
+    local want=$1 name=$2
+    shift 2
+    checks=$((checks + 1))
+    "${R[@]}" "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
+    local rc=$?
+    [ "$rc" -eq "$want" ] || fail "$name: exit $rc, want $want: $(head -c 2000 "$tmp/$name.err")"
+}
+has() { # has NAME.STREAM TEXT: the file holds the text
+    checks=$((checks + 1))
+    grep -qF -- "$2" "$tmp/$1" || fail "$1 lacks '$2': $(head -c 2000 "$tmp/$1")"
+}
+lacks() {
+    checks=$((checks + 1))
+    ! grep -qF -- "$2" "$tmp/$1" || fail "$1 holds '$2': $(head -c 2000 "$tmp/$1")"
+}
+empty() {
+    checks=$((checks + 1))
+    [ ! -s "$tmp/$1" ] || fail "$1 is not empty: $(head -c 2000 "$tmp/$1")"
+}
+
+# -- one file: the transcript on stdout, nothing on stderr ------------------------------------
+run 0 one "$audio/short.wav"
+check "one: one line of stdout" [ "$(wc -l <"$tmp/one.out")" -eq 1 ]
+empty one.err
+
+# -- a batch with a bad file in the middle -----------------------------------------------------
+run 1 batch "$audio/short.wav" "$bad/text.wav" "$audio/speech.flac"
+has batch.out "==> $audio/short.wav <=="
+has batch.out "==> $audio/speech.flac <=="
+lacks batch.out "text.wav"
+check "batch: 4 lines of stdout" [ "$(wc -l <"$tmp/batch.out")" -eq 4 ]
+check "batch: short.wav as alone" [ "$(sed -n 2p "$tmp/batch.out")" = "$(cat "$tmp/one.out")" ]
+has batch.err "$bad/text.wav: not a supported audio file"
+has batch.err "2 of 3 files transcribed, 1 failed"
+has batch.err "  failed: $bad/text.wav: not a supported audio file"
+
+# -- --files-from: standard input (CR LF, empty lines), a file, after the FILE arguments ---------
+printf '%s\r\n\n%s\n' "$bad/text.wav" "$audio/short.wav" >"$tmp/list.txt"
+checks=$((checks + 1))
+"${R[@]}" --files-from - <"$tmp/list.txt" >"$tmp/stdin.out" 2>"$tmp/stdin.err"
+rc=$?
+[ "$rc" -eq 1 ] || fail "--files-from -: exit $rc: $(cat "$tmp/stdin.err")"
+check "--files-from -: the output" [ "$(cat "$tmp/stdin.out")" = "$(printf '==> %s <==\n%s' "$audio/short.wav" "$(cat "$tmp/one.out")")" ]
+has stdin.err "1 of 2 files transcribed, 1 failed"
+has stdin.err "$bad/text.wav: not a supported audio file"
+printf '%s\n' "$bad/empty.wav" >"$tmp/list2.txt"
+run 1 list_order "$bad/zero_frames.wav" --files-from "$tmp/list2.txt" "$bad/nan.wav"
+check "--files-from: FILE arguments first, then the list" \
+    [ "$(grep -o -e 'zero_frames.wav: no' -e 'nan.wav: sample' -e 'empty.wav: empty' <(head -n 3 "$tmp/list_order.err") | tr '\n' ' ')" = \
+      "zero_frames.wav: no nan.wav: sample empty.wav: empty " ]
+: >"$tmp/empty_list.txt"
+run 0 empty_list --files-from "$tmp/empty_list.txt"
+has empty_list.err "no input files in $tmp/empty_list.txt"
+empty empty_list.out
+run 2 missing_list --files-from "$tmp/no_such_list.txt"
+has missing_list.err "$tmp/no_such_list.txt: cannot open"
+
+# -- bad inputs, one at a time: exit 1, the file and the problem named, no output anywhere -----
+head -c 79000 "$audio/speech.flac" >"$tmp/truncated.flac"
+head -c 30 "$audio/short.wav" >"$tmp/header_only.wav"
+mkdir "$tmp/a_directory.wav"
+bad_cases=(
+    "$tmp/missing.wav|cannot open: No such file or directory"
+    "$bad/empty.wav|empty file (0 bytes)"
+    "$bad/text.wav|not a supported audio file"
+    "$bad/garbage.flac|not a supported audio file"
+    "$tmp/truncated.flac|the file is truncated or damaged"
+    "$tmp/header_only.wav|not a supported audio file"
+    "$bad/zero_frames.wav|no audio could be decoded"
+    "$bad/nan.wav|is NaN"
+    "$bad/inf.wav|is infinite"
+    "$tmp/a_directory.wav|is a directory"
+)
+mkdir "$tmp/outdir"
+for case in "${bad_cases[@]}"; do
+    file=${case%%|*}
+    msg=${case#*|}
+    for fmt in txt srt; do
+        run 1 bad_one -o "$fmt" "$file"
+        has bad_one.err "voxtral_runner: $file: "
+        has bad_one.err "$msg"
+        empty bad_one.out
+        run 1 bad_dir -o "$fmt" -O "$tmp/outdir" "$file"
+        has bad_dir.err "voxtral_runner: $file: "
+        has bad_dir.err "$msg"
+        check "no output file for $file" [ -z "$(ls -A "$tmp/outdir")" ]
+    done
+done
+
+# -- usage and model errors: exit 2 ------------------------------------------------------------
+run 2 no_input
+has no_input.err "no input files"
+run 2 bad_format -o mp4 "$audio/short.wav"
+has bad_format.err "expected txt, json, srt or vtt"
+run 2 unknown --frobnicate "$audio/short.wav"
+has unknown.err "unknown option '--frobnicate'"
+run 2 conf_json --print-confidence -o json "$audio/short.wav"
+has conf_json.err "--print-confidence"
+run 2 segment_force -s --force-tokens 1,2 "$audio/short.wav"
+has segment_force.err "cannot be combined"
+checks=$((checks + 1))
+"$exe" -m "$tmp/no_model" -d cpu "$audio/short.wav" >"$tmp/no_model.out" 2>"$tmp/no_model.err"
+[ $? -eq 2 ] || fail "a missing model does not exit 2"
+has no_model.err "cannot load the model from '$tmp/no_model'"
+empty no_model.out
+run 2 same_name -O "$tmp/outdir" "$audio/short.wav" "$tmp/x/short.wav"
+has same_name.err "would both be written to $tmp/outdir/short.txt"
+check "same names: nothing written" [ -z "$(ls -A "$tmp/outdir")" ]
+touch "$tmp/not_a_dir"
+run 2 outdir_file -O "$tmp/not_a_dir" "$audio/short.wav"
+has outdir_file.err "not a directory"
+
+# -- --help and --version --------------------------------------------------------------------
+run 0 help --help
+for text in "usage: " "Model:" "Input:" "Decoding:" "Segments" "Output:" "--files-from LIST" \
+    "--output-dir DIR" "--segment" "--silence-threshold DB" "[default: -35]" "[default: 0.5]" \
+    "--print-confidence" "--no-progress" "--latency-json FILE" "[default: txt]" \
+    "Exit status: 0" "130 interrupted"; do
+    has help.out "$text"
+done
+run 0 version --version
+check "--version" grep -q "^voxtral_runner [0-9]" "$tmp/version.out"
+
+# -- json lines, logprobs, the latency aggregate over a batch, inputs from a list file ----------
+# short_cut.wav: a WAV whose data stops before its header says: the frames there are transcribed
+head -c 60000 "$audio/short.wav" >"$tmp/short_cut.wav"
+printf '%s\n' "$tmp/short_cut.wav" "$bad/empty.wav" "$audio/speech.ogg" >"$tmp/json_list.txt"
+run 1 json -o json --logprobs 2 --latency --latency-json "$tmp/latency.json" --files-from "$tmp/json_list.txt"
+check "json: two lines" [ "$(wc -l <"$tmp/json.out")" -eq 2 ]
+check "json: in order" grep -q "^{\"file\":\"$audio/speech.ogg\"" <(tail -n 1 "$tmp/json.out")
+has json.out "{\"file\":\"$tmp/short_cut.wav\""
+has json.out '"audio_seconds":1.87'
+for field in '"text":' '"tokens":[' '"language":null' '"latency_ms":{"audio":' \
+    '"text_decoder_decode":' '"logprobs":[{"id":' '"bytes":[' '"top_logprobs":[{'; do
+    has json.out "$field"
+done
+lacks json.out '"segments"'
+has json.err "Run latency (ms):"
+has json.err "(2 files, "
+has json.err "whole run with load and output; 2 requests, 1 failed"
+has json.err "real-time factor wall"
+for field in '"files":\s*2,' '"failed":\s*1,' '"inputs":\s*3,' '"requests":\s*2,' \
+    '"interrupted":\s*false' '"wall_ms":' '"rtfx":' '"rtfx_wall":' '"text_decoder_decode":'; do
+    checks=$((checks + 1))
+    grep -qP -- "$field" "$tmp/latency.json" || fail "latency.json lacks $field: $(cat "$tmp/latency.json")"
+done
+if command -v python3 >/dev/null; then
+    check "json lines parse" python3 -c '
+import json, sys
+for line in open(sys.argv[1], encoding="utf-8"):
+    d = json.loads(line)
+    assert len(d["tokens"]) == len(d["logprobs"]), "one logprob per token"
+json.load(open(sys.argv[2]))' "$tmp/json.out" "$tmp/latency.json"
+fi
+
+# -- --print-confidence: [[word]] off a terminal, colours on one --------------------------------
+run 0 conf_all --print-confidence --confidence-threshold 1 "$audio/short.wav"
+has conf_all.out "[["
+lacks conf_all.out $'\033'
+# threshold 0 marks nothing; a latency report that cannot be written: exit 1, the text kept
+run 1 conf_none --print-confidence --confidence-threshold 0 --latency-json "$tmp/no_dir/l.json" \
+    "$audio/short.wav"
+check "threshold 0 marks nothing" cmp -s "$tmp/conf_none.out" "$tmp/one.out"
+has conf_none.err "--latency-json $tmp/no_dir/l.json"
+check "marks removed give the text" [ "$(sed -e 's/\[\[//g' -e 's/\]\]//g' "$tmp/conf_all.out")" = "$(cat "$tmp/one.out")" ]
+
+# -- progress: on a terminal only, on stderr only (script(1) gives the command a terminal) -------
+if command -v script >/dev/null && script -qec true /dev/null >/dev/null 2>&1; then
+    checks=$((checks + 1))
+    script -qec "$(printf '%q ' "${R[@]}" "$audio/short.wav") >$tmp/tty.out" \
+        "$tmp/tty.log" >/dev/null 2>&1 || fail "run under script(1) failed: $(cat "$tmp/tty.log")"
+    has tty.log "[1/1 files] 0:04 of audio"
+    has tty.log "x real time"
+    check "progress: the same stdout" cmp -s "$tmp/tty.out" "$tmp/one.out"
+    script -qec "$(printf '%q ' "${R[@]}" --no-progress "$bad/text.wav" "$bad/empty.wav")" \
+        "$tmp/tty_off.log" >/dev/null 2>&1
+    lacks tty_off.log "files]"
+    has tty_off.log "0 of 2 files transcribed"
+    script -qec "$(printf '%q ' "${R[@]}" --print-confidence --confidence-threshold 1 "$audio/short.wav")" \
+        "$tmp/tty_colour.log" >/dev/null 2>&1
+    has tty_colour.log $'\033[31m'
+    lacks tty_colour.log "[["
+else
+    echo "(script(1) unusable: terminal checks skipped)"
+fi
+# off a terminal: no progress, no escape sequences
+lacks batch.err "files]"
+lacks batch.err $'\r'
+
+echo "test_runner: $checks checks, $failures failed"
+[ "$failures" -eq 0 ]

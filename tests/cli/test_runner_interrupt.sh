@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# voxtral_runner stopped in the middle of a batch (tiny fixture model, CPU backend): SIGINT and
+# SIGTERM abandon the file in progress, keep the finished ones complete, leave no temporary file,
+# print the summary and exit 128 + signal; SIGKILL leaves no partial output file either (each
+# file appears by rename when complete). Also: --output-dir names and the stdout case.
+# Usage: test_runner_interrupt.sh BUILD_DIR FIXTURES_DIR
+set -u
+build=$1
+fixtures=$2
+exe=$build/voxtral_runner
+short=$fixtures/tiny/audio/short.wav
+if [ ! -x "$exe" ] || [ ! -x "$build/voxtral_export" ]; then
+    echo "SKIPPED: voxtral_runner or voxtral_export is not built in $build"
+    exit 77
+fi
+if [ ! -d "$fixtures/tiny/checkpoint_hf" ]; then
+    echo "SKIPPED: no tiny checkpoint in $fixtures/tiny"
+    exit 77
+fi
+tmp=$(mktemp -d /tmp/vox_cli_interrupt_XXXXXX)
+pid=
+trap '[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
+failures=0
+checks=0
+fail() {
+    echo "FAILED: $*" >&2
+    failures=$((failures + 1))
+}
+if ! "$build/voxtral_export" --from "$fixtures/tiny/checkpoint_hf" --out "$tmp/model" -q; then
+    echo "FAILED: cannot export the tiny model"
+    exit 1
+fi
+R=("$exe" -m "$tmp/model" -d cpu -n 4 -o srt)
+
+# Twelve inputs with the same audio: every finished output must equal the reference.
+mkdir "$tmp/in"
+inputs=()
+for i in $(seq 1 12); do
+    ln -s "$(realpath "$short")" "$tmp/in/f$i.wav"
+    inputs+=("$tmp/in/f$i.wav")
+done
+checks=$((checks + 1))
+"${R[@]}" -O "$tmp/ref" "$tmp/in/f1.wav" 2>"$tmp/ref.err" || fail "reference run: $(cat "$tmp/ref.err")"
+[ -s "$tmp/ref/f1.srt" ] || fail "reference run wrote no $tmp/ref/f1.srt"
+checks=$((checks + 1))
+[ "$(ls -A "$tmp/ref")" = "f1.srt" ] || fail "reference directory holds $(ls -A "$tmp/ref")"
+
+# wait_for FILE: up to 240 s
+wait_for() {
+    local i
+    for ((i = 0; i < 4800; i++)); do
+        [ -e "$1" ] && return 0
+        kill -0 "$pid" 2>/dev/null || return 1
+        sleep 0.05
+    done
+    return 1
+}
+
+# stop SIGNAL WANT_STATUS: a batch into $tmp/out_SIGNAL, signalled once f1.srt is there
+stop() {
+    local sig=$1 want=$2 out=$tmp/out_$1
+    "${R[@]}" -O "$out" --latency-json "$tmp/latency_$sig.json" "${inputs[@]}" \
+        >"$tmp/$sig.out" 2>"$tmp/$sig.err" &
+    pid=$!
+    checks=$((checks + 1))
+    wait_for "$out/f1.srt" || fail "$sig: no first output: $(cat "$tmp/$sig.err")"
+    kill -s "$sig" "$pid"
+    wait "$pid" 2>/dev/null
+    local rc=$?
+    pid=
+    [ "$rc" -eq "$want" ] || fail "$sig: exit $rc, want $want: $(cat "$tmp/$sig.err")"
+
+    # the visible files: f1.srt .. fK.srt, K < 12, each the complete reference
+    local k=0 f
+    while [ -e "$out/f$((k + 1)).srt" ]; do k=$((k + 1)); done
+    checks=$((checks + 1))
+    [ "$k" -ge 1 ] && [ "$k" -lt 12 ] || fail "$sig: $k files finished"
+    echo "$sig: $k of 12 files finished$(grep -o ': interrupted: abandoned' "$tmp/$sig.err" | sed 's/: interrupted/, one/')"
+    for f in "$out"/*; do
+        checks=$((checks + 1))
+        case $(basename "$f") in
+        f[0-9]*.srt)
+            [ "${f##*/f}" != "" ] && [ "${f%.srt}" != "$f" ] &&
+                [ "$(basename "$f" .srt | tr -d f)" -le "$k" ] || fail "$sig: $f out of order (k=$k)"
+            cmp -s "$f" "$tmp/ref/f1.srt" || fail "$sig: $f is not the complete output" ;;
+        *) fail "$sig: unexpected file $f" ;;
+        esac
+    done
+    [ -s "$tmp/$sig.out" ] && fail "$sig: stdout is not empty: $(cat "$tmp/$sig.out")"
+    if [ "$sig" != KILL ]; then
+        checks=$((checks + 1))
+        [ -z "$(ls -A "$out" | grep -v '^f[0-9]*\.srt$')" ] || fail "$sig: left $(ls -A "$out")"
+        checks=$((checks + 1))
+        grep -q "of 12 files transcribed, 0 failed, .* not done (interrupted)" "$tmp/$sig.err" ||
+            fail "$sig: no summary: $(cat "$tmp/$sig.err")"
+        checks=$((checks + 1))
+        grep -q '"interrupted":[[:space:]]*true' "$tmp/latency_$sig.json" ||
+            fail "$sig: latency json: $(cat "$tmp/latency_$sig.json" 2>&1)"
+    fi
+}
+stop INT 130
+stop TERM 143
+stop KILL 137 # no summary, no report: only no partial NAME.srt
+
+# SIGINT with the transcripts on stdout: whole files only, the abandoned one absent
+"${R[@]}" "${inputs[@]}" >"$tmp/stdout.out" 2>"$tmp/stdout.err" &
+pid=$!
+checks=$((checks + 1))
+for ((i = 0; i < 4800; i++)); do
+    grep -q -- '-->' "$tmp/stdout.out" 2>/dev/null && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+done
+kill -INT "$pid"
+wait "$pid"
+rc=$?
+pid=
+[ "$rc" -eq 130 ] || fail "stdout: exit $rc, want 130: $(cat "$tmp/stdout.err")"
+n=$(grep -c '^==> ' "$tmp/stdout.out")
+checks=$((checks + 1))
+expected=$(for i in $(seq 1 "$n"); do printf '==> %s <==\n' "$tmp/in/f$i.wav"; cat "$tmp/ref/f1.srt"; done)
+[ "$n" -ge 1 ] && [ "$(cat "$tmp/stdout.out")" = "$expected" ] ||
+    fail "stdout after SIGINT: $n files, not whole outputs: $(head -c 1500 "$tmp/stdout.out")"
+checks=$((checks + 1))
+grep -q "interrupted: abandoned, no output written for it" "$tmp/stdout.err" ||
+    grep -q "$n of 12 files transcribed, 0 failed, .* not done (interrupted)" "$tmp/stdout.err" ||
+    fail "stdout: no summary: $(cat "$tmp/stdout.err")"
+
+echo "test_runner_interrupt: $checks checks, $failures failed"
+[ "$failures" -eq 0 ]
