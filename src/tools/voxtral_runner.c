@@ -116,7 +116,8 @@ static vox_cli_run_params run_params(const vox_cli_options *o) {
     return p;
 }
 
-/* "N of M files transcribed, F failed[, K not done (interrupted)]; ...", then each failure. */
+/* "N of M files transcribed, F failed[, K not done (interrupted)]; ...", then each failure
+ * again (the messages scroll away in a long batch). */
 static void print_summary(const vox_run_totals *t, char **failed, size_t n_failed) {
     int not_done = t->n_inputs - t->n_files - t->n_failed;
     char rest[64] = "";
@@ -124,8 +125,7 @@ static void print_summary(const vox_run_totals *t, char **failed, size_t n_faile
     else if (t->interrupted) snprintf(rest, sizeof rest, " (interrupted)");
     say("%d of %d files transcribed, %d failed%s; %.1f s of audio in %.1f s", t->n_files,
         t->n_inputs, t->n_failed, rest, t->audio_seconds, t->wall_ms / 1e3);
-    for (size_t i = 0; i < n_failed; i++) fprintf(stderr, "  failed: %s\n", failed[i]);
-    if (n_failed < (size_t)t->n_failed) fprintf(stderr, "  (out of memory for the rest)\n");
+    for (size_t i = 0; failed && i < n_failed; i++) fprintf(stderr, "  failed: %s\n", failed[i]);
 }
 
 int main(int argc, char **argv) {
@@ -211,7 +211,7 @@ int main(int argc, char **argv) {
         say("--latency-json %s", err.msg);
         report_failed = true;
     }
-    if (in.n > 1 || totals.n_failed || totals.interrupted) print_summary(&totals, failed, n_failed);
+    if (in.n > 1 || totals.interrupted) print_summary(&totals, in.n > 1 ? failed : NULL, n_failed);
     int signal = vox_interrupt_signal();
     free_paths(failed, n_failed);
     voxtral_free(ctx);
