@@ -5,7 +5,7 @@
 # --min-silence, a file of silence, and files longer than one request (30 min).
 # Clips of long.wav that end inside a pause keep each request count small (this also runs under
 # ASan, where one request costs seconds).
-# Usage: test_runner_segments.sh BUILD_DIR FIXTURES_DIR
+# Usage: test_runner_segments.sh BUILD_DIR FIXTURES_DIR   (KEEP=1 keeps its temporary directory)
 set -u
 build=$1
 fixtures=$2
