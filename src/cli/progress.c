@@ -34,8 +34,8 @@ void vox_progress_format(const vox_progress *p, double elapsed_ms, char *buf, si
         double rest = (p->cur_total_s - p->cur_done_s) + (double)not_started * p->seen_s / p->n_seen;
         vox_format_duration(rest > 0 ? rest / speed : 0, left, sizeof left);
     }
-    int n = snprintf(buf, size, "[%zu/%zu files] %s of audio (%.2f h), %.1fx real time, %s left",
-                     p->done, p->n_files, audio, done / 3600, speed, left);
+    int n = snprintf(buf, size, "[%zu/%zu files] %s of audio, %.1fx real time, %s left", p->done,
+                     p->n_files, audio, speed, left);
     if (n > 0 && (size_t)n < size && p->failed)
         n += snprintf(buf + n, size - (size_t)n, ", %zu failed", p->failed);
     if (n > 0 && (size_t)n < size && p->name[0])

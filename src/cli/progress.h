@@ -1,5 +1,5 @@
-/* The progress line on standard error: files done / total, hours of audio done, real-time
- * factor, time left. Shown only when standard error is a terminal and --no-progress is not
+/* The progress line on standard error: files done / total, audio done (h:mm:ss), real-time
+ * factor, time left: "[3/10 files] 1:02:03 of audio, 41.5x real time, 4:10 left | talk.wav". Shown only when standard error is a terminal and --no-progress is not
  * given; redrawn in place ("\r", then erase to the end of the line) at most 5 times a second,
  * and erased before any other message so that it never mixes with them. Standard output never
  * sees it.

@@ -173,7 +173,7 @@ static void test_progress(void) {
     p.cur_done_s = 30;
     snprintf(p.name, sizeof p.name, "talk.wav");
     vox_progress_format(&p, 35000, line, sizeof line);
-    CHECK_MSG(strcmp(line, "[3/10 files] 3:30 of audio (0.06 h), 6.0x real time, 1:05 left, "
+    CHECK_MSG(strcmp(line, "[3/10 files] 3:30 of audio, 6.0x real time, 1:05 left, "
                            "1 failed | talk.wav") == 0, "%s", line);
     vox_progress_init(&p, false, stderr, 2);
     vox_progress_format(&p, 0, line, sizeof line);
