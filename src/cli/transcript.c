@@ -128,6 +128,10 @@ vox_status vox_cli_transcribe(voxtral_context *ctx, const char *path, const vox_
     tp.on_token = on_token;
     tp.user_data = &ts;
     for (size_t i = 0; !st && i < n_plan; i++) {
+        if (vox_interrupted()) { /* before the encoder, which no signal can stop */
+            st = vox_fail(err, VOX_ERR_INTERRUPTED, "interrupted");
+            break;
+        }
         const vox_segment *s = &plan_segs[i];
         ts.done_s = (double)s->audio_start / VOX_SAMPLE_RATE;
         ts.tokens = 0;

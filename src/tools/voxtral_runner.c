@@ -212,12 +212,12 @@ int main(int argc, char **argv) {
         report_failed = true;
     }
     if (in.n > 1 || totals.interrupted) print_summary(&totals, in.n > 1 ? failed : NULL, n_failed);
-    int signal = vox_interrupt_signal();
+    int sig = vox_interrupt_signal();
     free_paths(failed, n_failed);
     voxtral_free(ctx);
     free_paths(out_paths, in.n);
     vox_inputs_free(&in);
     vox_cli_options_free(&o);
-    if (signal) return 128 + signal;
+    if (sig) return 128 + sig;
     return totals.n_failed || report_failed ? VOX_EXIT_SOME_FAILED : VOX_EXIT_OK;
 }
