@@ -62,15 +62,6 @@ void vox_k_add(void *y_bf16, const void *a_bf16, const void *b_bf16, int64_t n, 
 void vox_k_add_rows_f32(void *x_bf16, const float *p, int64_t rows, int64_t t, int64_t c,
                         cudaStream_t stream);
 
-/* ---- decode-step matrix-vector product (kernels/matvec.cu) ---- */
-enum { VOX_MV_PLAIN = 0, VOX_MV_RMSNORM = 1, VOX_MV_SWIGLU = 2 };
-/* y[n] = dot(w[n, :], in(x)) for one row: in(x) = x, RMSNorm(x) * norm_w, or
- * bf16(bf16(silu(gate)) * up) of x = gate | up [2k]. With residual != NULL: residual[n] =
- * bf16(residual[n] + bf16(y[n])) and y is not written. Needs vox_k_matvec_supported(). */
-int vox_k_matvec_supported(int64_t k, const void *x, const void *w);
-void vox_k_matvec(void *y, void *residual, const void *x, const void *w, const void *norm_w,
-                  int64_t n, int64_t k, int mode, float eps, cudaStream_t stream);
-
 /* ---- fused decoder operations (kernels/fused.cu) ---- */
 /* From qkv [t, (H + 2 Hkv) * D] (q | k | v): q_out [t, H*D] = rope(q), k_cache rows
  * [*pos_dev, *pos_dev + t) = rope(k), v_cache rows = v. RoPE numerics as vox_k_rope. */

@@ -56,8 +56,6 @@ typedef struct {
 
 typedef struct vox_backend vox_backend;
 
-enum { VOX_IN_PLAIN = 0, VOX_IN_RMSNORM = 1, VOX_IN_SWIGLU = 2 }; /* matvec's input forms */
-
 struct vox_backend {
     const char *name;   /* "cpu" or "cuda:N" */
     vox_dtype act_type; /* dtype of activations (F32 on cpu, BF16 on cuda) */
@@ -92,11 +90,6 @@ struct vox_backend {
     /* y[M,N] = x[M,K] @ w[N,K]^T (+ bias[N]). */
     void (*matmul)(vox_backend *be, vox_tensor *y, const vox_tensor *x, const vox_tensor *w,
                    const vox_tensor *bias);
-    /* One decode row: y[1,N] = w[N,K] @ in(x) with the neighbouring operations fused, in(x) =
-     * x (VOX_IN_PLAIN), RMSNorm(x) * norm_w (VOX_IN_RMSNORM), or silu(gate) * up of x [1, 2K]
-     * = (gate | up) (VOX_IN_SWIGLU). With residual: residual += the product, y unused (NULL). */
-    void (*matvec)(vox_backend *be, vox_tensor *y, const vox_tensor *x, const vox_tensor *w,
-                   int in, const vox_tensor *norm_w, float eps, vox_tensor *residual);
     /* y[M,C] = LayerNorm(x[M,C]) * w + b (statistics in fp32). y may alias x. */
     void (*layer_norm)(vox_backend *be, vox_tensor *y, const vox_tensor *x, const vox_tensor *w,
                        const vox_tensor *b, float eps);

@@ -158,38 +158,6 @@ static void cpu_matmul(vox_backend *be, vox_tensor *y, const vox_tensor *x, cons
     free(bias_f);
 }
 
-/* The CPU composes the fused decode-row product from the unfused operations. */
-static void cpu_rms_norm(vox_backend *be, vox_tensor *y, const vox_tensor *x, const vox_tensor *w,
-                         float eps);
-static void cpu_swiglu(vox_backend *be, vox_tensor *y, const vox_tensor *gate_up);
-
-static void cpu_matvec(vox_backend *be, vox_tensor *y, const vox_tensor *x, const vox_tensor *w,
-                       int in, const vox_tensor *norm_w, float eps, vox_tensor *residual) {
-    VOX_ASSERT(rows_of(x) == 1);
-    int64_t K = cols_of(w), N = rows_of(w);
-    vox_tensor t = {0}, out = {0};
-    vox_error err;
-    const vox_tensor *input = x;
-    if (in != VOX_IN_PLAIN) {
-        VOX_ASSERT(vox_tensor_new2(be, &t, VOX_DTYPE_F32, 1, K, &err) == VOX_OK);
-        if (in == VOX_IN_RMSNORM) cpu_rms_norm(be, &t, x, norm_w, eps);
-        else cpu_swiglu(be, &t, x);
-        input = &t;
-    }
-    vox_tensor *dst = y;
-    if (residual) {
-        VOX_ASSERT(vox_tensor_new2(be, &out, VOX_DTYPE_F32, 1, N, &err) == VOX_OK);
-        dst = &out;
-    }
-    cpu_matmul(be, dst, input, w, NULL);
-    if (residual) {
-        float *r = act(residual);
-        for (int64_t i = 0; i < N; i++) r[i] += act(&out)[i];
-    }
-    vox_tensor_free(be, &t);
-    vox_tensor_free(be, &out);
-}
-
 static void cpu_layer_norm(vox_backend *be, vox_tensor *y, const vox_tensor *x,
                            const vox_tensor *w, const vox_tensor *b, float eps) {
     (void)be;
@@ -503,7 +471,6 @@ vox_status vox_backend_cpu_create(vox_backend **out, vox_error *err) {
         .download_f32 = cpu_download_f32,
         .sync = cpu_sync,
         .matmul = cpu_matmul,
-        .matvec = cpu_matvec,
         .layer_norm = cpu_layer_norm,
         .rms_norm = cpu_rms_norm,
         .add_rms_norm = cpu_add_rms_norm,

@@ -348,47 +348,6 @@ static void cu_matmul(vox_backend *be, vox_tensor *y, const vox_tensor *x, const
     dev_free(s, acc, (size_t)(M * N) * sizeof(float));
 }
 
-static void cu_matvec(vox_backend *be, vox_tensor *y, const vox_tensor *x, const vox_tensor *w,
-                      int in, const vox_tensor *norm_w, float eps, vox_tensor *residual) {
-    cuda_state *s = S(be);
-    int64_t N = w->shape[0], K = (int64_t)(vox_tensor_numel(w) / (size_t)N);
-    VOX_ASSERT(x->shape[0] == 1 && (int64_t)vox_tensor_numel(x) == (in == VOX_IN_SWIGLU ? 2 * K : K));
-    if (vox_k_matvec_supported(K, x->data, w->data)) {
-        vox_k_matvec(y ? y->data : NULL, residual ? residual->data : NULL, x->data, w->data,
-                     norm_w ? norm_w->data : NULL, N, K,
-                     in == VOX_IN_RMSNORM ? VOX_MV_RMSNORM : in == VOX_IN_SWIGLU ? VOX_MV_SWIGLU
-                                                                    : VOX_MV_PLAIN, eps, s->stream);
-        LAUNCHED(s, "matvec");
-        return;
-    }
-    /* Widths the kernel does not take (not in the model): the unfused operations. */
-    vox_error err;
-    vox_tensor t = {0}, out = {0};
-    const vox_tensor *input = x;
-    if (in != VOX_IN_PLAIN) {
-        if (vox_tensor_new2(be, &t, VOX_DTYPE_BF16, 1, K, &err)) {
-            note_error(s, cudaErrorMemoryAllocation, "matvec input");
-            return;
-        }
-        if (in == VOX_IN_RMSNORM) be->rms_norm(be, &t, x, norm_w, eps);
-        else be->swiglu(be, &t, x);
-        input = &t;
-    }
-    vox_tensor *dst = y;
-    if (residual) {
-        if (vox_tensor_new2(be, &out, VOX_DTYPE_BF16, 1, N, &err)) {
-            note_error(s, cudaErrorMemoryAllocation, "matvec output");
-            vox_tensor_free(be, &t);
-            return;
-        }
-        dst = &out;
-    }
-    cu_matmul(be, dst, input, w, NULL);
-    if (residual) be->add(be, residual, residual, &out);
-    vox_tensor_free(be, &t);
-    vox_tensor_free(be, &out);
-}
-
 /* ---- log-mel front end ------------------------------------------------------------------------ */
 
 #define MEL_BLOCK_FRAMES 24000 /* 8 chunks of frames per pass: bounds the workspace (~100 MB) */
@@ -824,7 +783,6 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
     be->download_f32 = cu_download_f32;
     be->sync = cu_sync;
     be->matmul = cu_matmul;
-    be->matvec = cu_matvec;
     be->layer_norm = cu_layer_norm;
     be->rms_norm = cu_rms_norm;
     be->add_rms_norm = cu_add_rms_norm;

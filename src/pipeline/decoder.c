@@ -110,28 +110,6 @@ static void decoder_layers(vox_model *m, vox_kv_cache *c, vox_tensor *x, vox_ten
     be->matmul(be, logits, &last_h, &m->lm_head, NULL);
 }
 
-/* The same for one row (a decode step), where every projection is a matrix-vector product
- * that also does its neighbour: the RMSNorm before it, the SwiGLU before the down projection,
- * the residual add after. Five launches and the attention per layer. */
-static void decoder_layers_one_row(vox_model *m, vox_kv_cache *c, vox_tensor *x, vox_tensor *logits,
-                                   vox_decoder_work *w, int64_t pos0) {
-    vox_backend *be = m->be;
-    const vox_decoder_config *d = &m->cfg.decoder;
-    float eps = (float)d->rms_norm_eps;
-    for (int l = 0; l < d->layers; l++) {
-        const vox_decoder_layer *L = &m->dec_layers[l];
-        be->matvec(be, &w->qkv, x, &L->qkv, VOX_IN_RMSNORM, &L->attn_norm, eps, NULL);
-        be->qkv_rope_cache(be, &w->q, &c->k[l], &c->v[l], &w->qkv, d->heads, d->kv_heads,
-                           d->head_dim, pos0, d->rope_theta);
-        be->attention(be, &w->attn, &w->q, &c->k[l], &c->v[l], 1, 1, (int)(pos0 + 1), d->heads,
-                      d->kv_heads, d->head_dim, 1.0f / sqrtf((float)d->head_dim), true, pos0);
-        be->matvec(be, NULL, &w->attn, &L->o, VOX_IN_PLAIN, NULL, 0.0f, x);
-        be->matvec(be, &w->gate_up, x, &L->gate_up, VOX_IN_RMSNORM, &L->ffn_norm, eps, NULL);
-        be->matvec(be, NULL, &w->gate_up, &L->down, VOX_IN_SWIGLU, NULL, 0.0f, x);
-    }
-    be->matvec(be, logits, x, &m->lm_head, VOX_IN_RMSNORM, &m->dec_norm, eps, NULL);
-}
-
 static vox_status check_room(const vox_kv_cache *c, int64_t T, vox_error *err) {
     if (c->len + T > c->capacity)
         return vox_fail(err, VOX_ERR_TOO_LONG, "text_decoder: %lld positions exceed the cache of %lld",
@@ -172,7 +150,7 @@ vox_status vox_decoder_step(vox_model *m, vox_kv_cache *c, vox_tensor *x, vox_te
         if (c->graph) be->graph_free(be, c->graph);
         c->graph = NULL;
         be->graph_begin(be);
-        decoder_layers_one_row(m, c, x, logits, &c->step, c->len);
+        decoder_layers(m, c, x, logits, &c->step, c->len);
         if ((st = be->graph_end(be, &c->graph, err))) return st;
         c->graph_x = x->data;
         c->graph_logits = logits->data;
@@ -180,7 +158,7 @@ vox_status vox_decoder_step(vox_model *m, vox_kv_cache *c, vox_tensor *x, vox_te
     if (c->graph) {
         if ((st = be->graph_replay(be, c->graph, c->len, err))) return st;
     } else {
-        decoder_layers_one_row(m, c, x, logits, &c->step, c->len);
+        decoder_layers(m, c, x, logits, &c->step, c->len);
     }
     c->len += 1;
     c->steps_run++;

@@ -98,26 +98,6 @@ static void test_matmul(int64_t M, int64_t N, int64_t K, bool bias) {
     pair_free(&x, false), pair_free(&y, false), pair_free(&w, true), pair_free(&b, true);
 }
 
-/* The fused decode-row product, each input form, with and without the residual add. */
-static void test_matvec(int64_t N, int64_t K, int in, bool residual) {
-    char what[160];
-    snprintf(what, sizeof what, "matvec N=%lld K=%lld in=%d residual=%d", (long long)N, (long long)K,
-             in, residual);
-    pair x = pair_new(1, in == VOX_IN_SWIGLU ? 2 * K : K, 1.0f), y = pair_new(1, N, 0.0f);
-    pair res = pair_new(1, N, 1.0f);
-    int64_t ws[2] = {N, K}, gs[1] = {K};
-    pair w = weight_new(2, ws, 1.0f / sqrtf((float)K)), g = weight_new(1, gs, 1.0f);
-    const vox_tensor *gc = in == VOX_IN_RMSNORM ? &g.c : NULL, *gg = in == VOX_IN_RMSNORM ? &g.g : NULL;
-    cpu->matvec(cpu, residual ? NULL : &y.c, &x.c, &w.c, in, gc, 1e-5f, residual ? &res.c : NULL);
-    gpu->matvec(gpu, residual ? NULL : &y.g, &x.g, &w.g, in, gg, 1e-5f, residual ? &res.g : NULL);
-    /* the input form's roundings (up to two) feed K products: their effect on the dot product is
-     * random-signed, ~2^-8 * |ref| overall; the output's rounding (or the product's and the
-     * sum's): 2^-8 each */
-    compare(what, residual ? &res : &y, 1e-5 * sqrt((double)K), 3.0 / 256);
-    pair_free(&x, false), pair_free(&y, false), pair_free(&res, false);
-    pair_free(&w, true), pair_free(&g, true);
-}
-
 static void test_norms(int64_t M, int64_t C) {
     char what[128];
     pair x = pair_new(M, C, 2.0f), y = pair_new(M, C, 0.0f);
@@ -348,13 +328,6 @@ int main(void) {
     test_matmul(5, 9, 7, false);        /* awkward, no bias */
     test_matmul(388, 1024, 3072, false); /* prefill k/v projection */
     test_matmul(3000, 1280, 1280, true); /* encoder, 2 chunks */
-    test_matvec(6144, 3072, VOX_IN_RMSNORM, false); /* qkv */
-    test_matvec(3072, 4096, VOX_IN_PLAIN, true);    /* o, residual */
-    test_matvec(16384, 3072, VOX_IN_RMSNORM, false); /* gate|up */
-    test_matvec(3072, 8192, VOX_IN_SWIGLU, true);   /* down, residual */
-    test_matvec(131072, 3072, VOX_IN_RMSNORM, false); /* lm_head */
-    test_matvec(1027, 515, VOX_IN_SWIGLU, true);    /* a width the kernel refuses: fallback */
-    test_matvec(1000, 256, VOX_IN_PLAIN, false);
     test_norms(1, 3072);
     test_norms(17, 1280);
     test_norms(3000, 1280);
