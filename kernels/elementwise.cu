@@ -20,11 +20,6 @@ struct GeluOp { // torch: 0.5 * x * (1 + erf(x / sqrt(2))) in fp32 (exact, not t
         return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
     }
 };
-struct SiluMulOp { // torch: act_fn(gate) is a bf16 tensor, then * up is rounded again
-    __device__ float operator()(float g, float u) const {
-        return vk_round(g / (1.0f + expf(-g))) * u;
-    }
-};
 struct AddOp {
     __device__ float operator()(float a, float b) const { return a + b; }
 };
@@ -153,11 +148,6 @@ void vox_k_bf16_to_f32(float *dst, const void *src_bf16, int64_t n, cudaStream_t
 
 void vox_k_gelu(void *x_bf16, int64_t n, cudaStream_t stream) {
     launch_ew<1, GeluOp>(x_bf16, x_bf16, nullptr, n, stream);
-}
-
-void vox_k_silu_mul(void *y_bf16, const void *gate_bf16, const void *up_bf16, int64_t n,
-                    cudaStream_t stream) {
-    launch_ew<2, SiluMulOp>(y_bf16, gate_bf16, up_bf16, n, stream);
 }
 
 void vox_k_add(void *y_bf16, const void *a_bf16, const void *b_bf16, int64_t n,

@@ -3,8 +3,11 @@
 // qkv_rope_cache: the fused q|k|v projection output [t, (H + 2 Hkv) * D] is split into q (RoPE
 // applied, to q_out) and k (RoPE applied) / v written straight into the KV cache rows at the
 // position read on the device: it replaces two RoPE launches and two cache copies.
-// The RoPE numerics are those of rope.cu (transformers' Llama path: cos/sin rounded to bf16,
-// bf16(bf16(x*cos) + bf16(rotate_half(x)*sin))).
+// RoPE numerics follow transformers' Llama path step by step: inv_freq_i = theta^(-2i/D)
+// rounded to fp32 (computed in double, as the CPU backend does); angle = float(position) *
+// inv_freq_i in fp32; cos, sin rounded to bf16 (.to(x.dtype)); out = bf16(bf16(x * cos) +
+// bf16(rotate_half(x) * sin)) (three bf16 tensor ops; one rounding would differ by an ulp).
+// With n_kv_heads = 0 it is RoPE alone, in place when q_out == qkv.
 //
 // swiglu: y [t, F] = bf16(bf16(silu(gate)) * up) from the fused gate|up output [t, 2F], with
 // silu rounded first as torch's act_fn(gate) * up does in bf16.
@@ -45,8 +48,9 @@ __device__ __forceinline__ void rotate(const vk_bf16 *src, vk_bf16 *dst, int hal
 }
 
 template <int VEC>
-__global__ void qkv_rope_cache_kernel(vk_bf16 *__restrict__ q_out, vk_bf16 *__restrict__ k_cache,
-                                      vk_bf16 *__restrict__ v_cache, const vk_bf16 *__restrict__ qkv,
+// q_out may be qkv itself when there are no kv heads (RoPE in place): no __restrict__ on those.
+__global__ void qkv_rope_cache_kernel(vk_bf16 *q_out, vk_bf16 *__restrict__ k_cache,
+                                      vk_bf16 *__restrict__ v_cache, const vk_bf16 *qkv,
                                       int64_t t, int n_heads, int n_kv, int head_dim,
                                       const int64_t *__restrict__ pos_dev, double theta) {
     extern __shared__ float smem[]; // inv_freq, cos, sin: D/2 each

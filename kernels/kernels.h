@@ -52,10 +52,6 @@ void vox_k_f32_to_bf16(void *dst_bf16, const float *src, int64_t n, cudaStream_t
 void vox_k_bf16_to_f32(float *dst, const void *src_bf16, int64_t n, cudaStream_t stream);
 /* x = GELU(x), exact erf form, in place. */
 void vox_k_gelu(void *x_bf16, int64_t n, cudaStream_t stream);
-/* y = silu(gate) * up: silu rounded to bf16 first, then the product rounded (as torch's
- * act_fn(gate) * up in bf16). y may alias gate. */
-void vox_k_silu_mul(void *y_bf16, const void *gate_bf16, const void *up_bf16, int64_t n,
-                    cudaStream_t stream);
 /* y = a + b (y may alias a or b). */
 void vox_k_add(void *y_bf16, const void *a_bf16, const void *b_bf16, int64_t n, cudaStream_t stream);
 /* x[r, c] = bf16(float(x[r, c]) + p[r % t, c]) for r < rows: x bf16 [rows, C], p f32 [t, C]. */
@@ -64,7 +60,9 @@ void vox_k_add_rows_f32(void *x_bf16, const float *p, int64_t rows, int64_t t, i
 
 /* ---- fused decoder operations (kernels/fused.cu) ---- */
 /* From qkv [t, (H + 2 Hkv) * D] (q | k | v): q_out [t, H*D] = rope(q), k_cache rows
- * [*pos_dev, *pos_dev + t) = rope(k), v_cache rows = v. RoPE numerics as vox_k_rope. */
+ * [*pos_dev, *pos_dev + t) = rope(k), v_cache rows = v; row r at position *pos_dev + r,
+ * rotate-half pairing, transformers' rounding steps (see fused.cu). With n_kv_heads = 0 it is
+ * RoPE alone, and q_out may be qkv (in place). */
 void vox_k_qkv_rope_cache(void *q_out, void *k_cache, void *v_cache, const void *qkv, int64_t t,
                           int n_heads, int n_kv_heads, int head_dim, const int64_t *pos_dev,
                           double theta, cudaStream_t stream);
@@ -89,14 +87,6 @@ void vox_k_rms_norm(void *y_bf16, const void *x_bf16, const void *w_bf16, int64_
  * (zero outside [0, t_in)), x being [batch, c_in, t_in] (channels_first) or [batch*t_in, c_in]. */
 void vox_k_im2col_k3(void *cols_bf16, const void *x_bf16, int channels_first, int batch,
                      int c_in, int t_in, int stride, cudaStream_t stream);
-
-/* ---- rotary embedding ---- */
-/* In place on x [t, n_heads * head_dim], rotate-half pairing: row r has position
- * *pos0 + r (pos0 read on the device, so a captured graph can replay with a new position).
- * inv_freq_i = theta^(-2i/head_dim) in fp32, angle = float(position) * inv_freq_i in fp32,
- * cos/sin rounded to bf16, then out = bf16(x*cos + rotate_half(x)*sin) as transformers does. */
-void vox_k_rope(void *x_bf16, int64_t t, int n_heads, int head_dim, const int64_t *pos0_dev,
-                double theta, cudaStream_t stream);
 
 /* ---- embedding ---- */
 /* y[i] = table[ids[i]] for i < n; ids on the device. */

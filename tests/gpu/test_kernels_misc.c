@@ -27,6 +27,11 @@
 void vox_logits_stats_host(const float *logits, int64_t V, int32_t chosen, int k,
                            vox_logits_stats *out);
 
+/* RoPE in place through the fused kernel: q only (no kv heads), qkv and q_out the same rows. */
+static void rope_in_place(uint16_t *x, int64_t t, int heads, int dim, const int64_t *pos, double theta) {
+    vox_k_qkv_rope_cache(x, NULL, NULL, x, t, heads, 0, dim, pos, theta, 0);
+}
+
 static vox_backend *cpu;
 static gtu_rng rng;
 
@@ -140,7 +145,7 @@ static void test_rope(int64_t t, int heads, int dim, int64_t pos0, double theta,
     const float *x = fx + offset;
     uint16_t *d_x = (uint16_t *)gtu_dev_upload(hx, (n + offset) * 2);
     int64_t *d_pos = (int64_t *)gtu_dev_upload(&pos0, sizeof pos0);
-    vox_k_rope(d_x + offset, t, heads, dim, d_pos, theta, 0);
+    rope_in_place(d_x + offset, t, heads, dim, d_pos, theta);
     float *got = gtu_download_bf16_as_f32(d_x + offset, n);
 
     float *ref = (float *)gtu_malloc(n * sizeof(float));
@@ -182,7 +187,7 @@ static void test_rope(int64_t t, int heads, int dim, int64_t pos0, double theta,
         int64_t pos1 = 12345;
         GTU_CUDA(cudaMemcpy(d_x + offset, hx + offset, n * 2, cudaMemcpyHostToDevice));
         GTU_CUDA(cudaMemcpy(d_pos, &pos1, sizeof pos1, cudaMemcpyHostToDevice));
-        vox_k_rope(d_x + offset, t, heads, dim, d_pos, theta, 0);
+        rope_in_place(d_x + offset, t, heads, dim, d_pos, theta);
         float *got1 = gtu_download_bf16_as_f32(d_x + offset, n);
         memcpy(ref, x, n * sizeof(float));
         cpu_rope(ref, t, heads, dim, pos1, theta);
@@ -408,9 +413,9 @@ static void time_misc(void) {
     int64_t *d_pos = (int64_t *)gtu_dev_upload(&pos, sizeof pos);
     uint16_t *d_x = (uint16_t *)gtu_dev_alloc((size_t)4096 * 4096 * 2);
     GTU_CUDA(cudaMemset(d_x, 0, (size_t)4096 * 4096 * 2));
-    GTU_TIME_US(us, 200, vox_k_rope(d_x, 1, 32, 128, d_pos, 1e8, 0));
+    GTU_TIME_US(us, 200, rope_in_place(d_x, 1, 32, 128, d_pos, 1e8));
     printf("  time rope 1 x 32 x 128: %6.2f us\n", us);
-    GTU_TIME_US(us, 20, vox_k_rope(d_x, 4096, 32, 128, d_pos, 1e8, 0));
+    GTU_TIME_US(us, 20, rope_in_place(d_x, 4096, 32, 128, d_pos, 1e8));
     printf("  time rope 4096 x 32 x 128: %6.2f us, %6.0f GB/s\n", us, 4.0 * 4096 * 4096 / us / 1e3);
 
     /* im2col: conv1 (mel, channels-first 128 x 3000) and conv2 (time-major 3000 x 1280, s 2) */
