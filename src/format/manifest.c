@@ -5,6 +5,7 @@
  * checks of the values themselves live in vox_manifest_validate, shared by the reader, the writer
  * and the exporter (which validates a checkpoint's hyper-parameters before it writes anything). */
 #include "format/manifest.h"
+#include "format/json.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -134,78 +135,32 @@ vox_status vox_manifest_validate(const vox_manifest *m, int check_files, vox_err
 
 /* ---- reading --------------------------------------------------------------------------------- */
 
-/* A reader with a sticky error: after the first failure every getter does nothing, so that the
- * parse below reads as a list of fields and the first problem is the one reported. */
-typedef struct {
-    const char *path;
-    vox_error *err;
-    vox_status st;
-} reader;
-
-#if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
-static void rd_fail(reader *r, const char *fmt, ...) {
-    if (r->st != VOX_OK) return;
-    char what[VOX_ERROR_MSG_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-    r->st = vox_fail(r->err, VOX_ERR_FORMAT, "%s: %s", r->path, what);
-}
-
-static const cJSON *rd_field(reader *r, const cJSON *obj, const char *sec, const char *key) {
-    if (r->st != VOX_OK || obj == NULL) return NULL;
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-    if (v == NULL) rd_fail(r, "%s%s%s: missing", sec, *sec ? "." : "", key);
-    return v;
-}
-
-static const cJSON *rd_object(reader *r, const cJSON *obj, const char *key) {
-    const cJSON *v = rd_field(r, obj, "", key);
-    if (v != NULL && !cJSON_IsObject(v)) {
-        rd_fail(r, "%s: must be an object", key);
-        return NULL;
-    }
-    return v;
-}
+/* Manifest fields are all required: thin wrappers over the shared sticky-error reader
+ * (format/json.h) that store into the struct and bound the strings. */
+typedef vox_json_reader reader;
 
 static void rd_int(reader *r, const cJSON *obj, const char *sec, const char *key, int *out) {
-    const cJSON *v = rd_field(r, obj, sec, key);
-    if (v == NULL) return;
-    double x = cJSON_IsNumber(v) ? v->valuedouble : NAN;
-    if (!(x >= INT_MIN && x <= INT_MAX && x == floor(x))) {
-        rd_fail(r, "%s.%s: must be an integer", sec, key);
-        return;
-    }
-    *out = (int)x;
+    int v = vox_json_int(r, obj, sec, key, NULL, VOX_JSON_REQUIRED);
+    if (r->st == VOX_OK) *out = v;
 }
 
 static void rd_double(reader *r, const cJSON *obj, const char *sec, const char *key,
                       double *out) {
-    const cJSON *v = rd_field(r, obj, sec, key);
-    if (v == NULL) return;
-    if (!cJSON_IsNumber(v)) {
-        rd_fail(r, "%s.%s: must be a number", sec, key);
-        return;
-    }
-    *out = v->valuedouble;
+    double v = vox_json_number(r, obj, sec, key, (double)VOX_JSON_REQUIRED);
+    if (r->st == VOX_OK) *out = v;
 }
 
 static void rd_string(reader *r, const cJSON *obj, const char *sec, const char *key, char *out,
                       size_t cap) {
-    const cJSON *v = rd_field(r, obj, sec, key);
-    if (v == NULL) return;
-    if (!cJSON_IsString(v)) {
-        rd_fail(r, "%s.%s: must be a string", sec, key);
-        return;
+    const char *v = vox_json_string(r, obj, sec, key, NULL);
+    if (r->st != VOX_OK) return;
+    if (!v) {
+        vox_json_fail(r, VOX_ERR_FORMAT, "%s%s%s: missing", sec, *sec ? "." : "", key);
+    } else if (strlen(v) >= cap) {
+        vox_json_fail(r, VOX_ERR_FORMAT, "%s.%s: longer than %zu bytes", sec, key, cap - 1);
+    } else {
+        memcpy(out, v, strlen(v) + 1);
     }
-    if (strlen(v->valuestring) >= cap) {
-        rd_fail(r, "%s.%s: longer than %zu bytes", sec, key, cap - 1);
-        return;
-    }
-    memcpy(out, v->valuestring, strlen(v->valuestring) + 1);
 }
 
 static void rd_dtype(reader *r, const cJSON *obj, const char *sec, const char *key,
@@ -213,58 +168,33 @@ static void rd_dtype(reader *r, const cJSON *obj, const char *sec, const char *k
     char name[32] = "";
     rd_string(r, obj, sec, key, name, sizeof name);
     if (r->st != VOX_OK) return;
-    if (!vox_dtype_from_name(name, out)) rd_fail(r, "%s.%s: unknown dtype \"%s\"", sec, key, name);
-}
-
-/* Reads a whole file of at most max_bytes into a NUL-terminated buffer. */
-static vox_status read_text_file(const char *path, size_t max_bytes, char **out, size_t *len,
-                                 vox_error *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return vox_fail(err, VOX_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    char *buf = malloc(max_bytes + 1);
-    if (!buf) {
-        fclose(f);
-        return vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", path);
-    }
-    size_t n = fread(buf, 1, max_bytes + 1, f);
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        return vox_fail(err, VOX_ERR_IO, "%s: read error", path);
-    }
-    if (n > max_bytes) {
-        free(buf);
-        return vox_fail(err, VOX_ERR_FORMAT, "%s: larger than %zu bytes", path, max_bytes);
-    }
-    buf[n] = '\0';
-    *out = buf;
-    *len = n;
-    return VOX_OK;
+    if (!vox_dtype_from_name(name, out))
+        vox_json_fail(r, VOX_ERR_FORMAT, "%s.%s: unknown dtype \"%s\"", sec, key, name);
 }
 
 static void parse_manifest(reader *r, const cJSON *root, vox_manifest *m) {
     if (!cJSON_IsObject(root)) {
-        rd_fail(r, "not a JSON object");
+        vox_json_fail(r, VOX_ERR_FORMAT, "not a JSON object");
         return;
     }
     char format[64] = "";
     rd_string(r, root, "", "format", format, sizeof format);
     if (r->st == VOX_OK && strcmp(format, MANIFEST_FORMAT) != 0)
-        rd_fail(r, "format is \"%s\", not \"%s\"", format, MANIFEST_FORMAT);
+        vox_json_fail(r, VOX_ERR_FORMAT, "format is \"%s\", not \"%s\"", format, MANIFEST_FORMAT);
     /* The version first: a manifest of another version may differ in any other field. */
     rd_int(r, root, "", "format_version", &m->format_version);
     if (r->st == VOX_OK && m->format_version != VOX_FORMAT_VERSION)
-        rd_fail(r, "format_version %d, this build reads version %d: re-export the model with this "
-                   "version's voxtral_export", m->format_version, VOX_FORMAT_VERSION);
+        vox_json_fail(r, VOX_ERR_FORMAT,
+                      "format_version %d, this build reads version %d: re-export the model with "
+                      "this version's voxtral_export", m->format_version, VOX_FORMAT_VERSION);
 
-    const cJSON *src = rd_object(r, root, "source");
+    const cJSON *src = vox_json_object(r, root, "", "source", 1);
     rd_string(r, src, "source", "layout", m->source_layout, sizeof m->source_layout);
     rd_string(r, src, "source", "path", m->source_path, sizeof m->source_path);
     rd_dtype(r, src, "source", "dtype", &m->source_dtype);
 
     vox_encoder_config *e = &m->encoder;
-    const cJSON *enc = rd_object(r, root, "audio_encoder");
+    const cJSON *enc = vox_json_object(r, root, "", "audio_encoder", 1);
     const char *es = "audio_encoder";
     rd_string(r, enc, es, "file", e->file, sizeof e->file);
     rd_dtype(r, enc, es, "dtype", &e->dtype);
@@ -279,12 +209,12 @@ static void parse_manifest(reader *r, const cJSON *root, vox_manifest *m) {
     rd_int(r, enc, es, "downsample_factor", &e->downsample_factor);
     rd_int(r, enc, es, "projector_dim", &e->projector_dim);
 
-    const cJSON *emb = rd_object(r, root, "token_embedding");
+    const cJSON *emb = vox_json_object(r, root, "", "token_embedding", 1);
     rd_string(r, emb, "token_embedding", "file", m->embedding.file, sizeof m->embedding.file);
     rd_dtype(r, emb, "token_embedding", "dtype", &m->embedding.dtype);
 
     vox_decoder_config *d = &m->decoder;
-    const cJSON *dec = rd_object(r, root, "text_decoder");
+    const cJSON *dec = vox_json_object(r, root, "", "text_decoder", 1);
     const char *ds = "text_decoder";
     rd_string(r, dec, ds, "file", d->file, sizeof d->file);
     rd_dtype(r, dec, ds, "dtype", &d->dtype);
@@ -299,7 +229,7 @@ static void parse_manifest(reader *r, const cJSON *root, vox_manifest *m) {
     rd_double(r, dec, ds, "rms_norm_eps", &d->rms_norm_eps);
     rd_int(r, dec, ds, "max_position_embeddings", &d->max_position_embeddings);
 
-    const cJSON *tok = rd_object(r, root, "tokenizer");
+    const cJSON *tok = vox_json_object(r, root, "", "tokenizer", 1);
     const char *ts = "tokenizer";
     rd_string(r, tok, ts, "file", m->tokenizer.file, sizeof m->tokenizer.file);
     rd_int(r, tok, ts, "bos", &m->tokenizer.bos);
@@ -310,7 +240,7 @@ static void parse_manifest(reader *r, const cJSON *root, vox_manifest *m) {
     rd_int(r, tok, ts, "begin_audio", &m->tokenizer.begin_audio);
     rd_int(r, tok, ts, "transcribe", &m->tokenizer.transcribe);
 
-    const cJSON *au = rd_object(r, root, "audio");
+    const cJSON *au = vox_json_object(r, root, "", "audio", 1);
     rd_int(r, au, "audio", "sample_rate", &m->sample_rate);
     rd_double(r, au, "audio", "chunk_seconds", &m->chunk_seconds);
     rd_double(r, au, "audio", "frame_rate", &m->frame_rate);
@@ -325,18 +255,9 @@ vox_status vox_manifest_read(const char *dir, vox_manifest *m, vox_error *err) {
     manifest_path(dir, path, sizeof path);
     memset(m, 0, sizeof *m);
 
-    char *text = NULL;
-    size_t len = 0;
-    vox_status st = read_text_file(path, MANIFEST_MAX_BYTES, &text, &len, err);
+    cJSON *root = NULL;
+    vox_status st = vox_json_load(path, MANIFEST_MAX_BYTES, &root, err);
     if (st != VOX_OK) return st;
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-    if (root == NULL) {
-        size_t at = end && end >= text ? (size_t)(end - text) : 0;
-        free(text);
-        return vox_fail(err, VOX_ERR_FORMAT, "%s: invalid JSON near byte %zu", path, at);
-    }
-    free(text);
 
     reader r = {path, err, VOX_OK};
     parse_manifest(&r, root, m);

@@ -1,0 +1,139 @@
+#include "format/json.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+vox_status vox_json_load(const char *path, size_t max_bytes, cJSON **out, vox_error *err) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return vox_fail(err, VOX_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    char *text = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len == cap) {
+            cap = cap ? cap * 2 : 1 << 16;
+            char *t = realloc(text, cap + 1);
+            if (!t) {
+                free(text);
+                fclose(f);
+                return vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", path);
+            }
+            text = t;
+        }
+        size_t n = fread(text + len, 1, cap - len, f);
+        len += n;
+        if (len > max_bytes) {
+            free(text);
+            fclose(f);
+            return vox_fail(err, VOX_ERR_FORMAT, "%s: larger than %zu bytes", path, max_bytes);
+        }
+        if (n == 0) break;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(text);
+        return vox_fail(err, VOX_ERR_IO, "%s: read error", path);
+    }
+    text[len] = '\0';
+    const char *end = NULL;
+    *out = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    size_t at = end && end >= text ? (size_t)(end - text) : 0;
+    free(text);
+    if (*out == NULL)
+        return vox_fail(err, VOX_ERR_FORMAT, "%s: invalid JSON near byte %zu", path, at);
+    return VOX_OK;
+}
+
+void vox_json_fail(vox_json_reader *r, vox_status code, const char *fmt, ...) {
+    if (r->st != VOX_OK) return;
+    char what[VOX_ERROR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    r->st = vox_fail(r->err, code, "%s: %s", r->path, what);
+}
+
+/* The value of key (or alt), treating JSON null as absent; *used is the spelling found. */
+static const cJSON *json_get(const cJSON *obj, const char *key, const char *alt,
+                             const char **used) {
+    *used = key;
+    if (!obj) return NULL;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if ((!v || cJSON_IsNull(v)) && alt) {
+        v = cJSON_GetObjectItemCaseSensitive(obj, alt);
+        if (v && !cJSON_IsNull(v)) *used = alt;
+    }
+    return v && !cJSON_IsNull(v) ? v : NULL;
+}
+
+#define DOT(where) (*(where) ? "." : "")
+
+const cJSON *vox_json_object(vox_json_reader *r, const cJSON *obj, const char *where,
+                             const char *key, int required) {
+    if (r->st != VOX_OK) return NULL;
+    const char *used;
+    const cJSON *v = json_get(obj, key, NULL, &used);
+    if (!v) {
+        if (required) vox_json_fail(r, VOX_ERR_FORMAT, "%s%s%s: missing", where, DOT(where), key);
+        return NULL;
+    }
+    if (!cJSON_IsObject(v)) {
+        vox_json_fail(r, VOX_ERR_FORMAT, "%s%s%s: must be an object", where, DOT(where), key);
+        return NULL;
+    }
+    return v;
+}
+
+int vox_json_int(vox_json_reader *r, const cJSON *obj, const char *where, const char *key,
+                 const char *alt, int def) {
+    if (r->st != VOX_OK) return 0;
+    const char *used;
+    const cJSON *v = json_get(obj, key, alt, &used);
+    if (!v) {
+        if (def == VOX_JSON_REQUIRED)
+            vox_json_fail(r, VOX_ERR_FORMAT, "%s%s%s: missing", where, DOT(where), key);
+        return def;
+    }
+    double x = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+    if (!(x >= INT_MIN && x <= INT_MAX && x == floor(x))) {
+        vox_json_fail(r, VOX_ERR_FORMAT, "%s%s%s: must be an integer", where, DOT(where), used);
+        return 0;
+    }
+    return (int)x;
+}
+
+double vox_json_number(vox_json_reader *r, const cJSON *obj, const char *where, const char *key,
+                       double def) {
+    if (r->st != VOX_OK) return 0;
+    const char *used;
+    const cJSON *v = json_get(obj, key, NULL, &used);
+    if (!v) {
+        if (def == (double)VOX_JSON_REQUIRED)
+            vox_json_fail(r, VOX_ERR_FORMAT, "%s%s%s: missing", where, DOT(where), key);
+        return def;
+    }
+    if (!cJSON_IsNumber(v)) {
+        vox_json_fail(r, VOX_ERR_FORMAT, "%s%s%s: must be a number", where, DOT(where), key);
+        return 0;
+    }
+    return v->valuedouble;
+}
+
+const char *vox_json_string(vox_json_reader *r, const cJSON *obj, const char *where,
+                            const char *key, const char *def) {
+    if (r->st != VOX_OK) return def;
+    const char *used;
+    const cJSON *v = json_get(obj, key, NULL, &used);
+    if (!v) return def;
+    if (!cJSON_IsString(v)) {
+        vox_json_fail(r, VOX_ERR_FORMAT, "%s%s%s: must be a string", where, DOT(where), key);
+        return def;
+    }
+    return v->valuestring;
+}
