@@ -20,9 +20,6 @@ extern "C" {
 
 /* ---- device scalars (kernels/scalars.cu) ---- */
 void vox_k_fill_i32(int32_t *dst, int32_t value, int n, cudaStream_t stream);
-void vox_k_set_i64(int64_t *dst, int64_t value, cudaStream_t stream);
-/* *pos += 1 and lens[i] += 1 for i < n (n <= 1024): one decode step, inside a captured graph. */
-void vox_k_advance_positions(int64_t *pos, int32_t *lens, int n, cudaStream_t stream);
 /* *pos_dev = pos0 and kv_len_dev[i] = kv_len for i < n, in one launch. */
 void vox_k_set_position(int64_t *pos_dev, int32_t *kv_len_dev, int64_t pos0, int32_t kv_len, int n,
                         cudaStream_t stream);

@@ -1,6 +1,5 @@
 // Device-side positions: values kernels take from device memory so that a captured CUDA graph
 // can replay a decode step at a new position.
-
 #include "kernels.h"
 
 namespace {
@@ -10,18 +9,10 @@ __global__ void fill_i32_kernel(int32_t *dst, int32_t value, int n) {
     if (i < n) dst[i] = value;
 }
 
-__global__ void set_i64_kernel(int64_t *dst, int64_t value) { *dst = value; }
-
 __global__ void set_position_kernel(int64_t *pos, int32_t *lens, int64_t pos0, int32_t len, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i == 0) *pos = pos0;
     if (i < n) lens[i] = len;
-}
-
-__global__ void advance_kernel(int64_t *pos, int32_t *lens, int n) {
-    int i = threadIdx.x;
-    if (i < n) lens[i] += 1;
-    if (i == 0) *pos += 1;
 }
 
 }  // namespace
@@ -31,17 +22,9 @@ extern "C" void vox_k_fill_i32(int32_t *dst, int32_t value, int n, cudaStream_t 
     fill_i32_kernel<<<(n + 255) / 256, 256, 0, stream>>>(dst, value, n);
 }
 
-extern "C" void vox_k_set_i64(int64_t *dst, int64_t value, cudaStream_t stream) {
-    set_i64_kernel<<<1, 1, 0, stream>>>(dst, value);
-}
-
 extern "C" void vox_k_set_position(int64_t *pos_dev, int32_t *kv_len_dev, int64_t pos0,
                                    int32_t kv_len, int n, cudaStream_t stream) {
     int threads = n > 1 ? n : 1;
     set_position_kernel<<<(threads + 255) / 256, 256, 0, stream>>>(pos_dev, kv_len_dev, pos0,
                                                                    kv_len, n);
-}
-
-extern "C" void vox_k_advance_positions(int64_t *pos, int32_t *lens, int n, cudaStream_t stream) {
-    advance_kernel<<<1, n > 0 ? ((n + 31) / 32) * 32 : 32, 0, stream>>>(pos, lens, n);
 }
