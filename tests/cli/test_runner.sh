@@ -9,48 +9,15 @@
 set -u
 build=$1
 fixtures=$2
-exe=$build/voxtral_runner
 audio=$fixtures/tiny/audio
 bad=$fixtures/bad_audio
-if [ ! -x "$exe" ] || [ ! -x "$build/voxtral_export" ]; then
-    echo "SKIPPED: voxtral_runner or voxtral_export is not built in $build"
-    exit 77
-fi
-if [ ! -d "$fixtures/tiny/checkpoint_hf" ]; then
-    echo "SKIPPED: no tiny checkpoint in $fixtures/tiny (scripts/make_reference.py makes it)"
-    exit 77
-fi
+source "$(dirname "$0")/runner_common.sh"
 tmp=$(mktemp -d /tmp/vox_cli_runner_XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-failures=0
-checks=0
-fail() {
-    echo "FAILED: $*" >&2
-    failures=$((failures + 1))
-}
-check() { # check DESCRIPTION COMMAND...: counts a check, fails when the command fails
-    local what=$1
-    shift
-    checks=$((checks + 1))
-    "$@" || fail "$what"
-}
-
-if ! "$build/voxtral_export" --from "$fixtures/tiny/checkpoint_hf" --out "$tmp/model" -q; then
-    echo "FAILED: cannot export the tiny model"
-    exit 1
-fi
+export_tiny_model "$tmp/model"
 # Few tokens per request keep the suite fast (it also runs under ASan).
 R=("$exe" -m "$tmp/model" -d cpu -n 4)
 
-# run WANT NAME ARGS...: runs voxtral_runner; stdout in $tmp/NAME.out, stderr in $tmp/NAME.err
-run() {
-    local want=$1 name=$2
-    shift 2
-    checks=$((checks + 1))
-    "${R[@]}" "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
-    local rc=$?
-    [ "$rc" -eq "$want" ] || fail "$name: exit $rc, want $want: $(head -c 2000 "$tmp/$name.err")"
-}
 has() { # has NAME.STREAM TEXT: the file holds the text
     checks=$((checks + 1))
     grep -qF -- "$2" "$tmp/$1" || fail "$1 lacks '$2': $(head -c 2000 "$tmp/$1")"

@@ -7,29 +7,12 @@
 set -u
 build=$1
 fixtures=$2
-exe=$build/voxtral_runner
 short=$fixtures/tiny/audio/short.wav
-if [ ! -x "$exe" ] || [ ! -x "$build/voxtral_export" ]; then
-    echo "SKIPPED: voxtral_runner or voxtral_export is not built in $build"
-    exit 77
-fi
-if [ ! -d "$fixtures/tiny/checkpoint_hf" ]; then
-    echo "SKIPPED: no tiny checkpoint in $fixtures/tiny"
-    exit 77
-fi
+source "$(dirname "$0")/runner_common.sh"
 tmp=$(mktemp -d /tmp/vox_cli_interrupt_XXXXXX)
 pid=
 trap '[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
-failures=0
-checks=0
-fail() {
-    echo "FAILED: $*" >&2
-    failures=$((failures + 1))
-}
-if ! "$build/voxtral_export" --from "$fixtures/tiny/checkpoint_hf" --out "$tmp/model" -q; then
-    echo "FAILED: cannot export the tiny model"
-    exit 1
-fi
+export_tiny_model "$tmp/model"
 R=("$exe" -m "$tmp/model" -d cpu -n 4 -o srt)
 
 # Twelve inputs with the same audio: every finished output must equal the reference.

@@ -9,39 +9,17 @@
 set -u
 build=$1
 fixtures=$2
-exe=$build/voxtral_runner
 long=$fixtures/tiny/audio/long.wav
 pauses=$fixtures/tiny/audio/pauses.json
-if [ ! -x "$exe" ] || [ ! -x "$build/voxtral_export" ]; then
-    echo "SKIPPED: voxtral_runner or voxtral_export is not built in $build"
-    exit 77
-fi
-if [ ! -d "$fixtures/tiny/checkpoint_hf" ] || [ ! -f "$long" ] || [ ! -f "$pauses" ]; then
-    echo "SKIPPED: no tiny checkpoint or long.wav/pauses.json in $fixtures/tiny"
+source "$(dirname "$0")/runner_common.sh"
+if [ ! -f "$long" ] || [ ! -f "$pauses" ]; then
+    echo "SKIPPED: no long.wav/pauses.json in $fixtures/tiny/audio"
     exit 77
 fi
 tmp=$(mktemp -d /tmp/vox_cli_segments_XXXXXX)
 trap '[ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
-failures=0
-checks=0
-fail() {
-    echo "FAILED: $*" >&2
-    failures=$((failures + 1))
-}
-if ! "$build/voxtral_export" --from "$fixtures/tiny/checkpoint_hf" --out "$tmp/model" -q; then
-    echo "FAILED: cannot export the tiny model"
-    exit 1
-fi
+export_tiny_model "$tmp/model"
 R=("$exe" -m "$tmp/model" -d cpu -n 8)
-
-run() { # run WANT NAME ARGS...: stdout in $tmp/NAME.out, stderr in $tmp/NAME.err
-    local want=$1 name=$2
-    shift 2
-    checks=$((checks + 1))
-    "${R[@]}" "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
-    local rc=$?
-    [ "$rc" -eq "$want" ] || fail "$name: exit $rc, want $want: $(head -c 2000 "$tmp/$name.err")"
-}
 
 # ---- WAV files made here: a canonical 44-byte header, 16 kHz mono PCM16 --------------------------
 le() { # le VALUE BYTES: little-endian bytes

@@ -1,0 +1,43 @@
+# Set-up shared by the voxtral_runner CLI tests; sourced after they set $build and $fixtures.
+# Skips (exit 77) when voxtral_runner, voxtral_export or the tiny checkpoint is missing, and
+# defines the check counters and helpers:
+#   fail TEXT                 counts a failure
+#   check DESCRIPTION CMD...  counts a check, fails when the command fails
+#   run WANT NAME ARGS...     runs "${R[@]}" ARGS (R set by the test), checks the exit status;
+#                             stdout in $tmp/NAME.out, stderr in $tmp/NAME.err
+#   export_tiny_model DIR     exports the tiny fixture model, or stops the test
+exe=$build/voxtral_runner
+if [ ! -x "$exe" ] || [ ! -x "$build/voxtral_export" ]; then
+    echo "SKIPPED: voxtral_runner or voxtral_export is not built in $build"
+    exit 77
+fi
+if [ ! -d "$fixtures/tiny/checkpoint_hf" ]; then
+    echo "SKIPPED: no tiny checkpoint in $fixtures/tiny (scripts/make_reference.py makes it)"
+    exit 77
+fi
+failures=0
+checks=0
+fail() {
+    echo "FAILED: $*" >&2
+    failures=$((failures + 1))
+}
+check() {
+    local what=$1
+    shift
+    checks=$((checks + 1))
+    "$@" || fail "$what"
+}
+run() {
+    local want=$1 name=$2
+    shift 2
+    checks=$((checks + 1))
+    "${R[@]}" "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
+    local rc=$?
+    [ "$rc" -eq "$want" ] || fail "$name: exit $rc, want $want: $(head -c 2000 "$tmp/$name.err")"
+}
+export_tiny_model() {
+    if ! "$build/voxtral_export" --from "$fixtures/tiny/checkpoint_hf" --out "$1" -q; then
+        echo "FAILED: cannot export the tiny model"
+        exit 1
+    fi
+}
