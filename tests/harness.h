@@ -50,6 +50,24 @@ static int vox_test_checks, vox_test_failures;
         exit(77);                                                                            \
     } while (0)
 
+/* The whole file, NUL-terminated (malloc'ed), or NULL when it cannot be read. */
+static inline char *test_read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = n >= 0 ? (char *)malloc((size_t)n + 1) : NULL;
+    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
+        free(s);
+        s = NULL;
+    }
+    if (s) s[n] = 0;
+    if (s && len) *len = (size_t)n;
+    fclose(f);
+    return s;
+}
+
 static inline int test_finish(const char *name) {
     printf("%s: %d checks, %d failed\n", name, vox_test_checks, vox_test_failures);
     return vox_test_failures ? 1 : 0;

@@ -10,26 +10,10 @@
 #include "harness.h"
 #include "tokenizer/tekken.h"
 
-static char *read_text(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    if (buf) buf[n] = 0;
-    fclose(f);
-    return buf;
-}
-
 int main(void) {
     const char *tekken_path = VOX_FIXTURES "/tiny/tekken.json";
     const char *ref_path = VOX_FIXTURES "/tiny/reference/tokenizer.json";
-    char *ref_text = read_text(ref_path);
+    char *ref_text = test_read_file(ref_path, NULL);
     FILE *f = fopen(tekken_path, "rb");
     if (!ref_text || !f)
         TEST_SKIP("%s or %s is missing: run scripts/make_reference.py", tekken_path, ref_path);

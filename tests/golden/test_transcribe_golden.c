@@ -20,22 +20,6 @@
 #define NEAR_TIE 1e-3
 #define LOGPROB_ATOL 1e-4
 
-static char *read_text(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-        free(s);
-        s = NULL;
-    }
-    if (s) s[n] = 0;
-    fclose(f);
-    return s;
-}
-
 /* Compares the top-k list of one step: ids must agree except where neighbouring reference
  * log-probabilities are within the tolerance (their order is then not meaningful). */
 static void compare_top(const char *what, int step, const voxtral_token *t, const cJSON *ref_top) {
@@ -133,7 +117,7 @@ static void run_case(voxtral_context *ctx, const cJSON *c) {
 int main(void) {
     char path[1024];
     snprintf(path, sizeof path, "%s/tiny/reference/generation.json", VOX_FIXTURES);
-    char *text = read_text(path);
+    char *text = test_read_file(path, NULL);
     if (!text) TEST_SKIP("%s not found: run scripts/make_reference.py", path);
     cJSON *ref = cJSON_Parse(text);
     free(text);
