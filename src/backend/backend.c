@@ -52,6 +52,10 @@ void vox_tensor_free(vox_backend *be, vox_tensor *t) {
     if (t) t->data = NULL;
 }
 
+void vox_tensors_free(vox_backend *be, vox_tensor *t, size_t n) {
+    for (size_t i = 0; i < n; i++) vox_tensor_free(be, &t[i]);
+}
+
 bool vox_backend_cuda_available(void) {
 #ifdef VOX_HAVE_CUDA
     extern bool vox_cuda_device_count_positive(void);

@@ -169,6 +169,8 @@ vox_status vox_tensor_new(vox_backend *be, vox_tensor *t, vox_dtype dtype, int n
 vox_status vox_tensor_new2(vox_backend *be, vox_tensor *t, vox_dtype dtype, int64_t rows,
                            int64_t cols, vox_error *err);
 void vox_tensor_free(vox_backend *be, vox_tensor *t);
+/* Frees n tensors laid out one after another (a workspace struct made only of vox_tensor). */
+void vox_tensors_free(vox_backend *be, vox_tensor *t, size_t n);
 
 vox_status vox_backend_cpu_create(vox_backend **out, vox_error *err);
 #ifdef VOX_HAVE_CUDA

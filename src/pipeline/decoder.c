@@ -7,8 +7,7 @@
 #include "pipeline/pipeline.h"
 
 static void work_free(vox_backend *be, vox_decoder_work *w) {
-    vox_tensor *t = (vox_tensor *)w;
-    for (size_t i = 0; i < sizeof *w / sizeof *t; i++) vox_tensor_free(be, &t[i]);
+    vox_tensors_free(be, (vox_tensor *)w, sizeof *w / sizeof(vox_tensor));
 }
 
 static vox_status work_alloc(vox_model *m, vox_decoder_work *w, int64_t T, vox_error *err) {

@@ -17,8 +17,7 @@ typedef struct {
 } encoder_work;
 
 static void work_free(vox_backend *be, encoder_work *w) {
-    vox_tensor *t = (vox_tensor *)w;
-    for (size_t i = 0; i < sizeof *w / sizeof *t; i++) vox_tensor_free(be, &t[i]);
+    vox_tensors_free(be, (vox_tensor *)w, sizeof *w / sizeof(vox_tensor));
 }
 
 static vox_status work_alloc(vox_model *m, encoder_work *w, int64_t B, vox_error *err) {
