@@ -18,7 +18,8 @@
  *            read once for the group. The 4 warps take 16 keys each of a 64-key tile; their
  *            states are merged in shared memory at the end of the split. Splits are sized from
  *            the length read on the device, so one captured launch fits every length up to
- *            max_kv. A second kernel merges the splits' (max, sum, unnormalised O).
+ *            max_kv. The last split of a group to finish (an atomic count in the workspace)
+ *            merges the splits' (max, sum, unnormalised O): one launch, no second kernel.
  *
  * Rows of K/V past the valid length are never read: cp.async zero-fills them (src-size 0), so
  * stale or NaN cache rows cannot leak into P@V through 0 * NaN. Masked scores are -inf; a row
@@ -55,6 +56,7 @@ struct AttnParams {
     int write_final; /* s_max == 1: the split kernel writes bf16 out directly */
     float *ws_o;     /* [batch, n_heads, s_max, D] unnormalised partial outputs */
     float *ws_ml;    /* [batch, n_heads, s_max, 2] (max in log2 units, sum) */
+    unsigned *ws_count; /* per (batch, kv head, row chunk): splits done (zero between launches) */
 };
 
 /* ---- PTX wrappers ---------------------------------------------------------------------------- */
@@ -406,7 +408,7 @@ constexpr int kDecodeTile = 16 * kDecodeWarps; /* keys per pipeline stage */
 constexpr int kDecodeMaxSplits = 64;
 
 /* How sequence length L is cut: chunks of whole tiles, at most s_max of them, none empty. Shared
- * by the split kernel, the merge kernel and nothing else, so they always agree. */
+ * by the split kernel's blocks, so they always agree on who takes part in the merge. */
 __host__ __device__ __forceinline__ void decode_plan(int64_t L, int s_max, int64_t *chunk,
                                                      int *n_active) {
     if (L <= 0) {
@@ -443,6 +445,8 @@ __global__ void __launch_bounds__(kDecodeWarps * 32) attn_decode_split_kernel(co
     const int g = lane >> 2, tig = lane & 3;
     const int b = blockIdx.z, split = blockIdx.x;
     const int row_chunks = (p.group + 15) / 16;
+    vk_pdl_trigger(); /* launched by vk_launch: q is the previous kernel's output */
+    vk_pdl_wait();
     const int kh = blockIdx.y / row_chunks, r0 = (blockIdx.y % row_chunks) * 16;
     const int nrows = min(16, p.group - r0);
     const int head0 = kh * p.group + r0; /* query head of tile row 0 */
@@ -452,7 +456,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32) attn_decode_split_kernel(co
     int n_active;
     decode_plan(L, p.s_max, &chunk, &n_active);
     if (split >= n_active) {
-        if (n_active == 0 && split == 0 && p.write_final) /* empty cache: zeros, as the reference */
+        if (n_active == 0 && split == 0) /* empty cache: zeros, as the reference */
             for (int t = threadIdx.x; t < nrows * D; t += THREADS)
                 p.out[(int64_t)b * p.q_stride + (int64_t)(head0 + t / D) * D + t % D] =
                     __float2bfloat16_rn(0.0f);
@@ -596,25 +600,37 @@ __global__ void __launch_bounds__(kDecodeWarps * 32) attn_decode_split_kernel(co
             }
         }
     }
-}
+    if (p.write_final) return;
 
-/* grid (n_heads, batch), D threads: out = sum_s 2^(m_s - M) O_s / sum_s 2^(m_s - M) l_s. */
-__global__ void attn_decode_merge_kernel(const AttnParams p) {
-    const int h = blockIdx.x, b = blockIdx.y, d = threadIdx.x, D = p.head_dim;
-    int64_t chunk;
-    int n_active;
-    decode_plan(clamp_len(p, b), p.s_max, &chunk, &n_active);
-    const int64_t slot0 = ((int64_t)b * p.n_heads + h) * p.s_max;
-    float mx = -INFINITY;
-    for (int s = 0; s < n_active; s++) mx = fmaxf(mx, p.ws_ml[(slot0 + s) * 2]);
-    const float base = mx == -INFINITY ? 0.0f : mx;
-    float acc = 0.0f, l = 0.0f;
-    for (int s = 0; s < n_active; s++) {
-        const float f = exp2f(p.ws_ml[(slot0 + s) * 2] - base);
-        acc += f * p.ws_o[(slot0 + s) * D + d];
-        l += f * p.ws_ml[(slot0 + s) * 2 + 1];
+    /* The last split of this (sequence, row chunk) to finish merges all of them, so no second
+     * launch is needed: each block publishes its partials (fence), counts itself in, and the
+     * one that completes the count reads the others' partials from L2 and resets the count. */
+    __shared__ int s_last;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned *count = p.ws_count + (int64_t)b * gridDim.y + blockIdx.y;
+        s_last = atomicAdd(count, 1u) == (unsigned)(n_active - 1);
+        if (s_last) *count = 0; /* the next launch is stream-ordered after this one */
     }
-    p.out[(int64_t)b * p.q_stride + (int64_t)h * D + d] = __float2bfloat16_rn(l > 0.0f ? acc / l : 0.0f);
+    __syncthreads();
+    if (!s_last) return;
+    __threadfence();
+    for (int t = threadIdx.x; t < nrows * D; t += THREADS) {
+        const int row = t / D, d = t % D, head = head0 + row;
+        const int64_t slot0 = ((int64_t)b * p.n_heads + head) * p.s_max;
+        float mx = -INFINITY;
+        for (int s = 0; s < n_active; s++) mx = fmaxf(mx, __ldcg(&p.ws_ml[(slot0 + s) * 2]));
+        const float base = mx == -INFINITY ? 0.0f : mx;
+        float acc = 0.0f, l = 0.0f;
+        for (int s = 0; s < n_active; s++) {
+            const float f = exp2f(__ldcg(&p.ws_ml[(slot0 + s) * 2]) - base);
+            acc += f * __ldcg(&p.ws_o[(slot0 + s) * D + d]);
+            l += f * __ldcg(&p.ws_ml[(slot0 + s) * 2 + 1]);
+        }
+        p.out[(int64_t)b * p.q_stride + (int64_t)head * D + d] =
+            __float2bfloat16_rn(l > 0.0f ? acc / l : 0.0f);
+    }
 }
 
 /* ---- launchers ------------------------------------------------------------------------------- */
@@ -790,12 +806,8 @@ void launch_decode(const AttnParams &p, cudaStream_t stream) {
     ensure_smem(kernel, smem, done);
     const int row_chunks = (p.group + 15) / 16;
     dim3 grid((unsigned)p.s_max, (unsigned)(p.n_kv_heads * row_chunks), (unsigned)p.batch);
-    kernel<<<grid, kDecodeWarps * 32, smem, stream>>>(p);
+    vk_launch(kernel, grid, dim3(kDecodeWarps * 32), smem, stream, p);
     VOX_K_LAUNCH_CHECK();
-    if (!p.write_final) {
-        attn_decode_merge_kernel<<<dim3((unsigned)p.n_heads, (unsigned)p.batch), D, 0, stream>>>(p);
-        VOX_K_LAUNCH_CHECK();
-    }
 }
 
 } // namespace
@@ -856,10 +868,22 @@ void vox_k_attention(void *out_bf16, const void *q_bf16, const void *k_bf16, con
                             n_heads, n_kv_heads, head_dim, scale, causal, q_pos0, stream);
 }
 
+/* Workspace: first the split counters, one per (sequence, kv head, row chunk), at most
+ * batch * n_heads of them (kept at the start so that they stay put whatever the shape), then
+ * the partial results [batch, n_heads, s_max] x (D + 2) floats. */
+static size_t ws_counters(int batch, int n_heads) {
+    return ((size_t)batch * n_heads * sizeof(unsigned) + 15) / 16 * 16;
+}
 size_t vox_k_decode_attention_workspace(int batch, int n_heads, int head_dim, int64_t max_kv) {
     const int s = decode_s_max(batch, n_heads, max_kv);
     if (s <= 1) return 0;
-    return (size_t)batch * n_heads * s * ((size_t)head_dim + 2) * sizeof(float);
+    return ws_counters(batch, n_heads) + (size_t)batch * n_heads * s * ((size_t)head_dim + 2) * sizeof(float);
+}
+size_t vox_k_decode_attention_workspace_init(void *workspace, int batch, int n_heads,
+                                             cudaStream_t stream) {
+    const size_t bytes = ws_counters(batch, n_heads);
+    if (workspace) cudaMemsetAsync(workspace, 0, bytes, stream);
+    return bytes;
 }
 
 /* Decode variants: -1 what vox_k_decode_attention picks, 0 simple, 1 split (splits as the
@@ -889,7 +913,8 @@ int vox_k_decode_attention_variant(int variant, void *out_bf16, const void *q_bf
             launch_unsupported(stream);
             return 1;
         }
-        p.ws_ml = (float *)workspace;
+        p.ws_count = (unsigned *)workspace;
+        p.ws_ml = (float *)((char *)workspace + ws_counters(batch, n_heads));
         p.ws_o = p.ws_ml + (size_t)batch * n_heads * p.s_max * 2;
     }
     if (head_dim == 64)

@@ -1,6 +1,7 @@
 // Small helpers shared by the kernels/*.cu files (device code only, internal to vox_kernels):
 //   bf16 <-> fp32 of single values and of 8-wide (16-byte) vectors, an alignment test,
-//   warp sums / maxima by shuffles, a block sum, and VOX_K_LAUNCH_CHECK.
+//   warp sums / maxima by shuffles, a block sum, VOX_K_LAUNCH_CHECK, and programmatic dependent
+//   launch (vk_launch, vk_pdl_wait, vk_pdl_trigger).
 // Everything is static inline: each .cu file is its own translation unit.
 #ifndef VOX_KERNELS_COMMON_CUH
 #define VOX_KERNELS_COMMON_CUH
@@ -81,6 +82,62 @@ static __device__ __forceinline__ float vk_block_sum(float v, float *scratch) {
     float s = 0.0f;
     for (int w = 0; w < n_warps; w++) s += scratch[w]; // same order in every thread
     return s;
+}
+
+// ---- programmatic dependent launch (PDL, sm_90 and later) ----
+// A kernel launched by vk_launch may start while the kernel before it in the stream is still
+// running, as soon as every block of that one has called vk_pdl_trigger (or exited). Until it
+// calls vk_pdl_wait it may only read what no earlier kernel writes (weights); vk_pdl_wait
+// returns once the previous kernel has completed and its writes are visible. Since every kernel
+// launched this way waits before it completes, the previous kernel's completion implies that
+// of all before it. Every kernel launched by vk_launch must call vk_pdl_wait before touching
+// activations; on older GPUs, or with VOX_NO_PDL=1 in the environment, launches are ordinary
+// and both calls do nothing.
+static __device__ __forceinline__ void vk_pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+static __device__ __forceinline__ void vk_pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// Whether launches on the current device may overlap (compute capability 9.0 or later, and
+// not switched off by VOX_NO_PDL), cached per device.
+static inline bool vk_pdl_enabled() {
+    static signed char cached[64]; // 0 unknown, 1 yes, -1 no
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return false;
+    if (!cached[dev]) {
+        int major = 0;
+        const char *off = getenv("VOX_NO_PDL");
+        const bool disabled = off && *off && !(off[0] == '0' && off[1] == 0);
+        const bool ok = !disabled &&
+                        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) ==
+                            cudaSuccess &&
+                        major >= 9;
+        cached[dev] = ok ? 1 : -1;
+    }
+    return cached[dev] > 0;
+}
+
+// kernel<<<grid, block, smem, stream>>>(args...), allowed to overlap the previous kernel (PDL).
+template <typename... Params, typename... Args>
+static inline void vk_launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
+                             cudaStream_t stream, Args... args) {
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = vk_pdl_enabled() ? 1 : 0;
+    cudaLaunchKernelEx(&cfg, kernel, args...);
 }
 
 #endif

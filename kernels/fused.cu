@@ -11,9 +11,7 @@
 //
 // swiglu: y [t, F] = bf16(bf16(silu(gate)) * up) from the fused gate|up output [t, 2F], with
 // silu rounded first as torch's act_fn(gate) * up does in bf16.
-//
-// add_rms_norm: the residual add and the RMSNorm that follows it in one pass over the row:
-// x = bf16(x + r); y = bf16(w * bf16(x * rsqrt(mean(x^2) + eps))) (LlamaRMSNorm on the bf16 sum).
+
 #include "common.cuh"
 #include "kernels.h"
 
@@ -117,71 +115,7 @@ __global__ void swiglu_kernel(vk_bf16 *__restrict__ y, const vk_bf16 *__restrict
         y[r * f + c] = vk_bf(gv[0]);
 }
 
-// One block per row, 8 elements a thread per pass (c % 8 == 0, 16-byte aligned), fp32 sum.
-constexpr int kAddNormThreads = 256;
-__global__ void add_rms_norm_kernel(vk_bf16 *__restrict__ y, vk_bf16 *__restrict__ x,
-                                    const vk_bf16 *r, const vk_bf16 *__restrict__ w, int64_t c,
-                                    float eps) {
-    __shared__ float red[32];
-    const int64_t row = blockIdx.x;
-    vk_bf16 *xr = x + row * c;
-    const vk_bf16 *rr = r + row * c;
-    vk_bf16 *yr = y + row * c;
-    float ss = 0.0f;
-    for (int64_t i = (int64_t)threadIdx.x * 8; i < c; i += (int64_t)blockDim.x * 8) {
-        float a[8], b[8];
-        vk_load8(xr + i, a);
-        vk_load8(rr + i, b);
-#pragma unroll
-        for (int j = 0; j < 8; j++) {
-            a[j] = vk_round(a[j] + b[j]);
-            ss += a[j] * a[j];
-        }
-        vk_store8(xr + i, a);
-    }
-    const float inv = rsqrtf(vk_block_sum(ss, red) / (float)c + eps);
-    for (int64_t i = (int64_t)threadIdx.x * 8; i < c; i += (int64_t)blockDim.x * 8) {
-        float a[8], g[8];
-        vk_load8(xr + i, a); // this thread's own writes above
-        vk_load8(w + i, g);
-#pragma unroll
-        for (int j = 0; j < 8; j++) a[j] = g[j] * vk_round(a[j] * inv);
-        vk_store8(yr + i, a);
-    }
-}
-
-__global__ void add_rms_norm_scalar_kernel(vk_bf16 *y, vk_bf16 *x, const vk_bf16 *r,
-                                           const vk_bf16 *__restrict__ w, int64_t c, float eps) {
-    __shared__ float red[32];
-    const int64_t row = blockIdx.x;
-    vk_bf16 *xr = x + row * c;
-    const vk_bf16 *rr = r + row * c;
-    vk_bf16 *yr = y + row * c;
-    float ss = 0.0f;
-    for (int64_t i = threadIdx.x; i < c; i += blockDim.x) {
-        const float a = vk_round(vk_f(xr[i]) + vk_f(rr[i]));
-        xr[i] = vk_bf(a);
-        ss += a * a;
-    }
-    const float inv = rsqrtf(vk_block_sum(ss, red) / (float)c + eps);
-    for (int64_t i = threadIdx.x; i < c; i += blockDim.x)
-        yr[i] = vk_bf(vk_f(w[i]) * vk_round(vk_f(xr[i]) * inv));
-}
-
 }  // namespace
-
-extern "C" void vox_k_add_rms_norm(void *y, void *x, const void *r, const void *w, int64_t rows,
-                                   int64_t c, float eps, cudaStream_t stream) {
-    if (rows <= 0 || c <= 0) return;
-    const bool vec = c % 8 == 0 && vk_aligned16(y) && vk_aligned16(x) && vk_aligned16(r) &&
-                     vk_aligned16(w);
-    if (vec)
-        add_rms_norm_kernel<<<(unsigned)rows, kAddNormThreads, 0, stream>>>(
-            (vk_bf16 *)y, (vk_bf16 *)x, (const vk_bf16 *)r, (const vk_bf16 *)w, c, eps);
-    else
-        add_rms_norm_scalar_kernel<<<(unsigned)rows, kAddNormThreads, 0, stream>>>(
-            (vk_bf16 *)y, (vk_bf16 *)x, (const vk_bf16 *)r, (const vk_bf16 *)w, c, eps);
-}
 
 extern "C" void vox_k_qkv_rope_cache(void *q_out, void *k_cache, void *v_cache, const void *qkv,
                                      int64_t t, int n_heads, int n_kv_heads, int head_dim,

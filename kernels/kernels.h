@@ -6,7 +6,11 @@
  * Launchers never synchronise and never allocate; a launch error is left for the caller's next
  * cudaGetLastError / stream check.
  *
- * GEMMs are not here: the backend calls cuBLASLt for them. */
+ * GEMMs are cuBLASLt's, called by the backend; only the decode-shaped projections (a few rows,
+ * one pass over the weights with the operations around them fused) are here (matvec.cu).
+ *
+ * Launchers marked [PDL] may start before the previous kernel in the stream has finished
+ * (programmatic dependent launch on sm_90+; common.cuh says what that allows). */
 #ifndef VOX_KERNELS_H
 #define VOX_KERNELS_H
 
@@ -63,10 +67,6 @@ void vox_k_add_rows_f32(void *x_bf16, const float *p, int64_t rows, int64_t t, i
 void vox_k_qkv_rope_cache(void *q_out, void *k_cache, void *v_cache, const void *qkv, int64_t t,
                           int n_heads, int n_kv_heads, int head_dim, const int64_t *pos_dev,
                           double theta, cudaStream_t stream);
-/* x = bf16(x + r); y = bf16(w * bf16(x * rsqrt(mean(x^2) + eps))) per row of [rows, c]: the
- * residual add and the next RMSNorm in one pass. y may alias r (not x). */
-void vox_k_add_rms_norm(void *y, void *x, const void *r, const void *w, int64_t rows, int64_t c,
-                        float eps, cudaStream_t stream);
 /* y [rows, f] = bf16(bf16(silu(gate)) * up) with gate_up [rows, 2f] = (gate | up) per row. */
 void vox_k_swiglu(void *y, const void *gate_up, int64_t rows, int64_t f, cudaStream_t stream);
 
@@ -102,14 +102,52 @@ void vox_k_attention(void *out_bf16, const void *q_bf16, const void *k_bf16, con
                      cudaStream_t stream);
 /* Single-query attention (decode) against a KV cache whose lengths are read on the device
  * (sequence b attends to its first kv_len_dev[b] keys, so a captured graph can replay as the
- * caches grow), split across the sequence into chunks reduced in a second pass. q/out [batch, n_heads*head_dim], k/v caches
- * [batch * kv_seq_stride, n_kv_heads*head_dim]. workspace: vox_k_decode_attention_workspace()
- * bytes. */
+ * caches grow), split across the sequence into chunks that the last one to finish reduces.
+ * q/out [batch, n_heads*head_dim], k/v caches [batch * kv_seq_stride, n_kv_heads*head_dim].
+ * workspace: vox_k_decode_attention_workspace() bytes, set up once by
+ * vox_k_decode_attention_workspace_init(). [PDL] */
 size_t vox_k_decode_attention_workspace(int batch, int n_heads, int head_dim, int64_t max_kv);
+/* Zeroes the split counters at the start of a workspace (of non-zero size) for up to `batch`
+ * sequences of n_heads (each launch leaves them zero again): once before the first launch of
+ * that size. Returns the bytes it zeroes (and only that when workspace is NULL). */
+size_t vox_k_decode_attention_workspace_init(void *workspace, int batch, int n_heads,
+                                             cudaStream_t stream);
 void vox_k_decode_attention(void *out_bf16, const void *q_bf16, const void *k_bf16,
                             const void *v_bf16, int batch, const int32_t *kv_len_dev,
                             int64_t max_kv, int64_t kv_seq_stride, int n_heads, int n_kv_heads,
                             int head_dim, float scale, void *workspace, cudaStream_t stream);
+
+/* ---- decode-shaped projections (kernels/matvec.cu) [PDL] ---- */
+/* y = epilogue(prologue(x) @ w^T) for x [m, k] with m <= VOX_K_MATVEC_MAX_M, w [n, k], bf16.
+ * prologue: with norm_w, x is replaced by RMSNorm(x) * norm_w (rounded as vox_k_rms_norm).
+ * epilogue, on the product P [m, n] (fp32, rounded to bf16 as a GEMM output would be):
+ *   STORE            y [m, n] = P
+ *   ADD              y [m, n] = bf16(y + bf16(P)): a residual add (y must not alias x)
+ *   SWIGLU           y [m, n/2] = as vox_k_swiglu on P = (gate | up) per row
+ *   QKV_ROPE_CACHE   as vox_k_qkv_rope_cache on P = (q | k | v): y = q_out [m, H*D], k_cache
+ *                    and v_cache rows at positions *pos_dev + row; n = (H + 2 Hkv) * D
+ * Returns 0, launching nothing, when it does not take the arguments (m, k % 8, alignment, m * k
+ * over 100K elements, an odd n for SWIGLU or head_dim for QKV_ROPE_CACHE): the caller then
+ * runs the separate operations. */
+#define VOX_K_MATVEC_MAX_M 4
+typedef enum {
+    VOX_K_MATVEC_STORE,
+    VOX_K_MATVEC_ADD,
+    VOX_K_MATVEC_SWIGLU,
+    VOX_K_MATVEC_QKV_ROPE_CACHE
+} vox_k_matvec_epilogue;
+typedef struct {
+    const void *w, *x, *norm_w;
+    int64_t n, k;
+    int m;
+    float eps;
+    vox_k_matvec_epilogue epilogue;
+    void *y, *k_cache, *v_cache;
+    int n_heads, n_kv_heads, head_dim;
+    const int64_t *pos_dev;
+    double theta;
+} vox_k_matvec_args;
+int vox_k_matvec(const vox_k_matvec_args *args, cudaStream_t stream);
 
 /* ---- logits ---- */
 /* Statistics of one row of bf16 logits [v]: argmax (first on ties), top-2 margin, logsumexp,

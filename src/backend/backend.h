@@ -56,6 +56,32 @@ typedef struct {
 
 typedef struct vox_backend vox_backend;
 
+/* A decoder projection y = out(in(x) @ w^T), x [M, K], w [N, K], as one operation:
+ *   norm_w   when set, x is first replaced by rms_norm(x, norm_w, eps)
+ *   out      STORE: y [M, N] = the product
+ *            ADD: y [M, N] += the product (a residual add: y = x + r as add() rounds it)
+ *            SWIGLU: y [M, N/2] = swiglu(the product), w being gate|up
+ *            QKV_ROPE_CACHE: qkv_rope_cache(y, k_cache, v_cache, the product, n_heads,
+ *            n_kv_heads, head_dim, pos0, theta), w being q|k|v
+ * Each equals the separate operations it replaces, up to the order of the products' sums. */
+typedef enum {
+    VOX_PROJ_STORE,
+    VOX_PROJ_ADD,
+    VOX_PROJ_SWIGLU,
+    VOX_PROJ_QKV_ROPE_CACHE
+} vox_projection_out;
+typedef struct vox_projection {
+    vox_tensor *y;
+    const vox_tensor *x, *w;
+    const vox_tensor *norm_w;
+    float eps;
+    vox_projection_out out;
+    vox_tensor *k_cache, *v_cache; /* QKV_ROPE_CACHE */
+    int n_heads, n_kv_heads, head_dim;
+    int64_t pos0;
+    double theta;
+} vox_projection;
+
 struct vox_backend {
     const char *name;   /* "cpu" or "cuda:N" */
     vox_dtype act_type; /* dtype of activations (F32 on cpu, BF16 on cuda) */
@@ -96,10 +122,6 @@ struct vox_backend {
     /* y[M,C] = x * rsqrt(mean(x^2) + eps) * w (statistics in fp32). y may alias x. */
     void (*rms_norm)(vox_backend *be, vox_tensor *y, const vox_tensor *x, const vox_tensor *w,
                      float eps);
-    /* x += r, then y[M,C] = RMSNorm(x) * w: the residual add and the norm after it.
-     * y may alias r (not x). */
-    void (*add_rms_norm)(vox_backend *be, vox_tensor *y, vox_tensor *x, const vox_tensor *r,
-                         const vox_tensor *w, float eps);
     /* x = GELU(x), exact (erf) form, in place. */
     void (*gelu)(vox_backend *be, vox_tensor *x);
     /* y[M,F] = silu(gate) * up, from gate_up [M, 2F] holding (gate | up) in each row. */
@@ -138,6 +160,12 @@ struct vox_backend {
      * Synchronises: the only device-to-host traffic of a decode step. */
     vox_status (*logits_stats)(vox_backend *be, const vox_tensor *logits, int32_t chosen, int k,
                                vox_logits_stats *out, vox_error *err);
+
+    /* ---- fused decoder projections (optional: NULL where the backend has none) ---- */
+    /* One projection with what surrounds it in the decoder fused in (see vox_projection).
+     * Returns false, enqueuing nothing, when the backend does not take it (the cuda backend
+     * takes a few rows, i.e. decode steps); the caller then runs the separate operations. */
+    bool (*projection)(vox_backend *be, const struct vox_projection *p);
 
     /* ---- graphs (optional: NULL where the backend has none) ---- */
     /* Between graph_begin and graph_end, operations are recorded instead of run: one decode

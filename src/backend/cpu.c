@@ -201,15 +201,6 @@ static void cpu_rms_norm(vox_backend *be, vox_tensor *y, const vox_tensor *x, co
     free(wf);
 }
 
-static void cpu_add_rms_norm(vox_backend *be, vox_tensor *y, vox_tensor *x, const vox_tensor *r,
-                             const vox_tensor *w, float eps) {
-    VOX_ASSERT(vox_tensor_numel(r) == vox_tensor_numel(x) && y->data != x->data);
-    float *px = act(x);
-    const float *pr = act(r);
-    for (size_t i = 0; i < vox_tensor_numel(x); i++) px[i] += pr[i];
-    cpu_rms_norm(be, y, x, w, eps);
-}
-
 static void cpu_gelu(vox_backend *be, vox_tensor *x) {
     (void)be;
     float *p = act(x);
@@ -473,7 +464,6 @@ vox_status vox_backend_cpu_create(vox_backend **out, vox_error *err) {
         .matmul = cpu_matmul,
         .layer_norm = cpu_layer_norm,
         .rms_norm = cpu_rms_norm,
-        .add_rms_norm = cpu_add_rms_norm,
         .gelu = cpu_gelu,
         .swiglu = cpu_swiglu,
         .add = cpu_add,

@@ -64,9 +64,10 @@ typedef struct {
     void *logits_ws;
     size_t logits_ws_bytes;
     void *attn_ws;
-    size_t attn_ws_bytes;
+    size_t attn_ws_bytes, attn_ws_zeroed; /* size, and bytes of split counters known zero */
     float *mel_basis, *mel_window, *mel_filters; /* DFT basis [402, 400], Hann [400], [128, 201] */
     bool capturing;          /* recording a graph: positions come from graph_replay */
+    bool no_matvec;          /* VOX_NO_MATVEC=1: projections as separate operations */
     cudaError_t first_error; /* first failure seen by an operation that cannot return it */
     char first_error_where[64];
 } cuda_state;
@@ -443,13 +444,6 @@ static void cu_rms_norm(vox_backend *be, vox_tensor *y, const vox_tensor *x, con
     LAUNCHED(S(be), "rms_norm");
 }
 
-static void cu_add_rms_norm(vox_backend *be, vox_tensor *y, vox_tensor *x, const vox_tensor *r,
-                            const vox_tensor *w, float eps) {
-    VOX_ASSERT(vox_tensor_numel(r) == vox_tensor_numel(x) && y->data != x->data);
-    vox_k_add_rms_norm(y->data, x->data, r->data, w->data, rows(x), cols(x), eps, S(be)->stream);
-    LAUNCHED(S(be), "add_rms_norm");
-}
-
 static void cu_gelu(vox_backend *be, vox_tensor *x) {
     vox_k_gelu(x->data, (int64_t)vox_tensor_numel(x), S(be)->stream);
     LAUNCHED(S(be), "gelu");
@@ -512,11 +506,55 @@ static void cu_qkv_rope_cache(vox_backend *be, vox_tensor *q_out, vox_tensor *k_
     LAUNCHED(s, "qkv_rope_cache");
 }
 
+/* Decode-shaped projections (few rows) with their neighbours fused: kernels/matvec.cu. Larger
+ * shapes (prefill) are not taken; the decoder then runs the separate operations (cuBLASLt and
+ * the small kernels), as it does for every shape with VOX_NO_MATVEC=1 (for comparisons). */
+static bool cu_projection(vox_backend *be, const vox_projection *p) {
+    cuda_state *s = S(be);
+    if (s->no_matvec) return false;
+    static const vox_k_matvec_epilogue epilogue[] = {
+        [VOX_PROJ_STORE] = VOX_K_MATVEC_STORE,
+        [VOX_PROJ_ADD] = VOX_K_MATVEC_ADD,
+        [VOX_PROJ_SWIGLU] = VOX_K_MATVEC_SWIGLU,
+        [VOX_PROJ_QKV_ROPE_CACHE] = VOX_K_MATVEC_QKV_ROPE_CACHE,
+    };
+    int64_t M = rows(p->x), K = cols(p->x), N = p->w->shape[0];
+    if (M > VOX_K_MATVEC_MAX_M || p->w->dtype != VOX_DTYPE_BF16) return false;
+    VOX_ASSERT((int64_t)(vox_tensor_numel(p->w) / (size_t)N) == K && rows(p->y) == M);
+    VOX_ASSERT(!p->norm_w || (int64_t)vox_tensor_numel(p->norm_w) == K);
+    vox_k_matvec_args a = {
+        .w = p->w->data, .x = p->x->data, .norm_w = p->norm_w ? p->norm_w->data : NULL,
+        .n = N, .k = K, .m = (int)M, .eps = p->eps, .epilogue = epilogue[p->out], .y = p->y->data,
+    };
+    switch (p->out) {
+    case VOX_PROJ_STORE:
+    case VOX_PROJ_ADD: VOX_ASSERT(cols(p->y) == N); break;
+    case VOX_PROJ_SWIGLU: VOX_ASSERT(cols(p->y) == N / 2); break;
+    case VOX_PROJ_QKV_ROPE_CACHE: {
+        int64_t QD = (int64_t)p->n_heads * p->head_dim, KD = (int64_t)p->n_kv_heads * p->head_dim;
+        VOX_ASSERT(N == QD + 2 * KD && cols(p->y) == QD && cols(p->k_cache) == KD &&
+                   cols(p->v_cache) == KD && p->pos0 + M <= rows(p->k_cache));
+        a.k_cache = p->k_cache->data;
+        a.v_cache = p->v_cache->data;
+        a.n_heads = p->n_heads;
+        a.n_kv_heads = p->n_kv_heads;
+        a.head_dim = p->head_dim;
+        a.pos_dev = s->pos_dev;
+        a.theta = p->theta;
+        device_position(s, p->pos0, p->pos0 + M);
+        break;
+    }
+    }
+    if (!vox_k_matvec(&a, s->stream)) return false;
+    LAUNCHED(s, "matvec");
+    return true;
+}
+
 static vox_status ensure_attn_ws(cuda_state *s, size_t bytes, vox_error *err) {
     if (bytes <= s->attn_ws_bytes) return VOX_OK;
     dev_free(s, s->attn_ws, s->attn_ws_bytes);
     s->attn_ws = NULL;
-    s->attn_ws_bytes = 0;
+    s->attn_ws_bytes = s->attn_ws_zeroed = 0;
     vox_status st = dev_alloc(s, &s->attn_ws, bytes, err);
     if (!st) s->attn_ws_bytes = bytes;
     return st;
@@ -541,6 +579,9 @@ static void cu_attention(vox_backend *be, vox_tensor *out, const vox_tensor *q, 
             note_error(s, cudaErrorMemoryAllocation, "decode attention workspace");
             return;
         }
+        /* its split counters, zero from then on (each launch leaves them zero) */
+        if (ws && s->attn_ws_zeroed < vox_k_decode_attention_workspace_init(NULL, batch, n_heads, NULL))
+            s->attn_ws_zeroed = vox_k_decode_attention_workspace_init(s->attn_ws, batch, n_heads, s->stream);
         device_position(s, q_pos0, q_pos0 + 1 < t_k ? q_pos0 + 1 : t_k);
         vox_k_decode_attention(out->data, q->data, k->data, v->data, batch, s->kv_len_dev, kv_stride,
                                kv_stride, n_heads, n_kv_heads, head_dim, scale, s->attn_ws, s->stream);
@@ -737,6 +778,8 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
     be->destroy = cu_destroy;
     s->device = device;
     snprintf(s->name, sizeof s->name, "cuda:%d", device);
+    const char *no_matvec = getenv("VOX_NO_MATVEC");
+    s->no_matvec = no_matvec && *no_matvec && strcmp(no_matvec, "0") != 0;
     const char *plain = getenv("VOX_CUDA_PLAIN_MALLOC");
     s->plain_malloc = plain && *plain && strcmp(plain, "0") != 0;
 
@@ -785,7 +828,6 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
     be->matmul = cu_matmul;
     be->layer_norm = cu_layer_norm;
     be->rms_norm = cu_rms_norm;
-    be->add_rms_norm = cu_add_rms_norm;
     be->gelu = cu_gelu;
     be->swiglu = cu_swiglu;
     be->add = cu_add;
@@ -796,6 +838,7 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
     be->embed = cu_embed;
     be->copy = cu_copy;
     be->log_mel = cu_log_mel;
+    be->projection = cu_projection;
     be->graph_begin = cu_graph_begin;
     be->graph_end = cu_graph_end;
     be->graph_replay = cu_graph_replay;

@@ -67,6 +67,34 @@ void vox_kv_cache_free(vox_model *m, vox_kv_cache *c) {
     c->n_layers = 0;
 }
 
+/* One projection of the decoder, fused with what surrounds it where the backend takes it (a
+ * decode step on cuda); otherwise the same operations one by one on the workspace: `h` holds
+ * the normalised input and `out` the product before its epilogue. */
+static void project(vox_backend *be, const vox_projection *p, vox_tensor *h, vox_tensor *out) {
+    if (be->projection && be->projection(be, p)) return;
+    const vox_tensor *in = p->x;
+    if (p->norm_w) {
+        be->rms_norm(be, h, p->x, p->norm_w, p->eps);
+        in = h;
+    }
+    switch (p->out) {
+    case VOX_PROJ_STORE: be->matmul(be, p->y, in, p->w, NULL); break;
+    case VOX_PROJ_ADD:
+        be->matmul(be, out, in, p->w, NULL);
+        be->add(be, p->y, p->y, out);
+        break;
+    case VOX_PROJ_SWIGLU:
+        be->matmul(be, out, in, p->w, NULL);
+        be->swiglu(be, p->y, out);
+        break;
+    case VOX_PROJ_QKV_ROPE_CACHE:
+        be->matmul(be, out, in, p->w, NULL);
+        be->qkv_rope_cache(be, p->y, p->k_cache, p->v_cache, out, p->n_heads, p->n_kv_heads,
+                           p->head_dim, p->pos0, p->theta);
+        break;
+    }
+}
+
 /* Enqueues the decoder over x [T, hidden] at positions pos0.. with workspace w. One row (decode)
  * attends to the whole cache view, whose length the backend reads where it runs; prefill attends
  * to the rows filled so far. */
@@ -76,15 +104,16 @@ static void decoder_layers(vox_model *m, vox_kv_cache *c, vox_tensor *x, vox_ten
     const vox_decoder_config *d = &m->cfg.decoder;
     int64_t T = x->shape[0];
     float eps = (float)d->rms_norm_eps;
-    /* Each residual add is fused with the norm that follows it: the first layer's input norm
-     * stands alone, the last layer's output add is a plain add before the final norm. */
-    be->rms_norm(be, &w->h, x, &m->dec_layers[0].attn_norm, eps);
     for (int l = 0; l < d->layers; l++) {
         const vox_decoder_layer *L = &m->dec_layers[l];
-        /* x += o(attention(rope(q), cache(rope(k)), cache(v))), h = RMSNorm(x) before it */
-        be->matmul(be, &w->qkv, &w->h, &L->qkv, NULL);
-        be->qkv_rope_cache(be, &w->q, &c->k[l], &c->v[l], &w->qkv, d->heads, d->kv_heads,
-                           d->head_dim, pos0, d->rope_theta);
+        /* x += o(attention(rope(q), cache(rope(k)), cache(v))), q|k|v from RMSNorm(x) */
+        project(be,
+                &(vox_projection){.y = &w->q, .x = x, .w = &L->qkv, .norm_w = &L->attn_norm,
+                                  .eps = eps, .out = VOX_PROJ_QKV_ROPE_CACHE, .k_cache = &c->k[l],
+                                  .v_cache = &c->v[l], .n_heads = d->heads,
+                                  .n_kv_heads = d->kv_heads, .head_dim = d->head_dim,
+                                  .pos0 = pos0, .theta = d->rope_theta},
+                &w->h, &w->qkv);
         vox_tensor k_all = c->k[l], v_all = c->v[l];
         if (T > 1) {
             k_all = vox_tensor_rows(&c->k[l], 0, pos0 + T);
@@ -92,21 +121,22 @@ static void decoder_layers(vox_model *m, vox_kv_cache *c, vox_tensor *x, vox_ten
         }
         be->attention(be, &w->attn, &w->q, &k_all, &v_all, 1, (int)T, (int)(pos0 + T), d->heads,
                       d->kv_heads, d->head_dim, 1.0f / sqrtf((float)d->head_dim), true, pos0);
-        be->matmul(be, &w->h, &w->attn, &L->o, NULL);
-        be->add_rms_norm(be, &w->h, x, &w->h, &L->ffn_norm, eps);
-        /* x += down(silu(gate(h)) * up(h)) */
-        be->matmul(be, &w->gate_up, &w->h, &L->gate_up, NULL);
-        be->swiglu(be, &w->act, &w->gate_up);
-        be->matmul(be, &w->h, &w->act, &L->down, NULL);
-        if (l + 1 < d->layers)
-            be->add_rms_norm(be, &w->h, x, &w->h, &m->dec_layers[l + 1].attn_norm, eps);
-        else
-            be->add(be, x, x, &w->h);
+        project(be, &(vox_projection){.y = x, .x = &w->attn, .w = &L->o, .out = VOX_PROJ_ADD},
+                &w->h, &w->h);
+        /* x += down(silu(gate(h)) * up(h)), h = RMSNorm(x) */
+        project(be,
+                &(vox_projection){.y = &w->act, .x = x, .w = &L->gate_up, .norm_w = &L->ffn_norm,
+                                  .eps = eps, .out = VOX_PROJ_SWIGLU},
+                &w->h, &w->gate_up);
+        project(be, &(vox_projection){.y = x, .x = &w->act, .w = &L->down, .out = VOX_PROJ_ADD},
+                &w->h, &w->h);
     }
     /* Only the last position's logits are needed to choose the next token. */
     vox_tensor last = vox_tensor_rows(x, T - 1, 1), last_h = vox_tensor_rows(&w->h, 0, 1);
-    be->rms_norm(be, &last_h, &last, &m->dec_norm, eps);
-    be->matmul(be, logits, &last_h, &m->lm_head, NULL);
+    project(be,
+            &(vox_projection){.y = logits, .x = &last, .w = &m->lm_head, .norm_w = &m->dec_norm,
+                              .eps = eps, .out = VOX_PROJ_STORE},
+            &last_h, NULL);
 }
 
 static vox_status check_room(const vox_kv_cache *c, int64_t T, vox_error *err) {

@@ -111,24 +111,125 @@ static void test_norms(int64_t M, int64_t C) {
     cpu->rms_norm(cpu, &x.c, &x.c, &w.c, 1e-5f);
     gpu->rms_norm(gpu, &x.g, &x.g, &w.g, 1e-5f);
     compare(what, &x, 1e-4, 1.0 / 128);
-    /* the residual add fused with the next norm: x += r; y = RMSNorm(x), from fresh inputs
-     * that both backends hold exactly (x above was normalised in place, differently rounded) */
-    pair xs = pair_new(M, C, 2.0f), r = pair_new(M, C, 2.0f), r2 = pair_new(M, C, 2.0f);
-    snprintf(what, sizeof what, "add_rms_norm M=%lld C=%lld (sum)", (long long)M, (long long)C);
-    cpu->add_rms_norm(cpu, &y.c, &xs.c, &r.c, &w.c, 1e-5f);
-    gpu->add_rms_norm(gpu, &y.g, &xs.g, &r.g, &w.g, 1e-5f);
-    compare(what, &xs, 0, 1.0 / 256); /* one rounding of the sum */
-    snprintf(what, sizeof what, "add_rms_norm M=%lld C=%lld (norm)", (long long)M, (long long)C);
-    compare(what, &y, 1e-4, 1.0 / 64); /* the sum's rounding, then the norm's two */
-    /* y aliasing r, on a fresh x again */
-    pair x2 = pair_new(M, C, 2.0f);
-    snprintf(what, sizeof what, "add_rms_norm M=%lld C=%lld (y aliasing r)", (long long)M, (long long)C);
-    cpu->add_rms_norm(cpu, &r2.c, &x2.c, &r2.c, &w.c, 1e-5f);
-    gpu->add_rms_norm(gpu, &r2.g, &x2.g, &r2.g, &w.g, 1e-5f);
-    compare(what, &r2, 1e-4, 1.0 / 64);
-    pair_free(&xs, false), pair_free(&x2, false), pair_free(&r2, false);
-    pair_free(&r, false);
     pair_free(&x, false), pair_free(&y, false), pair_free(&w, true), pair_free(&b, true);
+}
+
+/* A GPU tensor of random bf16 values (scale 0: zeros). */
+static vox_tensor gpu_random(int64_t rows, int64_t cols, float scale) {
+    pair p = pair_new(rows, cols, scale);
+    vox_tensor t = p.g;
+    vox_tensor_free(cpu, &p.c);
+    free(p.host);
+    return t;
+}
+
+/* got against want, both on the GPU, every element: |got - want| <= atol + rtol * (|want| +
+ * |terms|), where terms (optional, same shape) are values a rounding of the result scales with. */
+static void gpu_compare(const char *what, const vox_tensor *got, const vox_tensor *want,
+                        const float *terms, double atol, double rtol) {
+    size_t n = vox_tensor_numel(got);
+    float *g = malloc(n * sizeof(float)), *w = malloc(n * sizeof(float));
+    float *bound = malloc(n * sizeof(float));
+    vox_error err;
+    CHECK_MSG(gpu->download_f32(gpu, g, got, n, &err) == VOX_OK, "%s: %s", what, err.msg);
+    CHECK_MSG(gpu->download_f32(gpu, w, want, n, &err) == VOX_OK, "%s: %s", what, err.msg);
+    for (size_t i = 0; i < n; i++)
+        bound[i] = (float)(atol + rtol * (fabs(w[i]) + (terms ? fabs(terms[i]) : 0.0)));
+    gtu_compare_bound(what, g, w, bound, n);
+    gtu_check_nonzero(what, g, n);
+    free(g), free(w), free(bound);
+}
+
+/* The fused projection op (the decoder's decode path) against the separate operations it stands
+ * for, both on the GPU: those are each checked against the CPU above, and kernels/matvec.cu
+ * against a host reference in test_kernels_matvec. This checks the wiring (shapes, position,
+ * which tensor is which). The two differ only in the fp32 summation order of the product (atol
+ * as matmul's), so a bf16 rounding of the product may land one ulp apart: up to 2^-7 of the
+ * rounded value (an ulp is 2^-7 of a value just above a power of two). The bound is therefore
+ * 2^-7 of the output plus 2^-7 of the product terms it is made of: for ADD, the product added
+ * to the residual (|x + P| can be far smaller than |P|); for SwiGLU and RoPE, the two product
+ * values of the pair (gate and up; dims i and i + D/2). */
+static void test_projection(vox_projection_out out, int64_t M, int64_t K, int H, int Hkv, int D,
+                            int64_t N, bool norm) {
+    static const char *names[] = {"store", "add", "swiglu", "qkv_rope_cache"};
+    char what[160];
+    if (out == VOX_PROJ_QKV_ROPE_CACHE) N = (int64_t)(H + 2 * Hkv) * D;
+    int64_t ycols = out == VOX_PROJ_SWIGLU ? N / 2 : out == VOX_PROJ_QKV_ROPE_CACHE ? (int64_t)H * D : N;
+    int64_t ws[2] = {N, K}, ns[1] = {K}, cap = 40, pos0 = 31;
+    pair w = weight_new(2, ws, 1.0f / sqrtf((float)K)), nw = weight_new(1, ns, 1.0f);
+    vox_tensor x = gpu_random(M, K, 1.0f);
+    vox_tensor y_fused = gpu_random(M, ycols, 1.0f), y_sep = gpu_random(M, ycols, 0.0f);
+    gpu->copy(gpu, &y_sep, &y_fused); /* ADD starts from the same residual */
+    vox_tensor h = gpu_random(M, K, 0.0f), prod = gpu_random(M, N, 0.0f);
+    int64_t KD = (int64_t)Hkv * D;
+    vox_tensor kc[2], vc[2];
+    for (int i = 0; i < 2; i++) {
+        kc[i] = gpu_random(cap, KD > 0 ? KD : 1, 0.0f);
+        vc[i] = gpu_random(cap, KD > 0 ? KD : 1, 0.0f);
+    }
+    vox_projection p = {.y = &y_fused, .x = &x, .w = &w.g, .norm_w = norm ? &nw.g : NULL,
+                        .eps = 1e-5f, .out = out, .k_cache = &kc[0], .v_cache = &vc[0],
+                        .n_heads = H, .n_kv_heads = Hkv, .head_dim = D, .pos0 = pos0, .theta = 1e8};
+    bool taken = gpu->projection(gpu, &p);
+    snprintf(what, sizeof what, "projection %s M=%lld N=%lld K=%lld norm=%d", names[out],
+             (long long)M, (long long)N, (long long)K, norm);
+    CHECK_MSG(taken == (M <= 4), "%s: taken %d", what, taken);
+    if (taken) {
+        const vox_tensor *in = &x;
+        if (norm) {
+            gpu->rms_norm(gpu, &h, &x, &nw.g, 1e-5f);
+            in = &h;
+        }
+        gpu->matmul(gpu, out == VOX_PROJ_STORE ? &y_sep : &prod, in, &w.g, NULL);
+        if (out == VOX_PROJ_ADD) gpu->add(gpu, &y_sep, &y_sep, &prod);
+        if (out == VOX_PROJ_SWIGLU) gpu->swiglu(gpu, &y_sep, &prod);
+        if (out == VOX_PROJ_QKV_ROPE_CACHE)
+            gpu->qkv_rope_cache(gpu, &y_sep, &kc[1], &vc[1], &prod, H, Hkv, D, pos0, 1e8);
+        double atol = 1e-5 * sqrt((double)K), rtol = 1.0 / 128;
+        /* the product terms of each output (see above), from the separate path's product */
+        float *P = malloc((size_t)(M * N) * sizeof(float));
+        float *terms = calloc((size_t)(M * ycols), sizeof(float));
+        float *kterms = calloc((size_t)(M * (KD > 0 ? KD : 1)), sizeof(float));
+        vox_error err;
+        if (out != VOX_PROJ_STORE)
+            CHECK(gpu->download_f32(gpu, P, &prod, (size_t)(M * N), &err) == VOX_OK);
+        for (int64_t r = 0; r < M && out != VOX_PROJ_STORE; r++)
+            for (int64_t j = 0; j < ycols; j++) {
+                const float *pr = P + r * N;
+                if (out == VOX_PROJ_ADD) terms[r * ycols + j] = pr[j];
+                if (out == VOX_PROJ_SWIGLU)
+                    terms[r * ycols + j] = 2.2f * fabsf(pr[j]) * fabsf(pr[N / 2 + j]) + fabsf(pr[N / 2 + j]);
+                if (out == VOX_PROJ_QKV_ROPE_CACHE) {
+                    int64_t i = j % D, pair = i < D / 2 ? j + D / 2 : j - D / 2;
+                    terms[r * ycols + j] = fabsf(pr[j]) + fabsf(pr[pair]);
+                }
+            }
+        /* SwiGLU: one ulp of g moves y = silu(g) u by |u| |silu'(g)| ulp(g) <= 1.1 * 2^-7 |g| |u|;
+         * one ulp of u, of silu's rounding or of y's: 2^-7 |y| each, |y| <= |g| |u|; the
+         * summation-order atol on g and u moves y by about 1.1 |u| atol: 2.2 |g| |u| + |u|. */
+        gpu_compare(what, &y_fused, &y_sep, terms, atol, rtol);
+        if (out == VOX_PROJ_QKV_ROPE_CACHE) {
+            vox_tensor rows_k[2], rows_v[2];
+            for (int i = 0; i < 2; i++) {
+                rows_k[i] = vox_tensor_rows(&kc[i], pos0, M);
+                rows_v[i] = vox_tensor_rows(&vc[i], pos0, M);
+            }
+            for (int64_t r = 0; r < M; r++)
+                for (int64_t j = 0; j < KD; j++) {
+                    int64_t i = j % D, pair = i < D / 2 ? j + D / 2 : j - D / 2;
+                    const float *kr = P + r * N + (int64_t)H * D;
+                    kterms[r * KD + j] = fabsf(kr[j]) + fabsf(kr[pair]);
+                }
+            snprintf(what, sizeof what, "projection qkv_rope_cache k cache M=%lld", (long long)M);
+            gpu_compare(what, &rows_k[0], &rows_k[1], kterms, atol, rtol);
+            snprintf(what, sizeof what, "projection qkv_rope_cache v cache M=%lld", (long long)M);
+            gpu_compare(what, &rows_v[0], &rows_v[1], NULL, atol, rtol);
+        }
+        free(P), free(terms), free(kterms);
+    }
+    vox_tensor *ts[] = {&x, &y_fused, &y_sep, &h, &prod, &kc[0], &kc[1], &vc[0], &vc[1]};
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) vox_tensor_free(gpu, ts[i]);
+    pair_free(&w, true), pair_free(&nw, true);
 }
 
 static void test_elementwise(int64_t M, int64_t C) {
@@ -346,6 +447,15 @@ int main(void) {
     test_qkv_rope_cache(388, 32, 8, 128, 0, 400);
     test_qkv_rope_cache(5, 4, 2, 32, 31000, 31010);
     test_qkv_rope_cache(3, 3, 1, 6, 7, 12); /* odd sizes: the scalar path */
+    /* the decoder's projections at decode (taken) and prefill (M = 5: not taken) */
+    test_projection(VOX_PROJ_QKV_ROPE_CACHE, 1, 3072, 32, 8, 128, 0, true);
+    test_projection(VOX_PROJ_QKV_ROPE_CACHE, 3, 264, 3, 1, 32, 0, true);
+    test_projection(VOX_PROJ_ADD, 1, 4096, 0, 0, 0, 3072, false);
+    test_projection(VOX_PROJ_SWIGLU, 1, 3072, 0, 0, 0, 2 * 8192, true);
+    test_projection(VOX_PROJ_ADD, 2, 8192, 0, 0, 0, 3072, false);
+    test_projection(VOX_PROJ_STORE, 1, 3072, 0, 0, 0, 32771, true);
+    test_projection(VOX_PROJ_STORE, 4, 520, 0, 0, 0, 1027, false);
+    test_projection(VOX_PROJ_STORE, 5, 520, 0, 0, 0, 1027, false);
     test_attention(2, 1500, 1500, 1500, 20, 20, 64, false, 0); /* encoder, 2 chunks */
     test_attention(3, 17, 17, 17, 4, 4, 64, false, 0);
     test_attention(1, 388, 388, 388, 32, 8, 128, true, 0);     /* prefill */

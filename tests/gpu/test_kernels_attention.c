@@ -271,6 +271,8 @@ static void run_decode_case(const decode_case *c) {
     for (int variant = -1; variant < DECODE_VARIANTS; variant++) {
         GTU_CUDA(cudaMemset(dout, 0xff, (nq + GUARD) * 2));
         GTU_CUDA(cudaMemset(dws, 0xff, ws_bytes ? ws_bytes : 1)); /* NaN garbage */
+        /* then the split counters zeroed, as an owner does once (each launch leaves them zero) */
+        if (ws_bytes) vox_k_decode_attention_workspace_init(dws, c->batch, c->nh, 0);
         int ran = 1;
         if (variant < 0)
             vox_k_decode_attention(dout, dq, dk, dv, c->batch, dlen, c->max_kv, c->stride, c->nh,
@@ -311,6 +313,7 @@ static void run_decode_graph(void) {
     void *dq = gtu_dev_upload(qh, nq * 2), *dk = gtu_dev_upload(kh, kv_bytes),
          *dv = gtu_dev_upload(vh, kv_bytes), *dout = gtu_dev_alloc((nq + GUARD) * 2),
          *dlen = gtu_dev_upload(lens, sizeof lens), *dws = gtu_dev_alloc(ws_bytes);
+    if (ws_bytes) vox_k_decode_attention_workspace_init(dws, B, NH, 0);
 
     cudaStream_t s;
     cudaGraph_t graph;
@@ -425,6 +428,7 @@ static void time_decode(const char *name, int batch, int32_t len, int nh, int nk
     void *dq = gtu_dev_upload(qh, nq * 2), *dk = gtu_dev_upload(kh, nk * 2),
          *dv = gtu_dev_upload(vh, nk * 2), *dout = gtu_dev_alloc((nq + GUARD) * 2),
          *dlen = gtu_dev_upload(lens, (size_t)batch * sizeof(int32_t)), *dws = gtu_dev_alloc(ws_bytes);
+    if (ws_bytes) vox_k_decode_attention_workspace_init(dws, batch, nh, 0);
     const float scale = 1.0f / sqrtf((float)d);
     const double bytes = 2.0 * batch * len * kw * 2; /* K and V read once */
 

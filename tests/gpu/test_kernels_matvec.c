@@ -656,7 +656,7 @@ static void test_rejections(void) {
     struct {
         const char *name;
         vox_k_matvec_args a;
-    } cases[12];
+    } cases[16];
     int nc_ = 0;
 #define REJECT(label, args, edit)                                                            \
     do {                                                                                     \
@@ -677,6 +677,7 @@ static void test_rejections(void) {
     REJECT("qkv k_cache NULL", qkv, p->k_cache = NULL);
     REJECT("qkv pos_dev NULL", qkv, p->pos_dev = NULL);
     REJECT("qkv head_dim 3", qkv, (p->head_dim = 3, p->n = 9));
+    REJECT("m * k over the shared memory", base, (p->m = 4, p->k = 25608));
 #undef REJECT
 
     for (int i = 0; i < nc_; i++) {
@@ -754,7 +755,7 @@ int main(int argc, char **argv) {
         {"qkv D32 pos 31000", QKV, 0, 264, 3, 1, 32, 1e6, 31000, 31010, 3, M1234, 0, -1, 0},
         {"qkv D8", QKV, 0, 136, 4, 2, 8, 1e4, 5, 12, 3, M1234, 0, -1, 0},
         {"qkv D12", QKV, 0, 48, 2, 1, 12, 1e4, 9, 16, 3, M1234, 0, -1, 0},
-        {"qkv D6", QKV, 0, 40, 2, 1, 6, 1e4, 0, 8, 3, M1234, 0, -1, 1},
+        {"qkv D6", QKV, 0, 40, 2, 1, 6, 1e4, 0, 8, 3, M1234, 0, -1, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i], timing);
 
