@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""Decode speed of voxtral_runner under several environment settings, side by side (GPU machine).
+
+Each setting runs the runner once on REPEATS copies of one clip (--ignore-eos, -n TOKENS, -o json
+--latency-json), and reports the medians over the copies after the first: decode ms/token
+(text_decoder_decode / (tokens - 1)), prefill and end-to-end ms. Settings are NAME=ENV pairs, ENV
+a comma-separated list of VAR=VALUE ("-" for none), e.g.
+    scripts/decode_ab.py --runner B/voxtral_runner --model M --wav clip30.wav \\
+        default=- no_pdl=VOX_NO_PDL=1 cublas=VOX_NO_MATVEC=1
+Rounds alternate the settings (ABAB...) so clock or thermal drift does not favour one.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+
+def run_once(a, env_extra):
+    env = dict(os.environ)
+    env.update(env_extra)
+    with tempfile.NamedTemporaryFile(suffix=".json") as lat:
+        cmd = [a.runner, "-m", a.model, "-d", a.device, "--ignore-eos", "-n", str(a.tokens), "-o", "json",
+               "--latency-json", lat.name] + [a.wav] * a.repeats
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        if p.returncode != 0:
+            return None, p.stderr[-2000:]
+    lines = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
+    lines = lines[1:]  # the first run warms up
+    dec = [l["latency_ms"]["text_decoder_decode"] / max(1, len(l["tokens"]) - 1) for l in lines]
+    pre = [l["latency_ms"].get("text_decoder_prefill", float("nan")) for l in lines]
+    tot = [l["latency_ms"]["total"] for l in lines]
+    return (dec, pre, tot), None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runner", required=True)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--wav", required=True)
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--tokens", type=int, default=100)
+    ap.add_argument("--repeats", type=int, default=4, help="clip copies per run (the first is dropped)")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("settings", nargs="+", help="NAME=ENV (ENV: VAR=VALUE[,VAR=VALUE...] or -)")
+    a = ap.parse_args()
+    settings = []
+    for s in a.settings:
+        name, _, env = s.partition("=")
+        extra = {}
+        if env and env != "-":
+            for kv in env.split(","):
+                k, _, v = kv.partition("=")
+                extra[k] = v
+        settings.append((name, extra))
+    results = {name: ([], [], []) for name, _ in settings}
+    for _ in range(a.rounds):
+        for name, extra in settings:
+            r, err = run_once(a, extra)
+            if r is None:
+                print(f"{name}: runner failed:\n{err}", file=sys.stderr)
+                continue
+            for acc, vals in zip(results[name], r):
+                acc.extend(vals)
+    print(f"{'setting':24s} {'decode ms/tok':>13s} {'min':>7s} {'prefill ms':>10s} {'total ms':>9s}  runs")
+    for name, _ in settings:
+        dec, pre, tot = results[name]
+        if not dec:
+            print(f"{name:24s} failed")
+            continue
+        print(f"{name:24s} {statistics.median(dec):13.3f} {min(dec):7.3f} {statistics.median(pre):10.2f} "
+              f"{statistics.median(tot):9.1f}  {len(dec)}")
+
+
+if __name__ == "__main__":
+    main()
