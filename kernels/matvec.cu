@@ -279,11 +279,11 @@ template <int M, int R, int NCH, int WARPS>
 void launch_m(const vox_k_matvec_args &p, cudaStream_t stream) {
     auto kernel = matvec_kernel<M, R, NCH, WARPS>;
     const size_t smem = (size_t)M * p.k * sizeof(vk_bf16);
-    static size_t raised = 48 * 1024; // dynamic shared memory allowed (one device a process)
-    if (smem > raised &&
+    // beyond 48 KB of dynamic shared memory a kernel must opt in, on each device: a host call,
+    // not a stream operation, so also fine while a graph is being captured (m * k > 24K only)
+    if (smem > 48 * 1024)
         cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             (int)smem) == cudaSuccess)
-        raised = smem;
+                             (int)smem);
     static size_t occ_smem = (size_t)-1;
     static int occ_blocks = 1;
     if (occ_smem != smem) {
