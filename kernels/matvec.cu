@@ -4,7 +4,7 @@
 // counts is how close each pass runs to the card's read bandwidth and how little time passes
 // between one projection and the next. cuBLASLt's m = 1 kernels reach ~79% of it in a graph and
 // leave the small operations between them as separate launches. This kernel:
-//  1. streams the rows with persistent warps: a grid of what is resident at once, each warp
+//  1. streams the rows with persistent warps: a grid of at most what is resident, each warp
 //     owning groups g, g + warps, ... of R rows, holding NCH 16-byte vectors of each row (a
 //     slice of 256 * NCH columns) in registers, and issuing the next group's loads before it
 //     reduces and writes the current one, so loads stay in flight across groups (one block
