@@ -84,6 +84,24 @@ static __device__ __forceinline__ float vk_block_sum(float v, float *scratch) {
     return s;
 }
 
+// ---- the decoder's rounding sequences, shared by the unfused (fused.cu) and fused (matvec.cu)
+// kernels so that both paths round identically (fused.cu's header says why these steps) ----
+// RoPE inverse frequency of pair i of head_dim d: theta^(-2i/d) in double, rounded to fp32.
+static __device__ __forceinline__ float vk_rope_inv_freq(int i, int d, double theta) {
+    return (float)(1.0 / pow(theta, (double)(2 * i) / d));
+}
+// Rotate-half pair (a = dim i, b = dim i + d/2) by cos c and sin s (both already bf16):
+// bf16(a c) - bf16(b s) and bf16(b c) + bf16(a s), each to be rounded once more by the store.
+static __device__ __forceinline__ void vk_rope_rotate(float a, float b, float c, float s,
+                                                      float *o1, float *o2) {
+    *o1 = vk_round(a * c) - vk_round(b * s);
+    *o2 = vk_round(b * c) + vk_round(a * s);
+}
+// SwiGLU of bf16 gate and up: bf16(silu(gate)) * up, to be rounded by the store.
+static __device__ __forceinline__ float vk_swiglu(float gate, float up) {
+    return vk_round(gate / (1.0f + expf(-gate))) * up;
+}
+
 // ---- programmatic dependent launch (PDL, sm_90 and later) ----
 // A kernel launched by vk_launch may start while the kernel before it in the stream is still
 // running, as soon as every block of that one has called vk_pdl_trigger (or exited). Until it

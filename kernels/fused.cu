@@ -29,13 +29,7 @@ __device__ __forceinline__ void rotate(const vk_bf16 *src, vk_bf16 *dst, int hal
         b[0] = vk_f(src[i0 + half]);
     }
 #pragma unroll
-    for (int j = 0; j < VEC; j++) {
-        const float c = cs[i0 + j], s = sn[i0 + j];
-        const float o1 = vk_round(a[j] * c) - vk_round(b[j] * s);
-        const float o2 = vk_round(b[j] * c) + vk_round(a[j] * s);
-        a[j] = o1;
-        b[j] = o2;
-    }
+    for (int j = 0; j < VEC; j++) vk_rope_rotate(a[j], b[j], cs[i0 + j], sn[i0 + j], &a[j], &b[j]);
     if (VEC == 8) {
         vk_store8(dst + i0, a);
         vk_store8(dst + i0 + half, b);
@@ -55,7 +49,7 @@ __global__ void qkv_rope_cache_kernel(vk_bf16 *q_out, vk_bf16 *__restrict__ k_ca
     const int half = head_dim / 2;
     float *inv_freq = smem, *cs = smem + half, *sn = smem + 2 * half;
     for (int i = threadIdx.x; i < half; i += blockDim.x)
-        inv_freq[i] = (float)(1.0 / pow(theta, (double)(2 * i) / head_dim));
+        inv_freq[i] = vk_rope_inv_freq(i, head_dim, theta);
     const int64_t pos0 = *pos_dev;
     const int per_head = half / VEC;
     const int q_units = n_heads * per_head, k_units = n_kv * per_head;
@@ -108,7 +102,7 @@ __global__ void swiglu_kernel(vk_bf16 *__restrict__ y, const vk_bf16 *__restrict
         uv[0] = vk_f(*u);
     }
 #pragma unroll
-    for (int j = 0; j < VEC; j++) gv[j] = vk_round(gv[j] / (1.0f + expf(-gv[j]))) * uv[j];
+    for (int j = 0; j < VEC; j++) gv[j] = vk_swiglu(gv[j], uv[j]);
     if (VEC == 8)
         vk_store8(y + r * f + c, gv);
     else

@@ -26,8 +26,9 @@
 // consecutive rows.
 //
 // Numerics: fp32 products and sums; the prologue and epilogues round exactly where the unfused
-// kernels do (norm.cu's RMSNorm, fused.cu's RoPE and SwiGLU, an add of the bf16 product), so the
-// fused path equals the unfused one up to the order of the fp32 summation.
+// kernels do (norm.cu's RMSNorm; RoPE and SwiGLU through the same helpers as fused.cu, in
+// common.cuh; an add of the bf16 product), so the fused path equals the unfused one up to the
+// order of the fp32 summation.
 #include "common.cuh"
 #include "kernels.h"
 
@@ -70,7 +71,7 @@ __device__ void finish_rows(const vox_k_matvec_args &p, int mm, const int64_t *r
     if (row[0] < 0) return;
     const float a = vk_round(sum[0]), c = vk_round(sum[1]);
     if (e == VOX_K_MATVEC_SWIGLU) { // a = gate, c = up: bf16(bf16(silu(gate)) * up)
-        bf(p.y)[(int64_t)mm * (p.n / 2) + row[0]] = vk_bf(vk_round(a / (1.0f + expf(-a))) * c);
+        bf(p.y)[(int64_t)mm * (p.n / 2) + row[0]] = vk_bf(vk_swiglu(a, c));
         return;
     }
     // RoPE + cache: a = dim pi of head `head`, c = dim pi + D/2 (fused.cu's rounding steps)
@@ -81,13 +82,9 @@ __device__ void finish_rows(const vox_k_matvec_args &p, int mm, const int64_t *r
     float o1 = a, o2 = c;
     vk_bf16 *dst;
     if (head < p.n_heads + p.n_kv_heads) {
-        const float inv_freq = (float)(1.0 / pow(p.theta, (double)(2 * pi) / d));
         float sn, cs;
-        sincosf((float)pos * inv_freq, &sn, &cs);
-        cs = vk_round(cs);
-        sn = vk_round(sn);
-        o1 = vk_round(a * cs) - vk_round(c * sn);
-        o2 = vk_round(c * cs) + vk_round(a * sn);
+        sincosf((float)pos * vk_rope_inv_freq(pi, d, p.theta), &sn, &cs);
+        vk_rope_rotate(a, c, vk_round(cs), vk_round(sn), &o1, &o2);
         dst = head < p.n_heads ? bf(p.y) + (int64_t)mm * p.n_heads * d + head * d
                                : bf(p.k_cache) + pos * kd + (head - p.n_heads) * d;
     } else {
