@@ -177,23 +177,23 @@ static inline float *gtu_download_bf16_as_f32(const void *dev, size_t n) {
 
 /* ---- comparison ------------------------------------------------------------------------------ */
 
-/* Checks |got[i] - ref[i]| <= atol + rtol*|ref[i]| for every i (a NaN or Inf in got where ref is
- * finite fails). Counts as one CHECK; on failure prints how many elements failed and the worst
- * few, by excess over the tolerance. Returns 1 when all passed. Always reports the largest error
- * relative to the tolerance, so a passing run shows its margin. */
-static inline int gtu_compare(const char *what, const float *got, const float *ref, size_t n,
-                              double atol, double rtol) {
+/* The check behind gtu_compare and gtu_compare_bound: element i passes when |got - ref| <= its
+ * tolerance, bound[i] when bound is given, else atol + rtol*|ref[i]| (a NaN or Inf in got where
+ * ref is finite fails). */
+static inline int gtu_compare_impl(const char *what, const float *got, const float *ref, size_t n,
+                                   double atol, double rtol, const float *bound) {
     size_t bad = 0, worst = 0;
     double worst_ratio = 0, max_abs = 0;
     for (size_t i = 0; i < n; i++) {
-        double g = got[i], r = ref[i], tol = atol + rtol * fabs(r), d = fabs(g - r);
+        double g = got[i], r = ref[i], d = fabs(g - r);
+        double tol = bound ? (double)bound[i] : atol + rtol * fabs(r);
         int ok = (d <= tol) || (g == r); /* g == r also covers equal infinities */
         if (isnan(g) || (isinf(g) && g != r)) ok = 0;
         double ratio = isfinite(d) ? d / (tol > 0 ? tol : 1e-300) : INFINITY;
         if (!ok) {
             if (bad < 5)
-                fprintf(stderr, "  %s[%zu]: got %.9g, ref %.9g, |diff| %.3g > tol %.3g\n", what, i,
-                        g, r, d, tol);
+                fprintf(stderr, "  %s[%zu]: got %.9g, ref %.9g, |diff| %.3g > %s %.3g\n", what, i,
+                        g, r, d, bound ? "bound" : "tol", tol);
             bad++;
         }
         if (ratio > worst_ratio) worst_ratio = ratio, worst = i;
@@ -202,9 +202,13 @@ static inline int gtu_compare(const char *what, const float *got, const float *r
     vox_test_checks++;
     if (bad) {
         vox_test_failures++;
-        fprintf(stderr, "%s: %zu of %zu elements outside atol %.3g + rtol %.3g*|ref| (worst [%zu]: "
-                        "got %.9g ref %.9g)\n",
-                what, bad, n, atol, rtol, worst, n ? got[worst] : 0.0, n ? ref[worst] : 0.0);
+        if (bound)
+            fprintf(stderr, "%s: %zu of %zu elements outside their bound (worst [%zu])\n", what, bad,
+                    n, worst);
+        else
+            fprintf(stderr, "%s: %zu of %zu elements outside atol %.3g + rtol %.3g*|ref| (worst "
+                            "[%zu]: got %.9g ref %.9g)\n",
+                    what, bad, n, atol, rtol, worst, n ? got[worst] : 0.0, n ? ref[worst] : 0.0);
         return 0;
     }
     printf("  ok %-44s n=%-9zu max|diff| %.3g, worst at %.2f of tolerance\n", what, n, max_abs,
@@ -212,36 +216,20 @@ static inline int gtu_compare(const char *what, const float *got, const float *r
     return 1;
 }
 
+/* Checks |got[i] - ref[i]| <= atol + rtol*|ref[i]| for every i (a NaN or Inf in got where ref is
+ * finite fails). Counts as one CHECK; on failure prints how many elements failed and the worst
+ * few, by excess over the tolerance. Returns 1 when all passed. Always reports the largest error
+ * relative to the tolerance, so a passing run shows its margin. */
+static inline int gtu_compare(const char *what, const float *got, const float *ref, size_t n,
+                              double atol, double rtol) {
+    return gtu_compare_impl(what, got, ref, n, atol, rtol, NULL);
+}
+
 /* The same with a tolerance per element: |got[i] - ref[i]| <= bound[i] (for ops whose error
  * scales with intermediate terms rather than with the result, such as a rotation). */
 static inline int gtu_compare_bound(const char *what, const float *got, const float *ref,
                                     const float *bound, size_t n) {
-    size_t bad = 0, worst = 0;
-    double worst_ratio = 0, max_abs = 0;
-    for (size_t i = 0; i < n; i++) {
-        double g = got[i], r = ref[i], d = fabs(g - r);
-        int ok = (d <= bound[i]) || (g == r);
-        if (isnan(g) || (isinf(g) && g != r)) ok = 0;
-        double ratio = isfinite(d) ? d / (bound[i] > 0 ? bound[i] : 1e-300) : INFINITY;
-        if (!ok) {
-            if (bad < 5)
-                fprintf(stderr, "  %s[%zu]: got %.9g, ref %.9g, |diff| %.3g > bound %.3g\n", what,
-                        i, g, r, d, (double)bound[i]);
-            bad++;
-        }
-        if (ratio > worst_ratio) worst_ratio = ratio, worst = i;
-        if (isfinite(d) && d > max_abs) max_abs = d;
-    }
-    vox_test_checks++;
-    if (bad) {
-        vox_test_failures++;
-        fprintf(stderr, "%s: %zu of %zu elements outside their bound (worst [%zu])\n", what, bad,
-                n, worst);
-        return 0;
-    }
-    printf("  ok %-44s n=%-9zu max|diff| %.3g, worst at %.2f of tolerance\n", what, n, max_abs,
-           worst_ratio);
-    return 1;
+    return gtu_compare_impl(what, got, ref, n, 0.0, 0.0, bound);
 }
 
 /* Fraction of elements whose bf16 patterns agree exactly (got and want both hold bf16 values):
