@@ -39,20 +39,6 @@ static int exists(const char *dir, const char *name) {
     return access(p, F_OK) == 0;
 }
 
-static char *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    if (fread(b, 1, (size_t)n, f) != (size_t)n) n = 0;
-    fclose(f);
-    b[n] = '\0';
-    if (len) *len = (size_t)n;
-    return b;
-}
-
 static void write_file(const char *path, const char *data, size_t len) {
     FILE *f = fopen(path, "wb");
     if (!f || fwrite(data, 1, len, f) != len) {
@@ -67,7 +53,7 @@ static void copy_into(const char *src_dir, const char *name, const char *dst_dir
     size_t n;
     snprintf(s, sizeof s, "%s/%s", src_dir, name);
     snprintf(d, sizeof d, "%s/%s", dst_dir, name);
-    char *b = read_file(s, &n);
+    char *b = test_read_file(s, &n);
     if (!b) {
         fprintf(stderr, "cannot read %s\n", s);
         exit(1);
@@ -81,7 +67,7 @@ static void edit_file(const char *dir, const char *name, const char *from, const
     char p[700];
     snprintf(p, sizeof p, "%s/%s", dir, name);
     size_t n;
-    char *b = read_file(p, &n);
+    char *b = test_read_file(p, &n);
     char *at = b ? strstr(b, from) : NULL;
     if (!at) {
         fprintf(stderr, "%s: no \"%s\" to edit\n", p, from);
@@ -373,7 +359,7 @@ static void test_layouts_agree(void) {
     char a[700];
     size_t na, nb;
     snprintf(a, sizeof a, "%s/tekken.json", hf_dir);
-    char *ta = read_file(a, &na), *tb = read_file(tmp_path("hf_f32/tekken.json"), &nb);
+    char *ta = test_read_file(a, &na), *tb = test_read_file(tmp_path("hf_f32/tekken.json"), &nb);
     CHECK(ta && tb && na == nb && memcmp(ta, tb, na) == 0);
     free(ta);
     free(tb);

@@ -38,18 +38,6 @@ static void write_file(const char *path, const void *p, size_t n) {
     }
 }
 
-static unsigned char *read_file(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *p = malloc(len > 0 ? (size_t)len : 1);
-    *n = fread(p, 1, (size_t)len, f);
-    fclose(f);
-    return p;
-}
-
 static int file_exists(const char *path) {
     struct stat sb;
     return stat(path, &sb) == 0;
@@ -158,7 +146,7 @@ static void test_round_trip(void) {
 
     /* The layout, byte by byte. */
     size_t size = 0;
-    unsigned char *raw = read_file(path, &size);
+    unsigned char *raw = (unsigned char *)test_read_file(path, &size);
     CHECK(raw != NULL && size > 8);
     uint64_t n = 0;
     for (int i = 7; i >= 0; i--) n = (n << 8) | raw[i];
@@ -240,7 +228,7 @@ static void test_round_trip(void) {
     w = vox_st_writer_new();
     CHECK(vox_st_writer_save(w, path, &err) == VOX_OK);
     vox_st_writer_free(w);
-    raw = read_file(path, &size);
+    raw = (unsigned char *)test_read_file(path, &size);
     CHECK(raw && size == 16 && raw[0] == 8 && memcmp(raw + 8, "{}      ", 8) == 0);
     free(raw);
     st = open_ok(path);
@@ -569,7 +557,7 @@ static void test_corruptions(void) {
     CHECK(vox_st_writer_save(w, path, &err) == VOX_OK);
     vox_st_writer_free(w);
     size_t size = 0;
-    unsigned char *file = read_file(path, &size);
+    unsigned char *file = (unsigned char *)test_read_file(path, &size);
     CHECK(file != NULL && size > 16);
     if (!file) return;
 
