@@ -234,46 +234,26 @@ static vox_status too_long(const char *path, double max_seconds, vox_error *err)
                     "parts of at most %s and transcribe them separately", path, limit, limit);
 }
 
-vox_status vox_audio_load(const char *path, double max_seconds, vox_audio *out, vox_error *err) {
-    memset(out, 0, sizeof *out);
-    if (max_seconds == 0) max_seconds = VOX_MAX_AUDIO_SECONDS;
-    if (!(max_seconds > 0) || !isfinite(max_seconds))
-        return vox_fail(err, VOX_ERR_INVALID_ARG, "%s: bad length limit %g s", path, max_seconds);
+/* A missing limit (0) is the default; anything else must be a positive, finite number. */
+static vox_status check_limit(const char *name, double *max_seconds, vox_error *err) {
+    if (*max_seconds == 0) *max_seconds = VOX_MAX_AUDIO_SECONDS;
+    if (!(*max_seconds > 0) || !isfinite(*max_seconds))
+        return vox_fail(err, VOX_ERR_INVALID_ARG, "%s: bad length limit %g s", name, *max_seconds);
+    return VOX_OK;
+}
 
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return vox_fail(err, VOX_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        int e = errno;
-        close(fd);
-        return vox_fail(err, VOX_ERR_IO, "%s: cannot read: %s", path, strerror(e));
-    }
-    if (S_ISDIR(sb.st_mode)) {
-        close(fd);
-        return vox_fail(err, VOX_ERR_IO, "%s: is a directory, not an audio file", path);
-    }
-    if (S_ISREG(sb.st_mode) && sb.st_size == 0) {
-        close(fd);
-        return vox_fail(err, VOX_ERR_FORMAT, "%s: empty file (0 bytes), not audio", path);
-    }
-
-    SF_INFO info;
-    memset(&info, 0, sizeof info);
-    SNDFILE *snd = sf_open_fd(fd, SFM_READ, &info, SF_FALSE);
-    if (!snd) {
-        vox_fail(err, VOX_ERR_FORMAT, "%s: not a supported audio file (libsndfile: %s)", path,
-                 sf_strerror(NULL));
-        close(fd);
-        return VOX_ERR_FORMAT;
-    }
-    if (info.samplerate <= 0 || info.channels <= 0) {
-        sf_close(snd);
-        close(fd);
+/* Reads an opened stream (snd: NULL when libsndfile could not open it) to its end, mixing and
+ * resampling block by block; shared by the file and the memory loaders. Closes nothing. */
+static vox_status decode_stream(SNDFILE *snd, const SF_INFO *info, const char *path,
+                                double max_seconds, vox_audio *out, vox_error *err) {
+    if (!snd)
+        return vox_fail(err, VOX_ERR_FORMAT, "%s: not a supported audio file (libsndfile: %s)",
+                        path, sf_strerror(NULL));
+    if (info->samplerate <= 0 || info->channels <= 0)
         return vox_fail(err, VOX_ERR_FORMAT, "%s: invalid header (%d Hz, %d channels)", path,
-                        info.samplerate, info.channels);
-    }
-    const int channels = info.channels;
-    const double rate = info.samplerate;
+                        info->samplerate, info->channels);
+    const int channels = info->channels;
+    const double rate = info->samplerate;
     const double max_frames = floor(max_seconds * rate);
 
     /* Blocks of about 64k samples whatever the channel count. */
@@ -284,7 +264,7 @@ vox_status vox_audio_load(const char *path, double max_seconds, vox_audio *out, 
     vox_resampler rs;
     memset(&rs, 0, sizeof rs);
     float_vec direct = {0};
-    const int resample = info.samplerate != VOX_SAMPLE_RATE;
+    const int resample = info->samplerate != VOX_SAMPLE_RATE;
     vox_status st = VOX_OK;
     if (!buf || !mono) st = vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", path);
     if (!st && resample) {
@@ -344,8 +324,6 @@ vox_status vox_audio_load(const char *path, double max_seconds, vox_audio *out, 
         st = vox_fail(err, VOX_ERR_FORMAT,
                       "%s: no audio could be decoded (0 frames): the file is empty, truncated or "
                       "damaged", path);
-    sf_close(snd);
-    close(fd);
     free(buf);
     free(mono);
 
@@ -361,7 +339,7 @@ vox_status vox_audio_load(const char *path, double max_seconds, vox_audio *out, 
     resampler_free(&rs);
     if (!st && direct.n == 0)
         st = vox_fail(err, VOX_ERR_FORMAT, "%s: too short: %zu frames at %d Hz leave no sample at "
-                      "%d Hz", path, total, info.samplerate, VOX_SAMPLE_RATE);
+                      "%d Hz", path, total, info->samplerate, VOX_SAMPLE_RATE);
     for (size_t i = 0; !st && i < direct.n; i++)
         if (!isfinite(direct.data[i]))
             st = vox_fail(err, VOX_ERR_FORMAT, "%s: resampling overflowed: sample values near "
@@ -372,9 +350,86 @@ vox_status vox_audio_load(const char *path, double max_seconds, vox_audio *out, 
     }
     out->samples = direct.data;
     out->n_samples = direct.n;
-    out->source_rate = info.samplerate;
+    out->source_rate = info->samplerate;
     out->source_channels = channels;
     return VOX_OK;
+}
+
+vox_status vox_audio_load(const char *path, double max_seconds, vox_audio *out, vox_error *err) {
+    memset(out, 0, sizeof *out);
+    vox_status st = check_limit(path, &max_seconds, err);
+    if (st) return st;
+
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return vox_fail(err, VOX_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        int e = errno;
+        close(fd);
+        return vox_fail(err, VOX_ERR_IO, "%s: cannot read: %s", path, strerror(e));
+    }
+    if (S_ISDIR(sb.st_mode)) {
+        close(fd);
+        return vox_fail(err, VOX_ERR_IO, "%s: is a directory, not an audio file", path);
+    }
+    if (S_ISREG(sb.st_mode) && sb.st_size == 0) {
+        close(fd);
+        return vox_fail(err, VOX_ERR_FORMAT, "%s: empty file (0 bytes), not audio", path);
+    }
+    SF_INFO info;
+    memset(&info, 0, sizeof info);
+    SNDFILE *snd = sf_open_fd(fd, SFM_READ, &info, SF_FALSE);
+    st = decode_stream(snd, &info, path, max_seconds, out, err);
+    if (snd) sf_close(snd);
+    close(fd);
+    return st;
+}
+
+/* libsndfile virtual I/O over a buffer in memory (read only). */
+typedef struct {
+    const unsigned char *data;
+    sf_count_t size, pos;
+} mem_file;
+
+static sf_count_t mem_get_filelen(void *user) { return ((mem_file *)user)->size; }
+
+static sf_count_t mem_seek(sf_count_t offset, int whence, void *user) {
+    mem_file *m = user;
+    sf_count_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? m->pos : m->size, pos;
+    if ((whence != SEEK_SET && whence != SEEK_CUR && whence != SEEK_END) ||
+        __builtin_add_overflow(base, offset, &pos) || pos < 0)
+        return -1;
+    m->pos = pos;
+    return pos;
+}
+
+static sf_count_t mem_read(void *ptr, sf_count_t count, void *user) {
+    mem_file *m = user;
+    if (count <= 0 || m->pos >= m->size) return 0;
+    sf_count_t n = m->size - m->pos < count ? m->size - m->pos : count;
+    memcpy(ptr, m->data + m->pos, (size_t)n);
+    m->pos += n;
+    return n;
+}
+
+static sf_count_t mem_tell(void *user) { return ((mem_file *)user)->pos; }
+
+vox_status vox_audio_load_memory(const void *data, size_t size, const char *name,
+                                 double max_seconds, vox_audio *out, vox_error *err) {
+    memset(out, 0, sizeof *out);
+    vox_status st = check_limit(name, &max_seconds, err);
+    if (st) return st;
+    if (size == 0)
+        return vox_fail(err, VOX_ERR_FORMAT, "%s: empty file (0 bytes), not audio", name);
+    if (size > INT64_MAX) return vox_fail(err, VOX_ERR_TOO_LONG, "%s: too large", name);
+    SF_VIRTUAL_IO io = {mem_get_filelen, mem_seek, mem_read, NULL, mem_tell};
+    mem_file m = {data, (sf_count_t)size, 0};
+    SF_INFO info;
+    memset(&info, 0, sizeof info);
+    SNDFILE *snd = sf_open_virtual(&io, SFM_READ, &info, &m);
+    st = decode_stream(snd, &info, name, max_seconds, out, err);
+    if (snd) sf_close(snd);
+    return st;
 }
 
 void vox_audio_free(vox_audio *a) {

@@ -30,6 +30,11 @@ typedef struct {
  * longer than max_seconds (VOX_ERR_TOO_LONG; 0 means VOX_MAX_AUDIO_SECONDS). */
 vox_status vox_audio_load(const char *path, double max_seconds, vox_audio *out, vox_error *err);
 
+/* The same for a whole file's bytes held in memory, data[0..size) (libsndfile virtual I/O);
+ * name stands for the file in messages. */
+vox_status vox_audio_load_memory(const void *data, size_t size, const char *name,
+                                 double max_seconds, vox_audio *out, vox_error *err);
+
 /* Resamples mono float samples from in_rate to out_rate (soxr HQ); *out is malloc'ed. */
 vox_status vox_audio_resample(const float *in, size_t n_in, double in_rate, double out_rate,
                               float **out, size_t *n_out, vox_error *err);
