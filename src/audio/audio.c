@@ -234,6 +234,10 @@ static vox_status too_long(const char *path, double max_seconds, vox_error *err)
                     "parts of at most %s and transcribe them separately", path, limit, limit);
 }
 
+/* Sample rates above this are damaged headers, not audio (recordings go up to 768 kHz). The
+ * resampler's buffers grow with the rate: 2^31 Hz would ask for 26 GB. */
+#define MAX_SOURCE_RATE 1000000
+
 /* A missing limit (0) is the default; anything else must be a positive, finite number. */
 static vox_status check_limit(const char *name, double *max_seconds, vox_error *err) {
     if (*max_seconds == 0) *max_seconds = VOX_MAX_AUDIO_SECONDS;
@@ -249,7 +253,7 @@ static vox_status decode_stream(SNDFILE *snd, const SF_INFO *info, const char *p
     if (!snd)
         return vox_fail(err, VOX_ERR_FORMAT, "%s: not a supported audio file (libsndfile: %s)",
                         path, sf_strerror(NULL));
-    if (info->samplerate <= 0 || info->channels <= 0)
+    if (info->samplerate <= 0 || info->samplerate > MAX_SOURCE_RATE || info->channels <= 0)
         return vox_fail(err, VOX_ERR_FORMAT, "%s: invalid header (%d Hz, %d channels)", path,
                         info->samplerate, info->channels);
     const int channels = info->channels;
