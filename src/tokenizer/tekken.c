@@ -295,6 +295,21 @@ static vox_status load_vocab(const char *path, const cJSON *vocab, int32_t n_use
     return st;
 }
 
+/* At most this many special ids (default_num_special_tokens): tekken files have 1000. The bound
+ * keeps a hostile file from asking for gigabytes of filler names. */
+#define MAX_SPECIAL (1 << 16)
+
+typedef struct {
+    const char *name;
+    int id;
+} special_name;
+
+static int cmp_special_name(const void *a, const void *b) {
+    const special_name *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x->id > y->id) - (x->id < y->id);
+}
+
 /* Fills tok->special_* with the listed special tokens (or the deprecated list when list is
  * NULL), then "<SPECIAL_i>" fillers up to num_special. */
 static vox_status load_special(const char *path, const cJSON *list, vox_tokenizer *tok,
@@ -308,9 +323,10 @@ static vox_status load_special(const char *path, const cJSON *list, vox_tokenize
                         path, n_listed, (int)ns);
     const char **names = calloc((size_t)ns + 1, sizeof *names);
     char *fillers = malloc((size_t)ns * 24 + 1);
+    special_name *sorted = malloc(((size_t)ns + 1) * sizeof *sorted);
     tok->special_off = malloc(((size_t)ns + 1) * sizeof *tok->special_off);
     vox_status st = VOX_OK;
-    if (!names || !fillers || !tok->special_off) {
+    if (!names || !fillers || !sorted || !tok->special_off) {
         st = vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", path);
         goto done;
     }
@@ -350,19 +366,19 @@ static vox_status load_special(const char *path, const cJSON *list, vox_tokenize
         names[i] = fillers + o;
         o += (size_t)sprintf(fillers + o, "<SPECIAL_%d>", i) + 1;
     }
-    /* Names must be unique (fillers included). Special tokens are few: a quadratic check on
-     * 1000 short strings is negligible next to the vocabulary. */
+    /* Names must be unique (fillers included): sorted, equal names are neighbours. */
     size_t total = 0;
     for (i = 0; i < ns; i++) {
-        for (int j = 0; j < i; j++) {
-            if (strcmp(names[i], names[j]) == 0) {
-                st = vox_fail(err, VOX_ERR_FORMAT,
-                              "%s: special tokens %d and %d are both \"%s\"", path, j, i,
-                              names[i]);
-                goto done;
-            }
-        }
+        sorted[i] = (special_name){names[i], i};
         total += strlen(names[i]) + 1;
+    }
+    qsort(sorted, (size_t)ns, sizeof *sorted, cmp_special_name);
+    for (i = 1; i < ns; i++) {
+        if (strcmp(sorted[i - 1].name, sorted[i].name) == 0) {
+            st = vox_fail(err, VOX_ERR_FORMAT, "%s: special tokens %d and %d are both \"%s\"",
+                          path, sorted[i - 1].id, sorted[i].id, sorted[i].name);
+            goto done;
+        }
     }
     if (!(tok->special_bytes = malloc(total + 1))) {
         st = vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", path);
@@ -379,6 +395,7 @@ static vox_status load_special(const char *path, const cJSON *list, vox_tokenize
 done:
     free(names);
     free(fillers);
+    free(sorted);
     return st;
 }
 
@@ -399,7 +416,7 @@ static vox_status load_json(const char *path, const cJSON *root, vox_tokenizer *
                       &num_vocab_tokens, err)) != VOX_OK ||
         (st = get_int(path, config, "config.", "default_vocab_size", 0, INT32_MAX, &vocab_size,
                       err)) != VOX_OK ||
-        (st = get_int(path, config, "config.", "default_num_special_tokens", 0, INT32_MAX,
+        (st = get_int(path, config, "config.", "default_num_special_tokens", 0, MAX_SPECIAL,
                       &num_special, err)) != VOX_OK)
         return st;
     /* mistral-common knows v1, v2, v3, v7, v11, v13, ...; accept any "v<number>". */
