@@ -28,11 +28,12 @@ static int valid_file_name(const char *s) {
 
 static int blob_dtype_ok(vox_dtype t) { return t == VOX_DTYPE_F32 || t == VOX_DTYPE_BF16; }
 
+/* Finite too: JSON numbers such as 1e999 read as infinity (and would be written back as null). */
 #define REQUIRE_POSITIVE(section, s, field)                                                  \
     do {                                                                                     \
-        if (!((s).field > 0))                                                                \
-            return vox_fail(err, VOX_ERR_FORMAT, "%s.%s must be positive, got %g", section,  \
-                            #field, (double)(s).field);                                      \
+        if (!((s).field > 0) || !isfinite((double)(s).field))                                \
+            return vox_fail(err, VOX_ERR_FORMAT, "%s.%s must be positive and finite, got %g", \
+                            section, #field, (double)(s).field);                             \
     } while (0)
 
 static vox_status validate_blob(const char *section, const char *file, vox_dtype dtype,
