@@ -58,6 +58,14 @@ vox_status vox_cli_parse_ids(const char *spec, int32_t **ids, size_t *n, vox_err
         fclose(f);
         if (!text) return vox_fail(err, VOX_ERR_NOMEM, "out of memory");
         text[len] = 0;
+        /* the list would end there unseen */
+        const char *nul = memchr(text, 0, len);
+        if (nul) {
+            size_t at = (size_t)(nul - text);
+            free(text);
+            return vox_fail(err, VOX_ERR_INVALID_ARG, "--force-tokens %s: byte %zu is a NUL "
+                            "byte: not a list of token ids", spec + 1, at);
+        }
     } else {
         text = strdup(spec);
         if (!text) return vox_fail(err, VOX_ERR_NOMEM, "out of memory");
@@ -155,7 +163,9 @@ int vox_cli_parse(int argc, char **argv, vox_cli_options *o, bool *stop, vox_err
     o->confidence_threshold = VOX_CLI_DEFAULT_CONFIDENCE;
     *stop = false;
     opterr = 0;
-    optind = 1;
+    /* 0, not 1: glibc then also drops its place inside a cluster of short options ("-sh"), which
+     * an earlier parse that stopped there (--help, a bad value) leaves pointing into its argv */
+    optind = 0;
     int c;
     long v;
     double dv;
@@ -249,8 +259,10 @@ int vox_cli_parse(int argc, char **argv, vox_cli_options *o, bool *stop, vox_err
         case ':':
             vox_fail(err, VOX_ERR_INVALID_ARG, "option '%s' needs a value", argv[optind - 1]);
             goto usage;
-        default:
-            vox_fail(err, VOX_ERR_INVALID_ARG, "unknown option '%s'", argv[optind - 1]);
+        default: /* optopt is the letter of a short option; inside a cluster (-xs), optind has
+                    not moved past the argument yet */
+            if (optopt) vox_fail(err, VOX_ERR_INVALID_ARG, "unknown option '-%c'", optopt);
+            else vox_fail(err, VOX_ERR_INVALID_ARG, "unknown option '%s'", argv[optind - 1]);
             goto usage;
         }
     }
