@@ -20,17 +20,18 @@ static int append(vox_inputs *in, const char *s, size_t len) {
 
 vox_status vox_inputs_read(vox_inputs *in, FILE *f, const char *name, vox_error *err) {
     char *line = NULL;
-    size_t cap = 0;
+    size_t cap = 0, line_no = 0;
     ssize_t len;
     errno = 0;
     while ((len = getline(&line, &cap, f)) >= 0) {
+        line_no++;
         if (len > 0 && line[len - 1] == '\n') len--;
         if (len > 0 && line[len - 1] == '\r') len--;
         if (len == 0) continue;
         if (memchr(line, 0, (size_t)len)) {
             free(line);
             return vox_fail(err, VOX_ERR_FORMAT, "%s: line %zu holds a NUL byte: not a list of "
-                            "paths", name, in->n + 1);
+                            "paths", name, line_no);
         }
         if (!append(in, line, (size_t)len)) {
             free(line);
