@@ -1,13 +1,16 @@
 /* The txt writer, and the choice of writer. */
 #include "cli/output.h"
+#include "cli/utf8.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* The text of one result as txt shows it: marked when asked, trimmed when segmented. */
+/* The text of one result as txt shows it: marked when asked, trimmed when segmented, UTF-8. */
 static char *txt_text(const voxtral_context *ctx, const voxtral_result *r, bool trim,
                       const vox_output_style *s) {
-    char *text = s->confidence ? vox_mark_result(ctx, r, s->threshold, s->mark) : strdup(r->text);
+    char *raw = s->confidence ? vox_mark_result(ctx, r, s->threshold, s->mark) : strdup(r->text);
+    char *text = raw ? vox_utf8_repair_dup(raw, strlen(raw)) : NULL;
+    free(raw);
     if (!text || !trim) return text;
     char *t = vox_cli_trim_dup(text);
     free(text);
@@ -40,8 +43,12 @@ static int write_txt(FILE *out, const voxtral_context *ctx, const vox_transcript
 
 int vox_write_transcript(FILE *out, const voxtral_context *ctx, const vox_transcript *t,
                          const vox_output_style *s) {
-    if (s->header && s->format != VOX_OUT_JSON && fprintf(out, "==> %s <==\n", s->header) < 0)
-        return -1;
+    if (s->header && s->format != VOX_OUT_JSON) {
+        char *name = vox_utf8_repair_dup(s->header, strlen(s->header)); /* any bytes: a path */
+        int rc = name ? fprintf(out, "==> %s <==\n", name) : -1;
+        free(name);
+        if (rc < 0) return -1;
+    }
     switch (s->format) {
     case VOX_OUT_JSON: return vox_write_json_transcript(out, ctx, t);
     case VOX_OUT_SRT: return vox_write_subtitles(out, t, false);

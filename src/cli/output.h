@@ -9,7 +9,9 @@
  * srt   numbered cues "1\n00:00:01,250 --> 00:00:04,100\ntext\n\n".
  * vtt   "WEBVTT\n\n" then cues "00:00:01.250 --> 00:00:04.100\ntext\n\n".
  * Subtitle cues are the segments whose text is not empty, numbered from 1 without gaps; their
- * text is one line (line breaks and control characters become spaces; vtt escapes & < >). */
+ * text is one line (line breaks and control characters become spaces; vtt escapes & < >).
+ * Every format is UTF-8: text that is not (a file name can hold any bytes) is written with each
+ * ill-formed sequence replaced by U+FFFD. */
 #ifndef VOX_CLI_OUTPUT_H
 #define VOX_CLI_OUTPUT_H
 

@@ -7,6 +7,14 @@
 #include "cli/output.h"
 #include "cli/utf8.h"
 
+/* A string member. JSON is UTF-8, and a file name can hold any bytes: each ill-formed sequence
+ * becomes U+FFFD. */
+static void add_text(cJSON *o, const char *key, const char *s) {
+    char *utf8 = vox_utf8_repair_dup(s, strlen(s));
+    cJSON_AddItemToObject(o, key, utf8 ? cJSON_CreateString(utf8) : cJSON_CreateNull());
+    free(utf8);
+}
+
 static cJSON *timings_json(const voxtral_timings *x) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "audio", x->audio_ms);
@@ -62,11 +70,11 @@ static double ms_round(double s) { return round(s * 1000.0) / 1000.0; }
 int vox_write_json_transcript(FILE *out, const voxtral_context *ctx, const vox_transcript *t) {
     cJSON *o = cJSON_CreateObject();
     if (!o) return -1;
-    cJSON_AddStringToObject(o, "file", t->path);
-    cJSON_AddStringToObject(o, "text", t->text);
+    add_text(o, "file", t->path);
+    add_text(o, "text", t->text);
     cJSON *ids = cJSON_AddArrayToObject(o, "tokens");
     for (size_t i = 0; i < t->n_segs; i++) add_ids(ids, t->segs[i].r);
-    if (t->language) cJSON_AddStringToObject(o, "language", t->language);
+    if (t->language) add_text(o, "language", t->language);
     else cJSON_AddNullToObject(o, "language");
     cJSON_AddNumberToObject(o, "audio_seconds", t->audio_seconds);
     cJSON_AddItemToObject(o, "latency_ms", timings_json(&t->timings));
@@ -81,7 +89,7 @@ int vox_write_json_transcript(FILE *out, const voxtral_context *ctx, const vox_t
             cJSON_AddNumberToObject(e, "start", ms_round(t->segs[i].start));
             cJSON_AddNumberToObject(e, "end", ms_round(t->segs[i].end));
             char *text = vox_cli_trim_dup(t->segs[i].r->text);
-            cJSON_AddStringToObject(e, "text", text ? text : "");
+            add_text(e, "text", text ? text : "");
             free(text);
             add_ids(cJSON_AddArrayToObject(e, "tokens"), t->segs[i].r);
             cJSON_AddItemToArray(segs, e);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/output.h"
+#include "cli/utf8.h"
 
 void vox_format_timestamp(char *buf, size_t size, double seconds, char sep) {
     long long ms = seconds > 0 ? llround(seconds * 1000.0) : 0;
@@ -12,10 +13,14 @@ void vox_format_timestamp(char *buf, size_t size, double seconds, char sep) {
 }
 
 char *vox_cue_text(const char *text, bool vtt) {
-    size_t len = strlen(text);
-    char *out = malloc(5 * len + 1), *o = out; /* "&amp;" is the longest replacement */
-    if (!out) return NULL;
-    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+    char *utf8 = vox_utf8_repair_dup(text, strlen(text));
+    size_t len = utf8 ? strlen(utf8) : 0;
+    char *out = utf8 ? malloc(5 * len + 1) : NULL, *o = out; /* "&amp;": longest replacement */
+    if (!out) {
+        free(utf8);
+        return NULL;
+    }
+    for (const unsigned char *p = (const unsigned char *)utf8; *p; p++) {
         const char *rep = NULL;
         if (vtt && *p == '&') rep = "&amp;";
         else if (vtt && *p == '<') rep = "&lt;";
@@ -29,6 +34,7 @@ char *vox_cue_text(const char *text, bool vtt) {
         }
     }
     *o = 0;
+    free(utf8);
     char *t = vox_cli_trim_dup(out);
     free(out);
     return t;
