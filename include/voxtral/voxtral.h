@@ -1,5 +1,6 @@
 /* voxtral_runner's public C API: load an exported Voxtral model once, transcribe audio with it.
  *
+ * One file at a time:
  *   voxtral_context_params cp = voxtral_context_default_params();
  *   cp.model_dir = "models/voxtral-mini-3b";
  *   voxtral_context *ctx;
@@ -9,6 +10,15 @@
  *   if (voxtral_transcribe_file(ctx, "audio.wav", &tp, &r, &err) == VOX_OK) puts(r->text);
  *   voxtral_result_free(r);
  *   voxtral_free(ctx);
+ *
+ * Many at once (continuous batching: every request in flight shares each pass over the weights):
+ *   voxtral_queue_params qp = voxtral_queue_default_params();
+ *   qp.on_complete = done;            // called once per request, in completion order
+ *   voxtral_queue *q;
+ *   voxtral_queue_create(ctx, &qp, &q, &err);
+ *   for (...) voxtral_queue_submit_file(q, path, &tp, tag, &err);
+ *   voxtral_queue_run(q, &err);       // returns when every submitted request is complete
+ *   voxtral_queue_free(q);
  *
  * The library never prints; every failure comes back as a status and a message in vox_error. */
 #ifndef VOXTRAL_VOXTRAL_H
@@ -45,6 +55,11 @@ typedef struct {
     size_t n_force_ids;
     voxtral_token_callback on_token;
     void *user_data;
+    /* Cut the audio at pauses and transcribe each piece as its own request (result->segments);
+     * lifts the 30-minute limit of one request to 10 hours. */
+    bool segment;
+    double silence_threshold_db; /* segment: silence is this far below the loud level (-35) */
+    double min_silence_s;        /* segment: shorter pauses are not cut (0.5) */
     /* Developer aid: write the audio embeddings, the prompt, the ids and the float32 logits of
      * every step to this safetensors file (compared with transformers by scripts/). */
     const char *dump_path;
@@ -69,21 +84,34 @@ typedef struct {
     double token_embedding_ms; /* prompt embedding + [AUDIO] replacement */
     double prefill_ms;         /* text_decoder over the prompt */
     double decode_ms;          /* text_decoder, all generated tokens after the first */
-    double total_ms;           /* audio in to ids out */
+    double total_ms;           /* audio in to ids out (queue: submission to completion) */
+    double queue_ms;           /* queue: from submission (or audio ready) to admission */
     int n_prompt_tokens;
     int n_generated;           /* tokens produced (including the first, from prefill) */
     size_t peak_device_bytes;  /* peak bytes of the tensor pool (weights included) */
 } voxtral_timings;
 
+typedef struct voxtral_result voxtral_result;
+
+/* A piece of a segmented request: where its speech starts and ends in the audio (seconds). */
 typedef struct {
-    char *text;                /* the transcript, UTF-8 */
+    double start, end;
+    voxtral_result *r;         /* its transcript; r->audio_seconds: the audio it was given */
+} voxtral_segment;
+
+struct voxtral_result {
+    char *text;                /* the transcript, UTF-8 (segmented: the pieces' texts trimmed and
+                                  joined by single spaces) */
     int32_t *ids;              /* generated ids without </s> */
     size_t n_ids;
     voxtral_token *tokens;     /* n_ids entries when logprobs or forcing was asked, else NULL */
     double audio_seconds;
     const char *language;      /* as asked (NULL: detected by the model, not reported) */
-    voxtral_timings timings;
-} voxtral_result;
+    voxtral_timings timings;   /* segmented: summed over the pieces */
+    bool segmented;
+    voxtral_segment *segments; /* segmented: the pieces with speech, in order (ids is empty) */
+    size_t n_segments;
+};
 
 voxtral_context_params voxtral_context_default_params(void);
 voxtral_transcribe_params voxtral_transcribe_default_params(void);
@@ -109,6 +137,68 @@ vox_status voxtral_transcribe_pcm(voxtral_context *ctx, const float *samples, si
 const char *voxtral_token_text(const voxtral_context *ctx, int32_t id, size_t *len);
 
 void voxtral_result_free(voxtral_result *r);
+
+/* ---- many requests at once: the queue ---- */
+
+typedef struct voxtral_queue voxtral_queue;
+
+/* What a completed request reports. */
+typedef struct {
+    uint64_t tag;              /* the caller's, from submit */
+    const char *path;          /* the file submitted (NULL for PCM) */
+    vox_status status;         /* VOX_OK, or why it failed; VOX_ERR_INTERRUPTED after cancel */
+    const char *error;         /* the message when status != VOX_OK (names the file) */
+    voxtral_result *result;    /* on success; the callback owns it (voxtral_result_free) */
+} voxtral_completion;
+
+typedef void (*voxtral_completion_callback)(const voxtral_completion *c, void *user_data);
+
+typedef struct {
+    int max_batch;             /* most sequences decoded at once; <= 0: sized from the device's
+                                  free memory (voxtral_queue_batch_size reports the choice) */
+    int read_ahead;            /* files decoded ahead of the GPU; <= 0: 2 * max_batch, at least 16 */
+    int reader_threads;        /* threads decoding audio; <= 0: the cores, 2 to 8 */
+    voxtral_completion_callback on_complete; /* required */
+    void *user_data;
+} voxtral_queue_params;
+
+/* Figures of a queue's run, for reports. */
+typedef struct {
+    int max_batch;             /* sequences in flight at most */
+    size_t kv_bytes;           /* the KV cache pool */
+    int kv_block_size;         /* positions a block */
+    long steps;                /* decoder steps run */
+    long decode_steps;         /* steps that decoded at least one sequence */
+    double mean_batch;         /* sequences decoded a step, mean over those steps */
+    size_t kv_peak_used_bytes; /* KV blocks in use at most */
+    double kv_waste;           /* at that peak, the share of held block rows not yet written */
+    double queue_wait_ms;      /* summed over requests: submission (audio ready) to admission */
+    double gpu_ms;             /* device time of the queue's work (stage total) */
+} voxtral_queue_stats;
+
+voxtral_queue_params voxtral_queue_default_params(void);
+vox_status voxtral_queue_create(voxtral_context *ctx, const voxtral_queue_params *params,
+                                voxtral_queue **out, vox_error *err);
+/* Queues a file (decoded, mixed to mono and resampled by reader threads) or 16 kHz mono PCM
+ * (copied). params is copied; its pointers (language, force_ids) must stay valid until the
+ * request completes. Failures of the request itself (unreadable audio, ...) come back through
+ * the callback, never here; submit fails only on bad arguments. */
+vox_status voxtral_queue_submit_file(voxtral_queue *q, const char *path,
+                                     const voxtral_transcribe_params *params, uint64_t tag,
+                                     vox_error *err);
+vox_status voxtral_queue_submit_pcm(voxtral_queue *q, const float *samples, size_t n_samples,
+                                    const voxtral_transcribe_params *params, uint64_t tag,
+                                    vox_error *err);
+/* Runs until every submitted request has completed (each through the callback, on this
+ * thread). Fails only when the device itself fails; the requests not done then complete with
+ * that error. */
+vox_status voxtral_queue_run(voxtral_queue *q, vox_error *err);
+/* Asks a running queue to stop: requests not yet complete end with VOX_ERR_INTERRUPTED.
+ * Async-signal-safe. */
+void voxtral_queue_cancel(voxtral_queue *q);
+int voxtral_queue_batch_size(const voxtral_queue *q);
+void voxtral_queue_get_stats(const voxtral_queue *q, voxtral_queue_stats *out);
+void voxtral_queue_free(voxtral_queue *q);
 
 const char *voxtral_version(void);
 

@@ -56,19 +56,38 @@ typedef struct {
 
 typedef struct vox_backend vox_backend;
 
+/* One forward step of the text decoder over rows from many sequences (pipeline/ builds it; the
+ * engine decides which sequences take part). Rows of one sequence are consecutive; the first
+ * n_decode sequences are decode steps (one row each: rows 0 .. n_decode - 1, fed token ids[i]),
+ * the rest carry chunks of their prompts. Keys and values live in a paged cache: a layer's pool
+ * is [n_blocks * block_size, kv_heads * head_dim], and position j of sequence s is at pool row
+ * tables[s * table_width + j / block_size] * block_size + j % block_size. */
+typedef struct {
+    int n_rows, n_seqs, n_decode;
+    const int32_t *ids;        /* [n_decode] token ids of the decode rows */
+    const int32_t *row_pos;    /* [n_rows] position of each row */
+    const int32_t *row_slot;   /* [n_rows] pool row its key and value are written to */
+    const int32_t *seq_row0;   /* [n_seqs + 1] first row of each sequence; [n_seqs] = n_rows */
+    const int32_t *seq_len;    /* [n_seqs] keys the sequence attends to: its last position + 1 */
+    const int32_t *tables;     /* [n_seqs * table_width] block ids */
+    int table_width, block_size;
+    const int32_t *logit_rows; /* [n_logits] rows whose logits are wanted, in output order */
+    int n_logits;
+} vox_batch;
+
 /* A decoder projection y = out(in(x) @ w^T), x [M, K], w [N, K], as one operation:
  *   norm_w   when set, x is first replaced by rms_norm(x, norm_w, eps)
  *   out      STORE: y [M, N] = the product
  *            ADD: y [M, N] += the product (a residual add: y = x + r as add() rounds it)
  *            SWIGLU: y [M, N/2] = swiglu(the product), w being gate|up
- *            QKV_ROPE_CACHE: qkv_rope_cache(y, k_cache, v_cache, the product, n_heads,
- *            n_kv_heads, head_dim, pos0, theta), w being q|k|v
+ *            ROPE_CACHE: rope_cache(y, k_pool, v_pool, the product, n_heads, n_kv_heads,
+ *            head_dim, theta) for the rows of the current batch, w being q|k|v
  * Each equals the separate operations it replaces, up to the order of the products' sums. */
 typedef enum {
     VOX_PROJ_STORE,
     VOX_PROJ_ADD,
     VOX_PROJ_SWIGLU,
-    VOX_PROJ_QKV_ROPE_CACHE
+    VOX_PROJ_ROPE_CACHE
 } vox_projection_out;
 typedef struct vox_projection {
     vox_tensor *y;
@@ -76,9 +95,8 @@ typedef struct vox_projection {
     const vox_tensor *norm_w;
     float eps;
     vox_projection_out out;
-    vox_tensor *k_cache, *v_cache; /* QKV_ROPE_CACHE */
+    vox_tensor *k_pool, *v_pool; /* ROPE_CACHE */
     int n_heads, n_kv_heads, head_dim;
-    int64_t pos0;
     double theta;
 } vox_projection;
 
@@ -136,13 +154,33 @@ struct vox_backend {
      * y is [B*T_out, C_out] (time-major), T_out = (T_in - 1) / stride + 1; w [C_out, C_in, 3]. */
     void (*conv1d_k3)(vox_backend *be, vox_tensor *y, const vox_tensor *x, bool x_channels_first,
                       int batch, int t_in, const vox_tensor *w, const vox_tensor *bias, int stride);
-    /* The decoder's fused projection qkv [T, (H + 2 Hkv) * D] = (q | k | v) per row, split:
-     * q_out [T, H*D] = rope(q); rows [pos0, pos0 + T) of k_cache and v_cache [capacity, Hkv*D]
-     * = rope(k) and v. Rotary embedding with the rotate-half pairing (dim i with i + D/2),
-     * inv_freq_i = theta^(-2i/D), row t at position pos0 + t. */
-    void (*qkv_rope_cache)(vox_backend *be, vox_tensor *q_out, vox_tensor *k_cache,
-                           vox_tensor *v_cache, const vox_tensor *qkv, int n_heads,
-                           int n_kv_heads, int head_dim, int64_t pos0, double theta);
+    /* ---- the decoder over a batch (vox_batch) ---- */
+    /* Makes b the current batch: the operations below read its rows and sequences until the
+     * next batch_set. The arrays are copied (cuda: to fixed device buffers, so that a recorded
+     * step replays with the new batch); b must fit the capacity given at creation time
+     * (batch_reserve). */
+    vox_status (*batch_set)(vox_backend *be, const vox_batch *b, vox_error *err);
+    /* Sizes what batch_set copies to: at most max_rows rows, max_seqs sequences, table_width
+     * blocks a sequence, block_size positions a block. Not during a recording. */
+    vox_status (*batch_reserve)(vox_backend *be, int max_rows, int max_seqs, int table_width,
+                                int block_size, int n_heads, int head_dim, vox_error *err);
+    /* y [n_decode, C] = table[ids] of the current batch. */
+    void (*embed_batch)(vox_backend *be, vox_tensor *y, const vox_tensor *table);
+    /* From qkv [n_rows, (H + 2 Hkv) * D] = (q | k | v) per row: q_out [n_rows, H*D] = rope(q);
+     * pool row row_slot[r] of k_pool and v_pool [rows, Hkv*D] = rope(k) and v of row r.
+     * Rotary embedding with the rotate-half pairing (dim i with i + D/2), inv_freq_i =
+     * theta^(-2i/D), row r at position row_pos[r]. */
+    void (*rope_cache)(vox_backend *be, vox_tensor *q_out, vox_tensor *k_pool, vox_tensor *v_pool,
+                       const vox_tensor *qkv, int n_heads, int n_kv_heads, int head_dim,
+                       double theta);
+    /* Causal attention of every sequence of the current batch against its paged keys and values:
+     * out [n_rows, H*D] like q; row r of sequence s (position row_pos[r]) sees positions
+     * 0 .. row_pos[r] of s. Query head h uses key/value head h / (H/Hkv). fp32 softmax. */
+    void (*paged_attention)(vox_backend *be, vox_tensor *out, const vox_tensor *q,
+                            const vox_tensor *k_pool, const vox_tensor *v_pool, int n_heads,
+                            int n_kv_heads, int head_dim, float scale);
+    /* y [n_logits, C] = rows logit_rows of x [n_rows, C]. */
+    void (*gather_rows)(vox_backend *be, vox_tensor *y, const vox_tensor *x);
     /* Scaled dot-product attention over `batch` independent sequences, fp32 softmax.
      * q [batch*Tq, Hq*D], k and v [batch*S, Hkv*D] with S >= Tk rows a sequence (a cache may
      * pass all its rows; only the first Tk are attended), out like q.
@@ -156,10 +194,11 @@ struct vox_backend {
                   size_t n);
     /* dst = src, same element count and dtype (views allowed). */
     void (*copy)(vox_backend *be, vox_tensor *dst, const vox_tensor *src);
-    /* Statistics of logits [1, V] (see vox_logits_stats); chosen < 0 means the argmax; k <= 20.
+    /* Statistics of each row of logits [n, V] (see vox_logits_stats) into out[0 .. n-1]; chosen
+     * (n entries, or NULL) gives the id each row reports, < 0 meaning the argmax; k <= 20.
      * Synchronises: the only device-to-host traffic of a decode step. */
-    vox_status (*logits_stats)(vox_backend *be, const vox_tensor *logits, int32_t chosen, int k,
-                               vox_logits_stats *out, vox_error *err);
+    vox_status (*logits_stats)(vox_backend *be, const vox_tensor *logits, const int32_t *chosen,
+                               int k, vox_logits_stats *out, vox_error *err);
 
     /* ---- fused decoder projections (optional: NULL where the backend has none) ---- */
     /* One projection with what surrounds it in the decoder fused in (see vox_projection).
@@ -169,18 +208,19 @@ struct vox_backend {
 
     /* ---- graphs (optional: NULL where the backend has none) ---- */
     /* Between graph_begin and graph_end, operations are recorded instead of run: one decode
-     * step (one row at one position). The position it was given (qkv_rope_cache, decode
-     * attention) is not frozen: graph_replay(pos0) runs the step at position pos0, attending to
-     * pos0 + 1 cached rows. */
+     * step over the current batch's shape. What batch_set copies is not frozen: graph_replay
+     * runs the step over the current batch (same n_rows, n_seqs and n_decode). */
     void (*graph_begin)(vox_backend *be);
     vox_status (*graph_end)(vox_backend *be, void **graph, vox_error *err);
-    vox_status (*graph_replay)(vox_backend *be, void *graph, int64_t pos0, vox_error *err);
+    vox_status (*graph_replay)(vox_backend *be, void *graph, vox_error *err);
     void (*graph_free)(vox_backend *be, void *graph);
 
     /* ---- timing ---- */
     /* Records a time mark in stream order; returns its index. elapsed_ms(a, b) after sync(). */
     int (*mark)(vox_backend *be);
     double (*elapsed_ms)(vox_backend *be, int a, int b);
+    /* Free and total bytes of the device's memory (cpu: available and total RAM). */
+    void (*mem_info)(vox_backend *be, size_t *free_bytes, size_t *total_bytes);
     /* Live and peak bytes held by the allocator (tensors and weights). */
     void (*memory)(vox_backend *be, size_t *live, size_t *peak);
 };

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "backend/backend.h"
 #include "mel/mel.h"
@@ -18,6 +19,10 @@ typedef struct {
     size_t live, peak;
     double marks[CPU_MAX_MARKS];
     int n_marks;
+    /* the current batch (batch_set copies it here; arrays sized by batch_reserve) */
+    vox_batch batch;
+    int32_t *ids, *row_pos, *row_slot, *seq_row0, *seq_len, *tables, *logit_rows;
+    int max_rows, max_seqs, max_table;
 } cpu_state;
 
 static double wall_ms(void) {
@@ -287,20 +292,20 @@ static void cpu_conv1d_k3(vox_backend *be, vox_tensor *y, const vox_tensor *x,
     free(bf);
 }
 
-static void rope_rows(vox_tensor *x, int n_heads, int head_dim, int64_t pos0, double theta) {
-    int64_t T = rows_of(x);
-    VOX_ASSERT(cols_of(x) == (int64_t)n_heads * head_dim && head_dim % 2 == 0);
+/* Rotates each head of row t of x [T, n_heads * head_dim] by position pos[t]. */
+static void rope_rows(float *x, int64_t T, int n_heads, int head_dim, const int32_t *pos,
+                      double theta) {
+    VOX_ASSERT(head_dim % 2 == 0);
     int half = head_dim / 2;
-    float *px = act(x);
     for (int64_t t = 0; t < T; t++) {
         for (int i = 0; i < half; i++) {
             /* As transformers: inv_freq in fp32, angle = position * inv_freq in fp32, then
              * cos/sin of that fp32 angle. */
             float inv_freq = (float)(1.0 / pow(theta, (double)(2 * i) / head_dim));
-            float angle = (float)(pos0 + t) * inv_freq;
+            float angle = (float)pos[t] * inv_freq;
             float c = cosf(angle), s = sinf(angle);
             for (int h = 0; h < n_heads; h++) {
-                float *v = px + t * n_heads * head_dim + h * head_dim;
+                float *v = x + t * n_heads * head_dim + h * head_dim;
                 float a = v[i], b = v[i + half];
                 v[i] = a * c - b * s;
                 v[i + half] = b * c + a * s;
@@ -309,23 +314,144 @@ static void rope_rows(vox_tensor *x, int n_heads, int head_dim, int64_t pos0, do
     }
 }
 
-static void cpu_qkv_rope_cache(vox_backend *be, vox_tensor *q_out, vox_tensor *k_cache,
-                               vox_tensor *v_cache, const vox_tensor *qkv, int n_heads,
-                               int n_kv_heads, int head_dim, int64_t pos0, double theta) {
-    (void)be;
-    int64_t T = rows_of(qkv), QD = (int64_t)n_heads * head_dim, KD = (int64_t)n_kv_heads * head_dim;
-    VOX_ASSERT(cols_of(qkv) == QD + 2 * KD && rows_of(q_out) == T && cols_of(q_out) == QD);
-    VOX_ASSERT(cols_of(k_cache) == KD && pos0 + T <= rows_of(k_cache));
-    const float *src = act(qkv);
-    float *q = act(q_out), *k = act(k_cache) + pos0 * KD, *v = act(v_cache) + pos0 * KD;
-    for (int64_t t = 0; t < T; t++) {
-        memcpy(q + t * QD, src + t * (QD + 2 * KD), (size_t)QD * sizeof(float));
-        memcpy(k + t * KD, src + t * (QD + 2 * KD) + QD, (size_t)KD * sizeof(float));
-        memcpy(v + t * KD, src + t * (QD + 2 * KD) + QD + KD, (size_t)KD * sizeof(float));
+/* ---- the decoder over a batch ---------------------------------------------------------------- */
+
+static void cpu_embed(vox_backend *be, vox_tensor *y, const vox_tensor *table, const int32_t *ids,
+                      size_t n);
+
+static int32_t *copy_i32(int32_t *dst, const int32_t *src, int n) {
+    if (n > 0) memcpy(dst, src, (size_t)n * sizeof *src);
+    return dst;
+}
+
+static vox_status cpu_batch_reserve(vox_backend *be, int max_rows, int max_seqs, int table_width,
+                                    int block_size, int n_heads, int head_dim, vox_error *err) {
+    (void)block_size, (void)n_heads, (void)head_dim;
+    cpu_state *s = be->impl;
+    if (max_rows <= s->max_rows && max_seqs <= s->max_seqs &&
+        (int64_t)max_seqs * table_width <= s->max_table)
+        return VOX_OK;
+    int32_t **arrays[] = {&s->ids, &s->row_pos, &s->row_slot, &s->seq_row0, &s->seq_len,
+                          &s->tables, &s->logit_rows};
+    size_t counts[] = {(size_t)max_seqs, (size_t)max_rows, (size_t)max_rows, (size_t)max_seqs + 1,
+                       (size_t)max_seqs, (size_t)max_seqs * (size_t)table_width, (size_t)max_rows};
+    for (size_t i = 0; i < sizeof counts / sizeof *counts; i++) {
+        free(*arrays[i]);
+        if (!(*arrays[i] = malloc((counts[i] ? counts[i] : 1) * sizeof(int32_t)))) {
+            s->max_rows = s->max_seqs = s->max_table = 0;
+            return vox_fail(err, VOX_ERR_NOMEM, "cpu: out of memory for a batch of %d rows", max_rows);
+        }
     }
-    vox_tensor k_rows = vox_tensor_rows(k_cache, pos0, T);
-    rope_rows(q_out, n_heads, head_dim, pos0, theta);
-    rope_rows(&k_rows, n_kv_heads, head_dim, pos0, theta);
+    s->max_rows = max_rows;
+    s->max_seqs = max_seqs;
+    s->max_table = max_seqs * table_width;
+    return VOX_OK;
+}
+
+static vox_status cpu_batch_set(vox_backend *be, const vox_batch *b, vox_error *err) {
+    (void)err;
+    cpu_state *s = be->impl;
+    VOX_ASSERT(b->n_rows <= s->max_rows && b->n_seqs <= s->max_seqs && b->n_logits <= s->max_rows &&
+               (int64_t)b->n_seqs * b->table_width <= s->max_table);
+    s->batch = *b;
+    s->batch.ids = copy_i32(s->ids, b->ids, b->n_decode);
+    s->batch.row_pos = copy_i32(s->row_pos, b->row_pos, b->n_rows);
+    s->batch.row_slot = copy_i32(s->row_slot, b->row_slot, b->n_rows);
+    s->batch.seq_row0 = copy_i32(s->seq_row0, b->seq_row0, b->n_seqs + 1);
+    s->batch.seq_len = copy_i32(s->seq_len, b->seq_len, b->n_seqs);
+    s->batch.tables = copy_i32(s->tables, b->tables, b->n_seqs * b->table_width);
+    s->batch.logit_rows = copy_i32(s->logit_rows, b->logit_rows, b->n_logits);
+    return VOX_OK;
+}
+
+static void cpu_embed_batch(vox_backend *be, vox_tensor *y, const vox_tensor *table) {
+    cpu_state *s = be->impl;
+    cpu_embed(be, y, table, s->batch.ids, (size_t)s->batch.n_decode);
+}
+
+static void cpu_rope_cache(vox_backend *be, vox_tensor *q_out, vox_tensor *k_pool,
+                           vox_tensor *v_pool, const vox_tensor *qkv, int n_heads, int n_kv_heads,
+                           int head_dim, double theta) {
+    const vox_batch *b = &((cpu_state *)be->impl)->batch;
+    int64_t T = rows_of(qkv), QD = (int64_t)n_heads * head_dim, KD = (int64_t)n_kv_heads * head_dim;
+    VOX_ASSERT(T == b->n_rows && cols_of(qkv) == QD + 2 * KD && rows_of(q_out) == T &&
+               cols_of(q_out) == QD && cols_of(k_pool) == KD && cols_of(v_pool) == KD);
+    const float *src = act(qkv);
+    float *q = act(q_out), *k = act(k_pool), *v = act(v_pool);
+    for (int64_t t = 0; t < T; t++) {
+        int64_t slot = b->row_slot[t];
+        VOX_ASSERT(slot >= 0 && slot < rows_of(k_pool));
+        memcpy(q + t * QD, src + t * (QD + 2 * KD), (size_t)QD * sizeof(float));
+        memcpy(k + slot * KD, src + t * (QD + 2 * KD) + QD, (size_t)KD * sizeof(float));
+        memcpy(v + slot * KD, src + t * (QD + 2 * KD) + QD + KD, (size_t)KD * sizeof(float));
+        rope_rows(k + slot * KD, 1, n_kv_heads, head_dim, &b->row_pos[t], theta);
+    }
+    rope_rows(q, T, n_heads, head_dim, b->row_pos, theta);
+}
+
+/* Softmax(q k^T * scale) v for one query row and head against n_keys keys, keys and values found
+ * through key_row(j); the same loops as cpu_attention so that both give the same numbers. */
+static void attend_row(float *o, const float *qi, const float *K, const float *V, int64_t ks,
+                       int64_t head_off, int head_dim, float scale, int64_t n_keys,
+                       const int32_t *table, int block_size, float *scores) {
+    float mx = -FLT_MAX;
+    for (int64_t j = 0; j < n_keys; j++) {
+        int64_t row = (int64_t)table[j / block_size] * block_size + j % block_size;
+        scores[j] = dot_f32(qi, K + row * ks + head_off, head_dim) * scale;
+        if (scores[j] > mx) mx = scores[j];
+    }
+    double sum = 0;
+    for (int64_t j = 0; j < n_keys; j++) {
+        scores[j] = expf(scores[j] - mx);
+        sum += scores[j];
+    }
+    for (int d = 0; d < head_dim; d++) o[d] = 0.0f;
+    for (int64_t j = 0; j < n_keys; j++) {
+        int64_t row = (int64_t)table[j / block_size] * block_size + j % block_size;
+        const float *vj = V + row * ks + head_off;
+        float p = (float)(scores[j] / sum);
+        for (int d = 0; d < head_dim; d++) o[d] += p * vj[d];
+    }
+}
+
+static void cpu_paged_attention(vox_backend *be, vox_tensor *out, const vox_tensor *q,
+                                const vox_tensor *k_pool, const vox_tensor *v_pool, int n_heads,
+                                int n_kv_heads, int head_dim, float scale) {
+    const vox_batch *b = &((cpu_state *)be->impl)->batch;
+    VOX_ASSERT(n_heads % n_kv_heads == 0 && rows_of(q) == b->n_rows && rows_of(out) == b->n_rows);
+    int group = n_heads / n_kv_heads;
+    int64_t qs = (int64_t)n_heads * head_dim, ks = (int64_t)n_kv_heads * head_dim;
+    int64_t max_keys = (int64_t)b->table_width * b->block_size;
+    const float *Q = act(q), *K = act(k_pool), *V = act(v_pool);
+    float *O = act(out);
+#pragma omp parallel
+    {
+        float *scores = malloc((size_t)(max_keys ? max_keys : 1) * sizeof(float));
+        VOX_ASSERT(scores);
+#pragma omp for collapse(2) schedule(dynamic)
+        for (int64_t r = 0; r < b->n_rows; r++) {
+            for (int h = 0; h < n_heads; h++) {
+                int s = 0;
+                while (b->seq_row0[s + 1] <= r) s++;
+                int64_t n_keys = (int64_t)b->row_pos[r] + 1;
+                VOX_ASSERT(n_keys <= b->seq_len[s] && n_keys <= max_keys);
+                attend_row(O + r * qs + h * head_dim, Q + r * qs + h * head_dim, K, V, ks,
+                           (int64_t)(h / group) * head_dim, head_dim, scale, n_keys,
+                           b->tables + (int64_t)s * b->table_width, b->block_size, scores);
+            }
+        }
+        free(scores);
+    }
+}
+
+static void cpu_gather_rows(vox_backend *be, vox_tensor *y, const vox_tensor *x) {
+    const vox_batch *b = &((cpu_state *)be->impl)->batch;
+    int64_t C = cols_of(x);
+    VOX_ASSERT(rows_of(y) == b->n_logits && cols_of(y) == C);
+    for (int i = 0; i < b->n_logits; i++) {
+        VOX_ASSERT(b->logit_rows[i] >= 0 && b->logit_rows[i] < rows_of(x));
+        memcpy(act(y) + i * C, act(x) + b->logit_rows[i] * C, (size_t)C * sizeof(float));
+    }
 }
 
 static void cpu_attention(vox_backend *be, vox_tensor *out, const vox_tensor *q,
@@ -336,40 +462,26 @@ static void cpu_attention(vox_backend *be, vox_tensor *out, const vox_tensor *q,
     VOX_ASSERT(n_heads % n_kv_heads == 0);
     VOX_ASSERT(rows_of(q) == (int64_t)batch * t_q && rows_of(k) >= (int64_t)batch * t_k);
     VOX_ASSERT(rows_of(k) % batch == 0);
-    int64_t seq_rows = rows_of(k) / batch; /* rows between sequences (a cache's capacity) */
+    int64_t seq_rows = rows_of(k) / batch; /* rows between sequences */
     int group = n_heads / n_kv_heads;
     int64_t qs = (int64_t)n_heads * head_dim, ks = (int64_t)n_kv_heads * head_dim;
     const float *Q = act(q), *K = act(k), *V = act(v);
     float *O = act(out);
 #pragma omp parallel
     {
-        float *scores = malloc((size_t)t_k * sizeof(float));
+        float *scores = malloc((size_t)(t_k ? t_k : 1) * sizeof(float));
         VOX_ASSERT(scores);
 #pragma omp for collapse(2)
         for (int64_t bh = 0; bh < (int64_t)batch * n_heads; bh++) {
             for (int64_t i = 0; i < t_q; i++) {
-                int64_t b = bh / n_heads, h = bh % n_heads, kh = h / group;
-                const float *qi = Q + (b * t_q + i) * qs + h * head_dim;
+                int64_t b = bh / n_heads, h = bh % n_heads;
                 int64_t n_keys = causal ? q_pos0 + i + 1 : t_k;
                 if (n_keys > t_k) n_keys = t_k;
-                float mx = -FLT_MAX;
-                for (int64_t j = 0; j < n_keys; j++) {
-                    const float *kj = K + (b * seq_rows + j) * ks + kh * head_dim;
-                    scores[j] = dot_f32(qi, kj, head_dim) * scale;
-                    if (scores[j] > mx) mx = scores[j];
-                }
-                double sum = 0;
-                for (int64_t j = 0; j < n_keys; j++) {
-                    scores[j] = expf(scores[j] - mx);
-                    sum += scores[j];
-                }
-                float *oi = O + (b * t_q + i) * qs + h * head_dim;
-                for (int d = 0; d < head_dim; d++) oi[d] = 0.0f;
-                for (int64_t j = 0; j < n_keys; j++) {
-                    const float *vj = V + (b * seq_rows + j) * ks + kh * head_dim;
-                    float p = (float)(scores[j] / sum);
-                    for (int d = 0; d < head_dim; d++) oi[d] += p * vj[d];
-                }
+                /* sequence b's rows as one block of seq_rows rows */
+                int32_t block = (int32_t)b;
+                attend_row(O + (b * t_q + i) * qs + h * head_dim, Q + (b * t_q + i) * qs + h * head_dim,
+                           K, V, ks, (h / group) * head_dim, head_dim, scale, n_keys, &block,
+                           (int)seq_rows, scores);
             }
         }
         free(scores);
@@ -411,23 +523,34 @@ static vox_status cpu_log_mel(vox_backend *be, vox_tensor *features, const float
 void vox_logits_stats_host(const float *logits, int64_t V, int32_t chosen, int k,
                            vox_logits_stats *out);
 
-static vox_status cpu_logits_stats(vox_backend *be, const vox_tensor *logits, int32_t chosen,
-                                   int k, vox_logits_stats *out, vox_error *err) {
+static vox_status cpu_logits_stats(vox_backend *be, const vox_tensor *logits,
+                                   const int32_t *chosen, int k, vox_logits_stats *out,
+                                   vox_error *err) {
     (void)be, (void)err;
-    vox_logits_stats_host(act(logits), (int64_t)vox_tensor_numel(logits), chosen, k, out);
+    int64_t n = rows_of(logits), V = cols_of(logits);
+    for (int64_t i = 0; i < n; i++)
+        vox_logits_stats_host(act(logits) + i * V, V, chosen ? chosen[i] : -1, k, &out[i]);
     return VOX_OK;
 }
 
+/* Marks live in a ring: a mark is read before CPU_MAX_MARKS more are made. */
 static int cpu_mark(vox_backend *be) {
     cpu_state *s = be->impl;
-    VOX_ASSERT(s->n_marks < CPU_MAX_MARKS);
-    s->marks[s->n_marks] = wall_ms();
-    return s->n_marks++;
+    int i = s->n_marks++ % CPU_MAX_MARKS;
+    s->marks[i] = wall_ms();
+    return i;
 }
 
 static double cpu_elapsed_ms(vox_backend *be, int a, int b) {
     cpu_state *s = be->impl;
     return s->marks[b] - s->marks[a];
+}
+
+static void cpu_mem_info(vox_backend *be, size_t *free_bytes, size_t *total_bytes) {
+    (void)be;
+    long page = sysconf(_SC_PAGESIZE), avail = sysconf(_SC_AVPHYS_PAGES), all = sysconf(_SC_PHYS_PAGES);
+    *free_bytes = page > 0 && avail > 0 ? (size_t)page * (size_t)avail : 0;
+    *total_bytes = page > 0 && all > 0 ? (size_t)page * (size_t)all : 0;
 }
 
 static void cpu_memory(vox_backend *be, size_t *live, size_t *peak) {
@@ -437,7 +560,15 @@ static void cpu_memory(vox_backend *be, size_t *live, size_t *peak) {
 }
 
 static void cpu_destroy(vox_backend *be) {
-    free(be->impl);
+    cpu_state *s = be->impl;
+    free(s->ids);
+    free(s->row_pos);
+    free(s->row_slot);
+    free(s->seq_row0);
+    free(s->seq_len);
+    free(s->tables);
+    free(s->logit_rows);
+    free(s);
     free(be);
 }
 
@@ -469,7 +600,12 @@ vox_status vox_backend_cpu_create(vox_backend **out, vox_error *err) {
         .add = cpu_add,
         .add_rows_f32 = cpu_add_rows_f32,
         .conv1d_k3 = cpu_conv1d_k3,
-        .qkv_rope_cache = cpu_qkv_rope_cache,
+        .batch_set = cpu_batch_set,
+        .batch_reserve = cpu_batch_reserve,
+        .embed_batch = cpu_embed_batch,
+        .rope_cache = cpu_rope_cache,
+        .paged_attention = cpu_paged_attention,
+        .gather_rows = cpu_gather_rows,
         .attention = cpu_attention,
         .embed = cpu_embed,
         .copy = cpu_copy,
@@ -477,6 +613,7 @@ vox_status vox_backend_cpu_create(vox_backend **out, vox_error *err) {
         .logits_stats = cpu_logits_stats,
         .mark = cpu_mark,
         .elapsed_ms = cpu_elapsed_ms,
+        .mem_info = cpu_mem_info,
         .memory = cpu_memory,
     };
     *out = be;

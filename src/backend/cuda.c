@@ -55,18 +55,32 @@ typedef struct {
     size_t ids_cap;
     cudaEvent_t ids_done;
     vox_k_logits_result *logits_host;
-    /* device scratch: ids, positions, cache lengths, logits reduction */
+    /* device scratch: prompt ids, logits reduction */
     int32_t *ids_dev;
     size_t ids_dev_cap;
-    int64_t *pos_dev;
-    int32_t *kv_len_dev;
-    vox_k_logits_result *logits_dev;
+    vox_k_logits_result *logits_dev; /* [logits_cap] */
+    int logits_cap;
     void *logits_ws;
     size_t logits_ws_bytes;
+    /* the current batch: a host copy, and its arrays on the device at fixed addresses (so that a
+     * recorded step replays with whatever batch_set copied last), staged through pinned memory */
+    vox_batch batch;
+    int32_t *batch_host, *batch_pinned, *batch_dev;
+    size_t batch_ints;       /* capacity of each of the three */
+    int batch_rows, batch_seqs, batch_table; /* capacity: rows, sequences, table entries */
+    int32_t *b_ids, *b_pos, *b_slot, *b_row0, *b_len, *b_tables, *b_lrows, *b_chosen; /* in batch_dev */
+    cudaEvent_t batch_done;  /* the last batch copy has left the pinned buffer */
+    /* decode attention: split partials and counters, one region per decode batch size (a
+     * launch's layout depends on its batch, and its counters must stay zero between launches of
+     * that size, so sizes never share a region); attn_ws_at[b] is batch b's offset, or -1 */
     void *attn_ws;
-    size_t attn_ws_bytes, attn_ws_zeroed; /* size, and bytes of split counters known zero */
+    size_t attn_ws_bytes;
+    int64_t *attn_ws_at;
+    int attn_ws_batches;
+    int64_t attn_ws_max_kv;
+    int attn_ws_heads, attn_ws_dim;
     float *mel_basis, *mel_window, *mel_filters; /* DFT basis [402, 400], Hann [400], [128, 201] */
-    bool capturing;          /* recording a graph: positions come from graph_replay */
+    bool capturing;          /* recording a graph */
     bool no_matvec;          /* VOX_NO_MATVEC=1: projections as separate operations */
     cudaError_t first_error; /* first failure seen by an operation that cannot return it */
     char first_error_where[64];
@@ -485,25 +499,187 @@ static void cu_conv1d_k3(vox_backend *be, vox_tensor *y, const vox_tensor *x, bo
     cu_free(be, &col);
 }
 
-/* Kernels that depend on the position read it from device memory. Outside a capture it is set
- * here, in stream order; inside one it is left to graph_replay, which sets it before launching. */
-static void device_position(cuda_state *s, int64_t pos0, int64_t kv_len) {
-    if (s->capturing) return;
-    vox_k_set_position(s->pos_dev, s->kv_len_dev, pos0, (int32_t)kv_len, 1, s->stream);
-    LAUNCHED(s, "set_position");
+/* ---- the decoder over a batch ------------------------------------------------------------------ */
+
+static vox_status cu_batch_reserve(vox_backend *be, int max_rows, int max_seqs, int table_width,
+                                   int block_size, int n_heads, int head_dim, vox_error *err) {
+    cuda_state *s = S(be);
+    VOX_ASSERT(!s->capturing);
+    if (max_rows <= s->batch_rows && max_seqs <= s->batch_seqs &&
+        (int64_t)max_seqs * table_width <= s->batch_table && max_seqs <= s->attn_ws_batches &&
+        (int64_t)table_width * block_size <= s->attn_ws_max_kv && n_heads == s->attn_ws_heads &&
+        head_dim == s->attn_ws_dim)
+        return VOX_OK;
+    cudaStreamSynchronize(s->stream);
+    size_t ints = (size_t)max_seqs /* ids */ + 2 * (size_t)max_rows /* pos, slot */ +
+                  (size_t)max_seqs + 1 /* row0 */ + (size_t)max_seqs /* len */ +
+                  (size_t)max_seqs * table_width + (size_t)max_rows /* logit rows */ +
+                  (size_t)max_seqs /* chosen */;
+    cudaFreeHost(s->batch_pinned);
+    free(s->batch_host);
+    cudaFree(s->batch_dev);
+    s->batch_pinned = s->batch_host = s->batch_dev = NULL;
+    s->batch_rows = s->batch_seqs = s->batch_table = 0;
+    cudaError_t e;
+    if ((e = cudaMallocHost((void **)&s->batch_pinned, ints * sizeof(int32_t))) ||
+        (e = cudaMalloc((void **)&s->batch_dev, ints * sizeof(int32_t))))
+        return cuda_fail(err, e, "batch buffers");
+    if (!(s->batch_host = malloc(ints * sizeof(int32_t))))
+        return vox_fail(err, VOX_ERR_NOMEM, "out of memory");
+    s->batch_ints = ints;
+    int32_t *p = s->batch_dev;
+    s->b_ids = p, p += max_seqs;
+    s->b_pos = p, p += max_rows;
+    s->b_slot = p, p += max_rows;
+    s->b_row0 = p, p += max_seqs + 1;
+    s->b_len = p, p += max_seqs;
+    s->b_tables = p, p += (size_t)max_seqs * table_width;
+    s->b_lrows = p, p += max_rows;
+    s->b_chosen = p;
+    s->batch_rows = max_rows;
+    s->batch_seqs = max_seqs;
+    s->batch_table = max_seqs * table_width;
+    /* decode attention workspaces (split partials; their counters start at zero and every launch
+     * leaves them zero) and the logits results, sized here so that a recording allocates nothing */
+    int64_t max_kv = (int64_t)table_width * block_size;
+    if (max_seqs > s->attn_ws_batches || max_kv > s->attn_ws_max_kv || n_heads != s->attn_ws_heads ||
+        head_dim != s->attn_ws_dim) {
+        cudaFree(s->attn_ws);
+        free(s->attn_ws_at);
+        s->attn_ws = NULL;
+        s->attn_ws_bytes = 0;
+        s->attn_ws_batches = 0;
+        if (!(s->attn_ws_at = malloc(((size_t)max_seqs + 1) * sizeof *s->attn_ws_at)))
+            return vox_fail(err, VOX_ERR_NOMEM, "out of memory");
+        size_t total = 0;
+        for (int b = 0; b <= max_seqs; b++) {
+            size_t bytes = b ? vox_k_decode_attention_workspace(b, n_heads, head_dim, max_kv) : 0;
+            s->attn_ws_at[b] = bytes ? (int64_t)total : -1;
+            total += (bytes + 255) / 256 * 256;
+        }
+        if (total && (e = cudaMalloc(&s->attn_ws, total)))
+            return cuda_fail(err, e, "decode attention workspace");
+        for (int b = 1; b <= max_seqs; b++)
+            if (s->attn_ws_at[b] >= 0)
+                vox_k_decode_attention_workspace_init((char *)s->attn_ws + s->attn_ws_at[b], b, n_heads,
+                                                      s->stream);
+        s->attn_ws_bytes = total;
+        s->attn_ws_batches = max_seqs;
+        s->attn_ws_max_kv = max_kv;
+        s->attn_ws_heads = n_heads;
+        s->attn_ws_dim = head_dim;
+    }
+    if (max_seqs > s->logits_cap) {
+        cudaFree(s->logits_dev);
+        cudaFreeHost(s->logits_host);
+        s->logits_dev = NULL;
+        s->logits_host = NULL;
+        s->logits_cap = 0;
+        if ((e = cudaMalloc((void **)&s->logits_dev, (size_t)max_seqs * sizeof *s->logits_dev)) ||
+            (e = cudaMallocHost((void **)&s->logits_host, (size_t)max_seqs * sizeof *s->logits_host)))
+            return cuda_fail(err, e, "logits results");
+        s->logits_cap = max_seqs;
+    }
+    return VOX_OK;
 }
 
-static void cu_qkv_rope_cache(vox_backend *be, vox_tensor *q_out, vox_tensor *k_cache,
-                              vox_tensor *v_cache, const vox_tensor *qkv, int n_heads,
-                              int n_kv_heads, int head_dim, int64_t pos0, double theta) {
+/* Appends n ints of src to the staging buffer at *at; returns where they went (host copy). */
+static const int32_t *stage_ints(cuda_state *s, size_t *at, const int32_t *src, size_t n) {
+    memcpy(s->batch_pinned + *at, src, n * sizeof *src);
+    memcpy(s->batch_host + *at, src, n * sizeof *src);
+    const int32_t *h = s->batch_host + *at;
+    *at += n;
+    return h;
+}
+
+static vox_status cu_batch_set(vox_backend *be, const vox_batch *b, vox_error *err) {
+    cuda_state *s = S(be);
+    VOX_ASSERT(!s->capturing);
+    VOX_ASSERT(b->n_rows <= s->batch_rows && b->n_seqs <= s->batch_seqs &&
+               b->n_logits <= s->batch_seqs && (int64_t)b->n_seqs * b->table_width <= s->batch_table);
+    cudaError_t e = cudaEventSynchronize(s->batch_done); /* the previous copy has left */
+    if (e) return cuda_fail(err, e, "batch");
+    /* the same layout as the device buffer: each array at its fixed offset */
+    size_t at = 0, R = (size_t)s->batch_rows, Q = (size_t)s->batch_seqs;
+    s->batch = *b;
+    s->batch.ids = stage_ints(s, &at, b->ids, (size_t)b->n_decode);
+    at = Q;
+    s->batch.row_pos = stage_ints(s, &at, b->row_pos, (size_t)b->n_rows);
+    at = Q + R;
+    s->batch.row_slot = stage_ints(s, &at, b->row_slot, (size_t)b->n_rows);
+    at = Q + 2 * R;
+    s->batch.seq_row0 = stage_ints(s, &at, b->seq_row0, (size_t)b->n_seqs + 1);
+    at = Q + 2 * R + Q + 1;
+    s->batch.seq_len = stage_ints(s, &at, b->seq_len, (size_t)b->n_seqs);
+    at = 3 * Q + 2 * R + 1;
+    s->batch.tables = stage_ints(s, &at, b->tables, (size_t)b->n_seqs * b->table_width);
+    at = 3 * Q + 2 * R + 1 + (size_t)s->batch_table;
+    s->batch.logit_rows = stage_ints(s, &at, b->logit_rows, (size_t)b->n_logits);
+    /* one copy of everything up to the end of the logit rows */
+    e = cudaMemcpyAsync(s->batch_dev, s->batch_pinned, at * sizeof(int32_t), cudaMemcpyHostToDevice,
+                        s->stream);
+    if (e) return cuda_fail(err, e, "batch");
+    cudaEventRecord(s->batch_done, s->stream);
+    return VOX_OK;
+}
+
+static void cu_embed_batch(vox_backend *be, vox_tensor *y, const vox_tensor *table) {
+    cuda_state *s = S(be);
+    VOX_ASSERT(rows(y) == s->batch.n_decode && cols(y) == cols(table));
+    vox_k_embed(y->data, table->data, s->b_ids, s->batch.n_decode, cols(table), s->stream);
+    LAUNCHED(s, "embed_batch");
+}
+
+static void cu_rope_cache(vox_backend *be, vox_tensor *q_out, vox_tensor *k_pool,
+                          vox_tensor *v_pool, const vox_tensor *qkv, int n_heads, int n_kv_heads,
+                          int head_dim, double theta) {
     cuda_state *s = S(be);
     int64_t T = rows(qkv), QD = (int64_t)n_heads * head_dim, KD = (int64_t)n_kv_heads * head_dim;
-    VOX_ASSERT(cols(qkv) == QD + 2 * KD && rows(q_out) == T && cols(q_out) == QD);
-    VOX_ASSERT(cols(k_cache) == KD && cols(v_cache) == KD && pos0 + T <= rows(k_cache));
-    device_position(s, pos0, pos0 + T);
-    vox_k_qkv_rope_cache(q_out->data, k_cache->data, v_cache->data, qkv->data, T, n_heads,
-                         n_kv_heads, head_dim, s->pos_dev, theta, s->stream);
+    VOX_ASSERT(T == s->batch.n_rows && cols(qkv) == QD + 2 * KD && rows(q_out) == T &&
+               cols(q_out) == QD && cols(k_pool) == KD && cols(v_pool) == KD);
+    vox_k_qkv_rope_cache_rows(q_out->data, k_pool->data, v_pool->data, qkv->data, T, n_heads,
+                              n_kv_heads, head_dim, s->b_pos, s->b_slot, theta, s->stream);
     LAUNCHED(s, "qkv_rope_cache");
+}
+
+/* Decode rows in one launch over every decoding sequence (lengths and block tables read on the
+ * device, so a recorded step replays with new ones); each prompt chunk in a launch of its own. */
+static void cu_paged_attention(vox_backend *be, vox_tensor *out, const vox_tensor *q,
+                               const vox_tensor *k_pool, const vox_tensor *v_pool, int n_heads,
+                               int n_kv_heads, int head_dim, float scale) {
+    cuda_state *s = S(be);
+    const vox_batch *b = &s->batch;
+    int64_t QD = (int64_t)n_heads * head_dim;
+    VOX_ASSERT(rows(q) == b->n_rows && rows(out) == b->n_rows && cols(q) == QD);
+    char *o = out->data;
+    const char *qq = q->data;
+    if (b->n_decode > 0) {
+        VOX_ASSERT(b->n_decode <= s->attn_ws_batches && n_heads == s->attn_ws_heads &&
+                   (int64_t)b->table_width * b->block_size <= s->attn_ws_max_kv);
+        int64_t at = s->attn_ws_at[b->n_decode];
+        /* the workspace was sized for the widest table: its splits are planned for that length */
+        vox_k_decode_attention_paged(o, qq, k_pool->data, v_pool->data, b->n_decode, s->b_len,
+                                     s->b_tables, b->table_width, b->block_size, n_heads,
+                                     n_kv_heads, head_dim, scale,
+                                     at >= 0 ? (char *)s->attn_ws + at : NULL, s->stream);
+        LAUNCHED(s, "decode_attention");
+    }
+    for (int i = b->n_decode; i < b->n_seqs; i++) {
+        int r0 = b->seq_row0[i], n = b->seq_row0[i + 1] - r0;
+        size_t off = (size_t)r0 * (size_t)QD * 2;
+        vox_k_attention_paged(o + off, qq + off, k_pool->data, v_pool->data, n, b->row_pos[r0],
+                              s->b_tables + (size_t)i * b->table_width, b->block_size, n_heads,
+                              n_kv_heads, head_dim, scale, s->stream);
+        LAUNCHED(s, "prefill_attention");
+    }
+}
+
+static void cu_gather_rows(vox_backend *be, vox_tensor *y, const vox_tensor *x) {
+    cuda_state *s = S(be);
+    VOX_ASSERT(rows(y) == s->batch.n_logits && cols(y) == cols(x));
+    /* a gather of rows is an embedding lookup with x as the table */
+    vox_k_embed(y->data, x->data, s->b_lrows, s->batch.n_logits, cols(x), s->stream);
+    LAUNCHED(s, "gather_rows");
 }
 
 /* Decode-shaped projections (few rows) with their neighbours fused: kernels/matvec.cu. Larger
@@ -516,7 +692,7 @@ static bool cu_projection(vox_backend *be, const vox_projection *p) {
         [VOX_PROJ_STORE] = VOX_K_MATVEC_STORE,
         [VOX_PROJ_ADD] = VOX_K_MATVEC_ADD,
         [VOX_PROJ_SWIGLU] = VOX_K_MATVEC_SWIGLU,
-        [VOX_PROJ_QKV_ROPE_CACHE] = VOX_K_MATVEC_QKV_ROPE_CACHE,
+        [VOX_PROJ_ROPE_CACHE] = VOX_K_MATVEC_QKV_ROPE_CACHE,
     };
     int64_t M = rows(p->x), K = cols(p->x), N = p->w->shape[0];
     if (M > VOX_K_MATVEC_MAX_M || p->w->dtype != VOX_DTYPE_BF16) return false;
@@ -530,18 +706,18 @@ static bool cu_projection(vox_backend *be, const vox_projection *p) {
     case VOX_PROJ_STORE:
     case VOX_PROJ_ADD: VOX_ASSERT(cols(p->y) == N); break;
     case VOX_PROJ_SWIGLU: VOX_ASSERT(cols(p->y) == N / 2); break;
-    case VOX_PROJ_QKV_ROPE_CACHE: {
+    case VOX_PROJ_ROPE_CACHE: {
         int64_t QD = (int64_t)p->n_heads * p->head_dim, KD = (int64_t)p->n_kv_heads * p->head_dim;
-        VOX_ASSERT(N == QD + 2 * KD && cols(p->y) == QD && cols(p->k_cache) == KD &&
-                   cols(p->v_cache) == KD && p->pos0 + M <= rows(p->k_cache));
-        a.k_cache = p->k_cache->data;
-        a.v_cache = p->v_cache->data;
+        VOX_ASSERT(N == QD + 2 * KD && cols(p->y) == QD && cols(p->k_pool) == KD &&
+                   cols(p->v_pool) == KD && M == s->batch.n_rows);
+        a.k_cache = p->k_pool->data;
+        a.v_cache = p->v_pool->data;
         a.n_heads = p->n_heads;
         a.n_kv_heads = p->n_kv_heads;
         a.head_dim = p->head_dim;
-        a.pos_dev = s->pos_dev;
+        a.row_pos = s->b_pos;
+        a.row_slot = s->b_slot;
         a.theta = p->theta;
-        device_position(s, p->pos0, p->pos0 + M);
         break;
     }
     }
@@ -550,45 +726,11 @@ static bool cu_projection(vox_backend *be, const vox_projection *p) {
     return true;
 }
 
-static vox_status ensure_attn_ws(cuda_state *s, size_t bytes, vox_error *err) {
-    if (bytes <= s->attn_ws_bytes) return VOX_OK;
-    dev_free(s, s->attn_ws, s->attn_ws_bytes);
-    s->attn_ws = NULL;
-    s->attn_ws_bytes = s->attn_ws_zeroed = 0;
-    vox_status st = dev_alloc(s, &s->attn_ws, bytes, err);
-    if (!st) s->attn_ws_bytes = bytes;
-    return st;
-}
-
 static void cu_attention(vox_backend *be, vox_tensor *out, const vox_tensor *q, const vox_tensor *k,
                          const vox_tensor *v, int batch, int t_q, int t_k, int n_heads,
                          int n_kv_heads, int head_dim, float scale, bool causal, int64_t q_pos0) {
     cuda_state *s = S(be);
-    int64_t kv_stride = rows(k) / batch;
-    if (t_q == 1 && causal && batch == 1) {
-        /* Decode: one query row against the cache, split over the sequence. The kernel is
-         * sized for every row the caller passed (a cache's capacity) and reads the length on the
-         * device, so a captured step replays at any position. */
-        vox_error err;
-        size_t ws = vox_k_decode_attention_workspace(batch, n_heads, head_dim, kv_stride);
-        if (ws > s->attn_ws_bytes && s->capturing) {
-            note_error(s, cudaErrorStreamCaptureUnsupported, "decode attention workspace in a capture");
-            return;
-        }
-        if (ensure_attn_ws(s, ws, &err)) {
-            note_error(s, cudaErrorMemoryAllocation, "decode attention workspace");
-            return;
-        }
-        /* its split counters, zero from then on (each launch leaves them zero) */
-        if (ws && s->attn_ws_zeroed < vox_k_decode_attention_workspace_init(NULL, batch, n_heads, NULL))
-            s->attn_ws_zeroed = vox_k_decode_attention_workspace_init(s->attn_ws, batch, n_heads, s->stream);
-        device_position(s, q_pos0, q_pos0 + 1 < t_k ? q_pos0 + 1 : t_k);
-        vox_k_decode_attention(out->data, q->data, k->data, v->data, batch, s->kv_len_dev, kv_stride,
-                               kv_stride, n_heads, n_kv_heads, head_dim, scale, s->attn_ws, s->stream);
-        LAUNCHED(s, "decode_attention");
-        return;
-    }
-    vox_k_attention(out->data, q->data, k->data, v->data, batch, t_q, t_k, kv_stride, n_heads,
+    vox_k_attention(out->data, q->data, k->data, v->data, batch, t_q, t_k, rows(k) / batch, n_heads,
                     n_kv_heads, head_dim, scale, causal, q_pos0, s->stream);
     LAUNCHED(s, "attention");
 }
@@ -657,9 +799,8 @@ static vox_status cu_graph_end(vox_backend *be, void **out, vox_error *err) {
     return VOX_OK;
 }
 
-static vox_status cu_graph_replay(vox_backend *be, void *graph, int64_t pos0, vox_error *err) {
+static vox_status cu_graph_replay(vox_backend *be, void *graph, vox_error *err) {
     cuda_state *s = S(be);
-    vox_k_set_position(s->pos_dev, s->kv_len_dev, pos0, (int32_t)(pos0 + 1), 1, s->stream);
     cudaError_t e = cudaGraphLaunch((cudaGraphExec_t)graph, s->stream);
     if (e != cudaSuccess) return cuda_fail(err, e, "graph launch");
     return VOX_OK;
@@ -670,11 +811,13 @@ static void cu_graph_free(vox_backend *be, void *graph) {
     if (graph) cudaGraphExecDestroy((cudaGraphExec_t)graph);
 }
 
-static vox_status cu_logits_stats(vox_backend *be, const vox_tensor *logits, int32_t chosen, int k,
-                                  vox_logits_stats *out, vox_error *err) {
+static vox_status cu_logits_stats(vox_backend *be, const vox_tensor *logits, const int32_t *chosen,
+                                  int k, vox_logits_stats *out, vox_error *err) {
     cuda_state *s = S(be);
-    int64_t V = (int64_t)vox_tensor_numel(logits);
-    size_t ws = vox_k_logits_workspace(V);
+    int n = (int)rows(logits);
+    int64_t V = cols(logits);
+    VOX_ASSERT(n >= 1 && n <= s->logits_cap && n <= s->batch_seqs);
+    size_t ws = vox_k_logits_workspace_rows(n, V);
     if (ws > s->logits_ws_bytes) {
         dev_free(s, s->logits_ws, s->logits_ws_bytes);
         s->logits_ws = NULL;
@@ -683,22 +826,37 @@ static vox_status cu_logits_stats(vox_backend *be, const vox_tensor *logits, int
         if (st) return st;
         s->logits_ws_bytes = ws;
     }
-    vox_k_logits_stats(s->logits_dev, logits->data, V, chosen, k, s->logits_ws, s->stream);
+    const int32_t *chosen_dev = NULL;
+    if (chosen) {
+        /* after the batch's arrays in the staging buffer (the batch copy has been enqueued) */
+        cudaError_t e = cudaEventSynchronize(s->batch_done);
+        size_t at = s->batch_ints - (size_t)s->batch_seqs;
+        memcpy(s->batch_pinned + at, chosen, (size_t)n * sizeof *chosen);
+        if (!e) e = cudaMemcpyAsync(s->b_chosen, s->batch_pinned + at, (size_t)n * sizeof *chosen,
+                                    cudaMemcpyHostToDevice, s->stream);
+        if (e) return cuda_fail(err, e, "logits");
+        cudaEventRecord(s->batch_done, s->stream);
+        chosen_dev = s->b_chosen;
+    }
+    vox_k_logits_stats_rows(s->logits_dev, logits->data, n, V, chosen_dev, k, s->logits_ws, s->stream);
     LAUNCHED(s, "logits_stats");
-    cudaError_t e = cudaMemcpyAsync(s->logits_host, s->logits_dev, sizeof *s->logits_host,
+    cudaError_t e = cudaMemcpyAsync(s->logits_host, s->logits_dev, (size_t)n * sizeof *s->logits_host,
                                     cudaMemcpyDeviceToHost, s->stream);
     if (e) return cuda_fail(err, e, "logits");
     vox_status st = cu_sync(be, err);
     if (st) return st;
-    const vox_k_logits_result *r = s->logits_host;
-    out->argmax = r->argmax;
-    out->argmax_margin = r->max_logit - r->second_logit;
-    out->chosen = chosen < 0 ? r->argmax : chosen;
-    out->chosen_logprob = r->chosen_logit - r->logsumexp;
-    out->k = r->k;
-    for (int i = 0; i < r->k; i++) {
-        out->top_ids[i] = r->top_ids[i];
-        out->top_logprobs[i] = r->top_logits[i] - r->logsumexp;
+    for (int i = 0; i < n; i++) {
+        const vox_k_logits_result *r = &s->logits_host[i];
+        vox_logits_stats *o = &out[i];
+        o->argmax = r->argmax;
+        o->argmax_margin = r->max_logit - r->second_logit;
+        o->chosen = chosen && chosen[i] >= 0 ? chosen[i] : r->argmax;
+        o->chosen_logprob = r->chosen_logit - r->logsumexp;
+        o->k = r->k;
+        for (int j = 0; j < r->k; j++) {
+            o->top_ids[j] = r->top_ids[j];
+            o->top_logprobs[j] = r->top_logits[j] - r->logsumexp;
+        }
     }
     return VOX_OK;
 }
@@ -719,6 +877,11 @@ static double cu_elapsed_ms(vox_backend *be, int a, int b) {
     return ms;
 }
 
+static void cu_mem_info(vox_backend *be, size_t *free_bytes, size_t *total_bytes) {
+    (void)be;
+    if (cudaMemGetInfo(free_bytes, total_bytes) != cudaSuccess) *free_bytes = *total_bytes = 0;
+}
+
 static void cu_memory(vox_backend *be, size_t *live, size_t *peak) {
     *live = S(be)->live;
     *peak = S(be)->peak;
@@ -733,11 +896,14 @@ static void cu_destroy(vox_backend *be) {
     if (s->stream) cudaStreamSynchronize(s->stream);
     dev_free(s, s->ids_dev, s->ids_dev_cap * sizeof(int32_t));
     dev_free(s, s->logits_ws, s->logits_ws_bytes);
-    dev_free(s, s->attn_ws, s->attn_ws_bytes);
     if (s->stream) cudaStreamSynchronize(s->stream);
+    cudaFree(s->attn_ws);
+    free(s->attn_ws_at);
     cudaFree(s->gemm_ws);
-    cudaFree(s->pos_dev);
-    cudaFree(s->kv_len_dev);
+    cudaFree(s->batch_dev);
+    cudaFreeHost(s->batch_pinned);
+    free(s->batch_host);
+    if (s->batch_done) cudaEventDestroy(s->batch_done);
     cudaFree(s->logits_dev);
     cudaFree(s->mel_basis);
     cudaFree(s->mel_window);
@@ -805,10 +971,7 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
         return vox_fail(err, VOX_ERR_DEVICE, "%s: cannot initialise cuBLASLt", "cuda");
     }
     TRY(cudaMalloc(&s->gemm_ws, GEMM_WORKSPACE_BYTES), "GEMM workspace");
-    TRY(cudaMalloc((void **)&s->pos_dev, sizeof(int64_t)), "scalars");
-    TRY(cudaMalloc((void **)&s->kv_len_dev, 1024 * sizeof(int32_t)), "scalars");
-    TRY(cudaMalloc((void **)&s->logits_dev, sizeof(vox_k_logits_result)), "scalars");
-    TRY(cudaMallocHost((void **)&s->logits_host, sizeof(vox_k_logits_result)), "pinned memory");
+    TRY(cudaEventCreateWithFlags(&s->batch_done, cudaEventDisableTiming), "event");
     for (int i = 0; i < 2; i++) {
         TRY(cudaMallocHost(&s->staging[i], STAGING_BYTES), "pinned staging");
         TRY(cudaEventCreateWithFlags(&s->staging_done[i], cudaEventDisableTiming), "event");
@@ -833,7 +996,12 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
     be->add = cu_add;
     be->add_rows_f32 = cu_add_rows_f32;
     be->conv1d_k3 = cu_conv1d_k3;
-    be->qkv_rope_cache = cu_qkv_rope_cache;
+    be->batch_set = cu_batch_set;
+    be->batch_reserve = cu_batch_reserve;
+    be->embed_batch = cu_embed_batch;
+    be->rope_cache = cu_rope_cache;
+    be->paged_attention = cu_paged_attention;
+    be->gather_rows = cu_gather_rows;
     be->attention = cu_attention;
     be->embed = cu_embed;
     be->copy = cu_copy;
@@ -846,6 +1014,7 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
     be->logits_stats = cu_logits_stats;
     be->mark = cu_mark;
     be->elapsed_ms = cu_elapsed_ms;
+    be->mem_info = cu_mem_info;
     be->memory = cu_memory;
     *out = be;
     return VOX_OK;

@@ -22,6 +22,10 @@ void vox_cli_print_help(const char *prog) {
         "  -f, --files-from LIST      also read paths from LIST, one per line, '-' for standard\n"
         "                             input (empty lines skipped, CR LF accepted) [default: none]\n"
         "\n"
+        "Batching (many files and segments are transcribed at once):\n"
+        "      --batch-size N         most files or segments decoded at once, 1..4096\n"
+        "                             [default: from free device memory, at most 256]\n"
+        "\n"
         "Decoding:\n"
         "  -l, --language CODE        transcribe as this language: en es fr pt hi de nl it ...\n"
         "                             [default: none, the model detects it]\n"
@@ -65,7 +69,7 @@ void vox_cli_print_help(const char *prog) {
         "\n"
         "Exit status: 0 every file transcribed; 1 some files failed (each is named on standard\n"
         "error with the reason, the others still run, a summary ends the run); 2 usage error or\n"
-        "the model could not be loaded; 130 interrupted by SIGINT (143: SIGTERM): the file in\n"
-        "progress is abandoned without output, the finished ones are kept, the summary printed.\n",
+        "the model could not be loaded; 130 interrupted by SIGINT (143: SIGTERM): the files in\n"
+        "progress are abandoned without output, the finished ones are kept, the summary printed.\n",
         prog, prog, VOX_CLI_DEFAULT_CONFIDENCE);
 }

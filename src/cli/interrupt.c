@@ -4,8 +4,17 @@
 #include <string.h>
 
 static volatile sig_atomic_t g_signal;
+static voxtral_queue *volatile g_queue;
 
-static void on_signal(int sig) { g_signal = sig; }
+static void on_signal(int sig) {
+    g_signal = sig;
+    if (g_queue) voxtral_queue_cancel(g_queue);
+}
+
+void vox_interrupt_set_queue(voxtral_queue *q) {
+    g_queue = q;
+    if (q && g_signal) voxtral_queue_cancel(q);
+}
 
 int vox_interrupt_install(void) {
     struct sigaction sa;

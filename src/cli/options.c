@@ -106,7 +106,8 @@ vox_status vox_cli_parse_ids(const char *spec, int32_t **ids, size_t *n, vox_err
 }
 
 enum { OPT_IGNORE_EOS = 1000, OPT_LOGPROBS, OPT_FORCE, OPT_LATENCY, OPT_LATENCY_JSON, OPT_VERSION,
-       OPT_DUMP, OPT_SILENCE, OPT_MIN_SILENCE, OPT_CONFIDENCE, OPT_CONF_THRESHOLD, OPT_NO_PROGRESS };
+       OPT_DUMP, OPT_SILENCE, OPT_MIN_SILENCE, OPT_CONFIDENCE, OPT_CONF_THRESHOLD, OPT_NO_PROGRESS,
+       OPT_BATCH_SIZE };
 
 /* Combinations that cannot work, found after all options are read. */
 static int check_combinations(vox_cli_options *o, vox_error *err) {
@@ -151,6 +152,7 @@ int vox_cli_parse(int argc, char **argv, vox_cli_options *o, bool *stop, vox_err
         {"print-confidence", no_argument, 0, OPT_CONFIDENCE},
         {"confidence-threshold", required_argument, 0, OPT_CONF_THRESHOLD},
         {"no-progress", no_argument, 0, OPT_NO_PROGRESS},
+        {"batch-size", required_argument, 0, OPT_BATCH_SIZE},
         {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
@@ -188,6 +190,13 @@ int vox_cli_parse(int argc, char **argv, vox_cli_options *o, bool *stop, vox_err
             o->max_new_tokens = (int)v;
             break;
         case OPT_IGNORE_EOS: o->ignore_eos = true; break;
+        case OPT_BATCH_SIZE:
+            if (!parse_int(optarg, 1, 4096, &v)) {
+                vox_fail(err, VOX_ERR_INVALID_ARG, "--batch-size: expected 1..4096, got '%s'", optarg);
+                goto usage;
+            }
+            o->batch_size = (int)v;
+            break;
         case OPT_LOGPROBS:
             if (!parse_int(optarg, 0, 20, &v)) {
                 vox_fail(err, VOX_ERR_INVALID_ARG, "--logprobs: expected 0..20, got '%s'", optarg);

@@ -32,6 +32,7 @@ typedef struct {
     bool print_confidence;  /* txt: mark words under confidence_threshold */
     double confidence_threshold;
     bool no_progress;
+    int batch_size;         /* most sequences in flight; 0: sized from device memory */
     bool latency;
     const char *latency_json;
     const char *dump_tensors; /* developer aid: see voxtral_transcribe_params.dump_path */

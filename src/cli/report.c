@@ -15,7 +15,9 @@ void vox_run_totals_add(vox_run_totals *t, const vox_transcript *tr) {
     s->token_embedding_ms += x->token_embedding_ms;
     s->prefill_ms += x->prefill_ms;
     s->decode_ms += x->decode_ms;
-    s->total_ms += x->total_ms;
+    s->total_ms += x->audio_ms + x->mel_ms + x->audio_encoder_ms + x->token_embedding_ms +
+                   x->prefill_ms + x->decode_ms;
+    s->queue_ms += x->queue_ms;
     s->n_prompt_tokens += x->n_prompt_tokens;
     s->n_generated += x->n_generated;
     if (x->peak_device_bytes > s->peak_device_bytes) s->peak_device_bytes = x->peak_device_bytes;
@@ -56,6 +58,15 @@ void vox_write_latency_table(FILE *out, const vox_run_totals *t, const char *dev
             per_second(t->audio_seconds, t->wall_ms));
     fprintf(out, "  %-22s %10.1f MiB on %s\n", "peak device memory",
             s->peak_device_bytes / (1024.0 * 1024.0), device);
+    const voxtral_queue_stats *b = &t->batch;
+    fprintf(out, "  %-22s %10d   (most sequences in flight)\n", "batch size", b->max_batch);
+    fprintf(out, "  %-22s %10.2f   (sequences a decode step, mean over %ld of %ld steps)\n",
+            "mean batch", b->mean_batch, b->decode_steps, b->steps);
+    fprintf(out, "  %-22s %10.1f MiB   (pool; %.1f MiB held at most, %.1f%% of it not yet written)\n",
+            "KV cache", b->kv_bytes / (1024.0 * 1024.0), b->kv_peak_used_bytes / (1024.0 * 1024.0),
+            100.0 * b->kv_waste);
+    fprintf(out, "  %-22s %10.2f   (mean per request, ready to admitted)\n", "queue wait",
+            t->n_requests ? s->queue_ms / t->n_requests : 0.0);
 }
 
 vox_status vox_write_latency_json(const char *path, const vox_run_totals *t, const char *device,
@@ -88,6 +99,16 @@ vox_status vox_write_latency_json(const char *path, const vox_run_totals *t, con
     cJSON_AddNumberToObject(o, "rtfx", per_second(t->audio_seconds, s->total_ms));
     cJSON_AddNumberToObject(o, "rtfx_wall", per_second(t->audio_seconds, t->wall_ms));
     cJSON_AddNumberToObject(o, "peak_device_bytes", (double)s->peak_device_bytes);
+    const voxtral_queue_stats *b = &t->batch;
+    cJSON *bj = cJSON_AddObjectToObject(o, "batch");
+    cJSON_AddNumberToObject(bj, "batch_size", b->max_batch);
+    cJSON_AddNumberToObject(bj, "mean_batch", b->mean_batch);
+    cJSON_AddNumberToObject(bj, "steps", (double)b->steps);
+    cJSON_AddNumberToObject(bj, "decode_steps", (double)b->decode_steps);
+    cJSON_AddNumberToObject(bj, "kv_bytes", (double)b->kv_bytes);
+    cJSON_AddNumberToObject(bj, "kv_peak_bytes", (double)b->kv_peak_used_bytes);
+    cJSON_AddNumberToObject(bj, "kv_waste", b->kv_waste);
+    cJSON_AddNumberToObject(bj, "queue_wait_ms_mean", t->n_requests ? s->queue_ms / t->n_requests : 0.0);
     char *text = cJSON_Print(o);
     cJSON_Delete(o);
     if (!text) return vox_fail(err, VOX_ERR_NOMEM, "out of memory");

@@ -1,5 +1,11 @@
 /* The latency report of a run: per-stage sums over every file (and every segment) transcribed,
- * as the table that starts with "Run latency (ms):" (CI jobs parse it) or as JSON. */
+ * as the table that starts with "Run latency (ms):" (CI jobs parse it) or as JSON.
+ *
+ * Under batching a stage's time is the device time of the batched work attributed to it: a
+ * decoder step's time is shared by its rows (decode rows count as decode, prompt rows as
+ * prefill), an encoder group's by its chunks, so each file carries its share and the stages
+ * summed over the files are the device time of the run. `audio` is the readers' decoding time
+ * (threads running beside the device). `total` is the sum of the stages. */
 #ifndef VOX_CLI_REPORT_H
 #define VOX_CLI_REPORT_H
 
@@ -19,6 +25,7 @@ typedef struct {
     int n_failed;
     int n_requests;       /* model requests: one per file, one per segment when segmenting */
     bool interrupted;
+    voxtral_queue_stats batch; /* the queue's figures: batch size, KV cache, queue wait */
 } vox_run_totals;
 
 void vox_run_totals_add(vox_run_totals *t, const vox_transcript *tr);

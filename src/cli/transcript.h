@@ -1,17 +1,12 @@
-/* One input file transcribed: decoded once, then either transcribed whole or cut at pauses
- * (segment/) with each piece transcribed as its own request. The writers (output.h) read it. */
+/* One input file transcribed (whole, or cut at pauses with each piece its own request), as the
+ * writers (output.h) read it. */
 #ifndef VOX_CLI_TRANSCRIPT_H
 #define VOX_CLI_TRANSCRIPT_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "segment/segment.h"
 #include "voxtral/voxtral.h"
-
-/* Longest file voxtral_runner accepts: one request holds 30 min; cut into segments, 10 h
- * (2.3 GB of 16 kHz float samples in memory). */
-#define VOX_CLI_SEGMENTED_MAX_SECONDS (10 * 3600.0)
 
 typedef struct {
     double start, end;  /* seconds: where the speech starts and ends (the times shown) */
@@ -29,24 +24,14 @@ typedef struct {
     char *text;              /* owned: the whole-file text, or the segments' texts, trimmed and
                                 joined by single spaces */
     voxtral_timings timings; /* summed over the requests, plus decoding the file */
+    voxtral_result *whole;   /* owned: the result the pieces came from (segmented: their
+                                container, whose segments moved into segs) */
 } vox_transcript;
 
-/* Called with how much of the file is done (seconds of audio, after each segment and every few
- * tokens: tokens counts the tokens of the current request). */
-typedef void (*vox_cli_progress_fn)(double done_s, double total_s, int tokens, void *user);
-
-typedef struct {
-    voxtral_transcribe_params tp; /* per request; on_token and user_data are replaced */
-    bool segment;
-    vox_segment_params seg;
-    vox_cli_progress_fn progress; /* may be NULL */
-    void *user;
-} vox_cli_run_params;
-
-/* Decodes and transcribes path. Errors name the file; VOX_ERR_INTERRUPTED when a signal
- * arrived before it was done (nothing is kept). */
-vox_status vox_cli_transcribe(voxtral_context *ctx, const char *path, const vox_cli_run_params *p,
-                              vox_transcript *t, vox_error *err);
+/* Takes a request's result (r is owned by t afterwards, and freed with it) for the writers:
+ * the whole file as one piece, or its segments. */
+vox_status vox_transcript_from_result(vox_transcript *t, const char *path, voxtral_result *r,
+                                      bool logprobs, vox_error *err);
 void vox_transcript_free(vox_transcript *t);
 
 /* s without leading and trailing white space, as a new string (NULL: out of memory). */

@@ -1,10 +1,74 @@
 /* Text decoder (Llama architecture), voxtral-spec.md section 4: RMSNorm, grouped-query causal
- * attention with rotate-half RoPE over a KV cache, SwiGLU MLP, final norm, untied lm_head. */
+ * attention with rotate-half RoPE over a paged KV cache, SwiGLU MLP, final norm, untied lm_head.
+ *
+ * One step runs the decoder over a batch (backend.h's vox_batch): one row for each sequence that
+ * is decoding, plus chunks of the prompts of sequences being prefilled. Every operation is
+ * row-wise but attention, which reads each sequence's own keys through its block table, so a
+ * row's result does not depend on what it is batched with. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "pipeline/pipeline.h"
+
+/* ---- the paged KV pool ----------------------------------------------------------------------- */
+
+size_t vox_kv_bytes_per_position(const vox_model *m) {
+    const vox_decoder_config *d = &m->cfg.decoder;
+    return (size_t)2 * d->layers * d->kv_heads * d->head_dim * vox_dtype_size(m->be->act_type);
+}
+
+vox_status vox_kv_pool_init(vox_model *m, vox_kv_pool *p, int n_blocks, int block_size,
+                            vox_error *err) {
+    const vox_decoder_config *d = &m->cfg.decoder;
+    memset(p, 0, sizeof *p);
+    VOX_ASSERT(n_blocks >= 2 && block_size >= 1);
+    int64_t rows = (int64_t)n_blocks * block_size, width = (int64_t)d->kv_heads * d->head_dim;
+    p->k_layer = calloc((size_t)d->layers, sizeof *p->k_layer);
+    p->v_layer = calloc((size_t)d->layers, sizeof *p->v_layer);
+    p->free_blocks = malloc((size_t)n_blocks * sizeof *p->free_blocks);
+    if (!p->k_layer || !p->v_layer || !p->free_blocks) {
+        vox_kv_pool_free(m, p);
+        return vox_fail(err, VOX_ERR_NOMEM, "out of memory");
+    }
+    vox_status st;
+    if ((st = vox_tensor_new2(m->be, &p->k, m->be->act_type, d->layers * rows, width, err)) ||
+        (st = vox_tensor_new2(m->be, &p->v, m->be->act_type, d->layers * rows, width, err))) {
+        vox_error_prefix(err, "KV cache of %d blocks of %d positions", n_blocks, block_size);
+        vox_kv_pool_free(m, p);
+        return st;
+    }
+    p->n_layers = d->layers;
+    p->n_blocks = n_blocks;
+    p->block_size = block_size;
+    for (int l = 0; l < d->layers; l++) {
+        p->k_layer[l] = vox_tensor_rows(&p->k, l * rows, rows);
+        p->v_layer[l] = vox_tensor_rows(&p->v, l * rows, rows);
+    }
+    /* block 0 is the padding rows' scratch; hand out low ids first */
+    for (int b = n_blocks - 1; b >= 1; b--) p->free_blocks[p->n_free++] = b;
+    return VOX_OK;
+}
+
+void vox_kv_pool_free(vox_model *m, vox_kv_pool *p) {
+    vox_tensor_free(m->be, &p->k);
+    vox_tensor_free(m->be, &p->v);
+    free(p->k_layer);
+    free(p->v_layer);
+    free(p->free_blocks);
+    memset(p, 0, sizeof *p);
+}
+
+int32_t vox_kv_pool_take(vox_kv_pool *p) { return p->n_free > 0 ? p->free_blocks[--p->n_free] : -1; }
+
+void vox_kv_pool_give(vox_kv_pool *p, const int32_t *blocks, int n) {
+    for (int i = 0; i < n; i++) {
+        VOX_ASSERT(blocks[i] >= 1 && blocks[i] < p->n_blocks && p->n_free < p->n_blocks - 1);
+        p->free_blocks[p->n_free++] = blocks[i];
+    }
+}
+
+/* ---- step workspace -------------------------------------------------------------------------- */
 
 static void work_free(vox_backend *be, vox_decoder_work *w) {
     vox_tensors_free(be, (vox_tensor *)w, sizeof *w / sizeof(vox_tensor));
@@ -24,52 +88,64 @@ static vox_status work_alloc(vox_model *m, vox_decoder_work *w, int64_t T, vox_e
         (st = vox_tensor_new2(be, &w->gate_up, a, T, 2 * (int64_t)d->ffn_dim, err)) ||
         (st = vox_tensor_new2(be, &w->act, a, T, d->ffn_dim, err))) {
         work_free(be, w);
-        vox_error_prefix(err, "text_decoder workspace for %lld positions", (long long)T);
+        vox_error_prefix(err, "text_decoder workspace for %lld rows", (long long)T);
     }
     return st;
 }
 
-vox_status vox_kv_cache_init(vox_model *m, vox_kv_cache *c, int64_t capacity, vox_error *err) {
-    const vox_decoder_config *d = &m->cfg.decoder;
-    memset(c, 0, sizeof *c);
-    c->n_layers = d->layers;
-    c->capacity = capacity;
-    c->k = calloc((size_t)d->layers, sizeof *c->k);
-    c->v = calloc((size_t)d->layers, sizeof *c->v);
-    if (!c->k || !c->v) {
-        vox_kv_cache_free(m, c);
-        return vox_fail(err, VOX_ERR_NOMEM, "out of memory");
+/* The padded copy of a decode-only batch needs, per row: id, pos, slot, row0, len, table row,
+ * logit row. */
+static size_t pad_ints(int rows, int table_width) {
+    return (size_t)rows * (6 + (size_t)table_width) + 1;
+}
+
+vox_status vox_decoder_batch_init(vox_model *m, vox_decoder_batch *d, int max_rows, int max_seqs,
+                                  int table_width, int block_size, vox_error *err) {
+    const vox_decoder_config *c = &m->cfg.decoder;
+    vox_backend *be = m->be;
+    memset(d, 0, sizeof *d);
+    VOX_ASSERT(max_rows >= max_seqs && max_seqs >= 1);
+    d->max_rows = max_rows;
+    d->max_seqs = max_seqs;
+    d->max_logits = max_seqs;
+    d->table_width = table_width;
+    d->block_size = block_size;
+    vox_status st;
+    if ((st = vox_tensor_new2(be, &d->x, be->act_type, max_rows, c->hidden, err)) ||
+        (st = work_alloc(m, &d->w, max_rows, err)) ||
+        (st = vox_tensor_new2(be, &d->last, be->act_type, d->max_logits, c->hidden, err)) ||
+        (st = vox_tensor_new2(be, &d->last_h, be->act_type, d->max_logits, c->hidden, err)) ||
+        (st = vox_tensor_new2(be, &d->logits, be->act_type, d->max_logits, c->vocab_size, err)) ||
+        (st = be->batch_reserve(be, max_rows, max_seqs, table_width, block_size, c->heads,
+                                c->head_dim, err))) {
+        vox_decoder_batch_free(m, d);
+        return st;
     }
-    int64_t width = (int64_t)d->kv_heads * d->head_dim;
-    for (int l = 0; l < d->layers; l++) {
-        vox_status st;
-        if ((st = vox_tensor_new2(m->be, &c->k[l], m->be->act_type, capacity, width, err)) ||
-            (st = vox_tensor_new2(m->be, &c->v[l], m->be->act_type, capacity, width, err))) {
-            vox_error_prefix(err, "KV cache for %lld positions", (long long)capacity);
-            vox_kv_cache_free(m, c);
-            return st;
-        }
+    if (!(d->pad = malloc(pad_ints(max_seqs, table_width) * sizeof *d->pad))) {
+        vox_decoder_batch_free(m, d);
+        return vox_fail(err, VOX_ERR_NOMEM, "out of memory");
     }
     return VOX_OK;
 }
 
-void vox_kv_cache_free(vox_model *m, vox_kv_cache *c) {
-    if (c->graph) m->be->graph_free(m->be, c->graph);
-    c->graph = NULL;
-    work_free(m->be, &c->step);
-    for (int l = 0; l < c->n_layers; l++) {
-        if (c->k) vox_tensor_free(m->be, &c->k[l]);
-        if (c->v) vox_tensor_free(m->be, &c->v[l]);
-    }
-    free(c->k);
-    free(c->v);
-    c->k = c->v = NULL;
-    c->n_layers = 0;
+void vox_decoder_batch_free(vox_model *m, vox_decoder_batch *d) {
+    vox_backend *be = m->be;
+    for (int i = 0; i < d->n_graphs; i++)
+        if (d->graphs[i].graph) be->graph_free(be, d->graphs[i].graph);
+    work_free(be, &d->w);
+    vox_tensor_free(be, &d->x);
+    vox_tensor_free(be, &d->last);
+    vox_tensor_free(be, &d->last_h);
+    vox_tensor_free(be, &d->logits);
+    free(d->pad);
+    memset(d, 0, sizeof *d);
 }
 
+/* ---- the forward pass ------------------------------------------------------------------------ */
+
 /* One projection of the decoder, fused with what surrounds it where the backend takes it (a
- * decode step on cuda); otherwise the same operations one by one on the workspace: `h` holds
- * the normalised input and `out` the product before its epilogue. */
+ * decode step of a few rows on cuda); otherwise the same operations one by one on the
+ * workspace: `h` holds the normalised input and `out` the product before its epilogue. */
 static void project(vox_backend *be, const vox_projection *p, vox_tensor *h, vox_tensor *out) {
     if (be->projection && be->projection(be, p)) return;
     const vox_tensor *in = p->x;
@@ -87,77 +163,60 @@ static void project(vox_backend *be, const vox_projection *p, vox_tensor *h, vox
         be->matmul(be, out, in, p->w, NULL);
         be->swiglu(be, p->y, out);
         break;
-    case VOX_PROJ_QKV_ROPE_CACHE:
+    case VOX_PROJ_ROPE_CACHE:
         be->matmul(be, out, in, p->w, NULL);
-        be->qkv_rope_cache(be, p->y, p->k_cache, p->v_cache, out, p->n_heads, p->n_kv_heads,
-                           p->head_dim, p->pos0, p->theta);
+        be->rope_cache(be, p->y, p->k_pool, p->v_pool, out, p->n_heads, p->n_kv_heads, p->head_dim,
+                       p->theta);
         break;
     }
 }
 
-/* Enqueues the decoder over x [T, hidden] at positions pos0.. with workspace w. One row (decode)
- * attends to the whole cache view, whose length the backend reads where it runs; prefill attends
- * to the rows filled so far. */
-static void decoder_layers(vox_model *m, vox_kv_cache *c, vox_tensor *x, vox_tensor *logits,
-                           vox_decoder_work *w, int64_t pos0) {
+/* Enqueues the step over the current batch (n_rows rows, n_decode of them embedded here). */
+static void decoder_layers(vox_model *m, vox_kv_pool *kv, vox_decoder_batch *d, int n_rows,
+                           int n_decode, int n_logits) {
     vox_backend *be = m->be;
-    const vox_decoder_config *d = &m->cfg.decoder;
-    int64_t T = x->shape[0];
-    float eps = (float)d->rms_norm_eps;
-    for (int l = 0; l < d->layers; l++) {
+    const vox_decoder_config *c = &m->cfg.decoder;
+    float eps = (float)c->rms_norm_eps;
+    vox_tensor x = vox_tensor_rows(&d->x, 0, n_rows);
+    vox_decoder_work w = d->w;
+    vox_tensor *ws[] = {&w.h, &w.qkv, &w.q, &w.attn, &w.gate_up, &w.act};
+    for (size_t i = 0; i < sizeof ws / sizeof *ws; i++) *ws[i] = vox_tensor_rows(ws[i], 0, n_rows);
+    if (n_decode > 0) {
+        vox_tensor xd = vox_tensor_rows(&d->x, 0, n_decode);
+        be->embed_batch(be, &xd, &m->embedding);
+    }
+    for (int l = 0; l < c->layers; l++) {
         const vox_decoder_layer *L = &m->dec_layers[l];
         /* x += o(attention(rope(q), cache(rope(k)), cache(v))), q|k|v from RMSNorm(x) */
         project(be,
-                &(vox_projection){.y = &w->q, .x = x, .w = &L->qkv, .norm_w = &L->attn_norm,
-                                  .eps = eps, .out = VOX_PROJ_QKV_ROPE_CACHE, .k_cache = &c->k[l],
-                                  .v_cache = &c->v[l], .n_heads = d->heads,
-                                  .n_kv_heads = d->kv_heads, .head_dim = d->head_dim,
-                                  .pos0 = pos0, .theta = d->rope_theta},
-                &w->h, &w->qkv);
-        vox_tensor k_all = c->k[l], v_all = c->v[l];
-        if (T > 1) {
-            k_all = vox_tensor_rows(&c->k[l], 0, pos0 + T);
-            v_all = vox_tensor_rows(&c->v[l], 0, pos0 + T);
-        }
-        be->attention(be, &w->attn, &w->q, &k_all, &v_all, 1, (int)T, (int)(pos0 + T), d->heads,
-                      d->kv_heads, d->head_dim, 1.0f / sqrtf((float)d->head_dim), true, pos0);
-        project(be, &(vox_projection){.y = x, .x = &w->attn, .w = &L->o, .out = VOX_PROJ_ADD},
-                &w->h, &w->h);
+                &(vox_projection){.y = &w.q, .x = &x, .w = &L->qkv, .norm_w = &L->attn_norm,
+                                  .eps = eps, .out = VOX_PROJ_ROPE_CACHE, .k_pool = &kv->k_layer[l],
+                                  .v_pool = &kv->v_layer[l], .n_heads = c->heads,
+                                  .n_kv_heads = c->kv_heads, .head_dim = c->head_dim,
+                                  .theta = c->rope_theta},
+                &w.h, &w.qkv);
+        be->paged_attention(be, &w.attn, &w.q, &kv->k_layer[l], &kv->v_layer[l], c->heads,
+                            c->kv_heads, c->head_dim, 1.0f / sqrtf((float)c->head_dim));
+        project(be, &(vox_projection){.y = &x, .x = &w.attn, .w = &L->o, .out = VOX_PROJ_ADD},
+                &w.h, &w.h);
         /* x += down(silu(gate(h)) * up(h)), h = RMSNorm(x) */
         project(be,
-                &(vox_projection){.y = &w->act, .x = x, .w = &L->gate_up, .norm_w = &L->ffn_norm,
+                &(vox_projection){.y = &w.act, .x = &x, .w = &L->gate_up, .norm_w = &L->ffn_norm,
                                   .eps = eps, .out = VOX_PROJ_SWIGLU},
-                &w->h, &w->gate_up);
-        project(be, &(vox_projection){.y = x, .x = &w->act, .w = &L->down, .out = VOX_PROJ_ADD},
-                &w->h, &w->h);
+                &w.h, &w.gate_up);
+        project(be, &(vox_projection){.y = &x, .x = &w.act, .w = &L->down, .out = VOX_PROJ_ADD},
+                &w.h, &w.h);
     }
-    /* Only the last position's logits are needed to choose the next token. */
-    vox_tensor last = vox_tensor_rows(x, T - 1, 1), last_h = vox_tensor_rows(&w->h, 0, 1);
+    /* Logits only for the rows that choose a token: decode rows and the last row of a prompt. */
+    if (n_logits == 0) return;
+    vox_tensor last = vox_tensor_rows(&d->last, 0, n_logits);
+    vox_tensor last_h = vox_tensor_rows(&d->last_h, 0, n_logits);
+    vox_tensor logits = vox_tensor_rows(&d->logits, 0, n_logits);
+    be->gather_rows(be, &last, &x);
     project(be,
-            &(vox_projection){.y = logits, .x = &last, .w = &m->lm_head, .norm_w = &m->dec_norm,
+            &(vox_projection){.y = &logits, .x = &last, .w = &m->lm_head, .norm_w = &m->dec_norm,
                               .eps = eps, .out = VOX_PROJ_STORE},
             &last_h, NULL);
-}
-
-static vox_status check_room(const vox_kv_cache *c, int64_t T, vox_error *err) {
-    if (c->len + T > c->capacity)
-        return vox_fail(err, VOX_ERR_TOO_LONG, "text_decoder: %lld positions exceed the cache of %lld",
-                        (long long)(c->len + T), (long long)c->capacity);
-    return VOX_OK;
-}
-
-vox_status vox_decoder_forward(vox_model *m, vox_kv_cache *c, vox_tensor *x, vox_tensor *logits,
-                               vox_error *err) {
-    int64_t T = x->shape[0];
-    VOX_ASSERT(T >= 1);
-    vox_status st = check_room(c, T, err);
-    if (st) return st;
-    vox_decoder_work w;
-    if ((st = work_alloc(m, &w, T, err))) return st;
-    decoder_layers(m, c, x, logits, &w, c->len);
-    c->len += T;
-    work_free(m->be, &w);
-    return VOX_OK;
 }
 
 static bool graphs_enabled(const vox_backend *be) {
@@ -165,31 +224,83 @@ static bool graphs_enabled(const vox_backend *be) {
     return be->graph_begin && !(off && *off && strcmp(off, "0") != 0);
 }
 
-vox_status vox_decoder_step(vox_model *m, vox_kv_cache *c, vox_tensor *x, vox_tensor *logits,
-                            vox_error *err) {
+/* Rows a decode-only step of n sequences is recorded for: exact up to 4 (the fused matvec
+ * kernels' range), then multiples of 8 up to 64 and of 32 beyond: at most 1/8 of a step is
+ * padding past 64 rows, and no more than 18 recordings cover 256 sequences. */
+static int bucket_rows(int n) {
+    if (n <= 4) return n;
+    if (n <= 64) return (n + 7) / 8 * 8;
+    return (n + 31) / 32 * 32;
+}
+
+/* A decode-only batch of n sequences grown to `rows` with padding sequences: token 0 at position
+ * 0, written to the reserved block 0, whose logits nobody reads. */
+static vox_batch pad_batch(vox_decoder_batch *d, const vox_batch *b, int rows) {
+    int n = b->n_rows, tw = b->table_width;
+    int32_t *ids = d->pad, *pos = ids + rows, *slot = pos + rows, *row0 = slot + rows,
+            *len = row0 + rows + 1, *lrows = len + rows, *tables = lrows + rows;
+    memcpy(ids, b->ids, (size_t)n * sizeof *ids);
+    memcpy(pos, b->row_pos, (size_t)n * sizeof *pos);
+    memcpy(slot, b->row_slot, (size_t)n * sizeof *slot);
+    memcpy(len, b->seq_len, (size_t)n * sizeof *len);
+    memcpy(tables, b->tables, (size_t)n * tw * sizeof *tables);
+    for (int i = n; i < rows; i++) {
+        ids[i] = 0;
+        pos[i] = 0;
+        slot[i] = i % b->block_size; /* rows of block 0 */
+        len[i] = 1;
+        for (int j = 0; j < tw; j++) tables[(size_t)i * tw + j] = 0;
+    }
+    for (int i = 0; i <= rows; i++) row0[i] = i;
+    for (int i = 0; i < rows; i++) lrows[i] = i;
+    vox_batch p = *b;
+    p.n_rows = p.n_seqs = p.n_decode = p.n_logits = rows;
+    p.ids = ids, p.row_pos = pos, p.row_slot = slot, p.seq_row0 = row0, p.seq_len = len;
+    p.tables = tables, p.logit_rows = lrows;
+    return p;
+}
+
+static vox_decoder_graph *graph_for(vox_decoder_batch *d, int rows) {
+    for (int i = 0; i < d->n_graphs; i++)
+        if (d->graphs[i].rows == rows) return &d->graphs[i];
+    if (d->n_graphs == VOX_DECODER_MAX_GRAPHS) return NULL;
+    d->graphs[d->n_graphs] = (vox_decoder_graph){.rows = rows};
+    return &d->graphs[d->n_graphs++];
+}
+
+vox_status vox_decoder_batch_step(vox_model *m, vox_kv_pool *kv, vox_decoder_batch *d,
+                                  const vox_batch *b, vox_error *err) {
     vox_backend *be = m->be;
-    VOX_ASSERT(x->shape[0] == 1);
-    vox_status st = check_room(c, 1, err);
+    VOX_ASSERT(b->n_rows >= 1 && b->n_rows <= d->max_rows && b->n_seqs <= d->max_seqs &&
+               b->n_logits <= d->max_logits && b->table_width <= d->table_width &&
+               b->block_size == kv->block_size);
+    bool decode_only = b->n_decode == b->n_rows && b->n_seqs == b->n_rows && b->n_logits == b->n_rows;
+    vox_decoder_graph *g = NULL;
+    vox_batch padded;
+    const vox_batch *run = b;
+    if (decode_only && graphs_enabled(be)) {
+        int rows = bucket_rows(b->n_rows);
+        if (rows > d->max_seqs) rows = b->n_rows;
+        g = graph_for(d, rows);
+        if (g && rows != b->n_rows) {
+            padded = pad_batch(d, b, rows);
+            run = &padded;
+        }
+    }
+    vox_status st = be->batch_set(be, run, err);
     if (st) return st;
-    if (!c->step.h.data && (st = work_alloc(m, &c->step, 1, err))) return st;
-    /* The first step runs as it is (it also sizes every workspace the step needs); the second is
-     * recorded, and every later one replays that recording with its own position. */
-    if (graphs_enabled(be) && c->steps_run >= 1 &&
-        (!c->graph || c->graph_x != x->data || c->graph_logits != logits->data)) {
-        if (c->graph) be->graph_free(be, c->graph);
-        c->graph = NULL;
+    if (!g) {
+        decoder_layers(m, kv, d, run->n_rows, run->n_decode, run->n_logits);
+        return VOX_OK;
+    }
+    /* A bucket's first step runs as it is; its second is recorded; later ones replay. */
+    if (!g->graph && g->runs >= 1) {
         be->graph_begin(be);
-        decoder_layers(m, c, x, logits, &c->step, c->len);
-        if ((st = be->graph_end(be, &c->graph, err))) return st;
-        c->graph_x = x->data;
-        c->graph_logits = logits->data;
+        decoder_layers(m, kv, d, run->n_rows, run->n_decode, run->n_logits);
+        if ((st = be->graph_end(be, &g->graph, err))) return st;
     }
-    if (c->graph) {
-        if ((st = be->graph_replay(be, c->graph, c->len, err))) return st;
-    } else {
-        decoder_layers(m, c, x, logits, &c->step, c->len);
-    }
-    c->len += 1;
-    c->steps_run++;
+    if (g->graph) return be->graph_replay(be, g->graph, err);
+    decoder_layers(m, kv, d, run->n_rows, run->n_decode, run->n_logits);
+    g->runs++;
     return VOX_OK;
 }

@@ -17,35 +17,68 @@ vox_status vox_encoder_forward(vox_model *m, const vox_tensor *features, size_t 
 /* Audio embeddings one chunk yields: max_source_positions / downsample_factor (375). */
 int vox_encoder_tokens_per_chunk(const vox_model *m);
 
-/* Activations of the decoder for T rows. */
+/* ---- the text decoder over a batch of sequences (decoder.c) ---- */
+
+/* The paged key/value cache: one pool of fixed-size blocks shared by every sequence, each
+ * sequence holding a table of the blocks its positions live in (as vLLM's PagedAttention). A
+ * block holds block_size positions of every layer. Block 0 is never handed out: padding rows of
+ * a recorded step write there. */
+typedef struct {
+    vox_tensor k, v;       /* [n_layers * n_blocks * block_size, kv_heads * head_dim] */
+    vox_tensor *k_layer, *v_layer; /* views: layer l's [n_blocks * block_size, kv width] */
+    int n_layers, n_blocks, block_size;
+    int32_t *free_blocks;  /* stack of free block ids */
+    int n_free;
+} vox_kv_pool;
+
+/* Bytes of cache one position takes (keys and values of every layer). */
+size_t vox_kv_bytes_per_position(const vox_model *m);
+vox_status vox_kv_pool_init(vox_model *m, vox_kv_pool *p, int n_blocks, int block_size,
+                            vox_error *err);
+void vox_kv_pool_free(vox_model *m, vox_kv_pool *p);
+/* A free block's id, or -1 when none is left. */
+int32_t vox_kv_pool_take(vox_kv_pool *p);
+void vox_kv_pool_give(vox_kv_pool *p, const int32_t *blocks, int n);
+
+/* Activations of the decoder for up to max_rows rows. */
 typedef struct {
     vox_tensor h, qkv, q, attn, gate_up, act;
 } vox_decoder_work;
 
-/* Key/value cache of the text decoder: per layer [capacity, kv_heads * head_dim], and what a
- * decode step reuses: its one-row workspace and, where the backend has graphs, the recorded
- * step (recorded on the second step, replayed from then on; VOX_NO_GRAPHS=1 turns this off). */
+/* Recorded decode-only steps, one per batch-size bucket (graphs.c rounds a batch up to its
+ * bucket with padding rows). */
+#define VOX_DECODER_MAX_GRAPHS 32
 typedef struct {
-    vox_tensor *k, *v;
-    int n_layers;
-    int64_t capacity;
-    int64_t len; /* positions filled */
-    vox_decoder_work step;
-    int steps_run;
+    int rows;
+    int runs; /* eager runs so far: a bucket is recorded on its second step */
     void *graph;
-    void *graph_x, *graph_logits; /* the tensors the graph was recorded with */
-} vox_kv_cache;
+} vox_decoder_graph;
 
-vox_status vox_kv_cache_init(vox_model *m, vox_kv_cache *c, int64_t capacity, vox_error *err);
-void vox_kv_cache_free(vox_model *m, vox_kv_cache *c);
+/* What a batched decoder step works in, sized once for the largest step. */
+typedef struct {
+    int max_rows, max_seqs, max_logits, table_width, block_size;
+    vox_tensor x;      /* [max_rows, hidden]: the residual stream; the caller fills the rows of
+                          prompt chunks, the decode rows are embedded by the step itself */
+    vox_decoder_work w;
+    vox_tensor last;   /* [max_logits, hidden]: the rows whose logits are wanted */
+    vox_tensor last_h; /* [max_logits, hidden] */
+    vox_tensor logits; /* [max_logits, vocab] */
+    vox_decoder_graph graphs[VOX_DECODER_MAX_GRAPHS];
+    int n_graphs;
+    /* host scratch for a padded copy of a batch */
+    int32_t *pad;
+} vox_decoder_batch;
 
-/* Runs the decoder over x [T, hidden] (embeddings of positions c->len .. c->len + T - 1),
- * appends their keys and values to the cache, and writes the logits of the LAST row into
- * logits [1, vocab]. x is used as the residual stream and overwritten. */
-vox_status vox_decoder_forward(vox_model *m, vox_kv_cache *c, vox_tensor *x, vox_tensor *logits,
-                               vox_error *err);
-/* The same for one row (a decode step), through the step workspace and the recorded graph. */
-vox_status vox_decoder_step(vox_model *m, vox_kv_cache *c, vox_tensor *x, vox_tensor *logits,
-                            vox_error *err);
+vox_status vox_decoder_batch_init(vox_model *m, vox_decoder_batch *d, int max_rows, int max_seqs,
+                                  int table_width, int block_size, vox_error *err);
+void vox_decoder_batch_free(vox_model *m, vox_decoder_batch *d);
+
+/* Runs one step of the decoder over batch b: rows b->n_decode .. b->n_rows - 1 of d->x must hold
+ * the embeddings of the prompt chunks; the decode rows are embedded from b->ids. Every row's key
+ * and value enter the pool at its row_slot; logits of rows b->logit_rows land in rows
+ * 0 .. b->n_logits - 1 of d->logits. A decode-only step runs as a recorded graph of its bucket
+ * where the backend has graphs (VOX_NO_GRAPHS=1 turns this off). */
+vox_status vox_decoder_batch_step(vox_model *m, vox_kv_pool *kv, vox_decoder_batch *d,
+                                  const vox_batch *b, vox_error *err);
 
 #endif

@@ -1,11 +1,14 @@
 /* voxtral_runner: transcribes audio files with an exported Voxtral model.
  *
- * The model loads once; each input is decoded, transcribed (whole, or cut at pauses), rendered
- * in memory and then written in one piece: to standard output, or to DIR/NAME.EXT through a
- * temporary file. A file that fails is reported on stderr and the others go on; a summary ends
- * a batch. SIGINT/SIGTERM abandon the file in progress (no output for it), keep the finished
- * ones and print the summary. Exit status: 0 all good, 1 some files failed, 2 usage or model
- * error, 128 + signal when interrupted (cli/options.h). */
+ * The model loads once; every input goes into one queue (voxtral.h), which decodes files ahead
+ * on reader threads and transcribes many at once (continuous batching: whole files, or the
+ * pieces cut at pauses). Each result is rendered in memory and written in one piece: to
+ * DIR/NAME.EXT through a temporary file as soon as it completes, or to standard output in input
+ * order (a file is printed once it and every file before it are done). A file that fails is
+ * reported on stderr and the others go on; a summary ends a batch. SIGINT/SIGTERM abandon the
+ * files in progress (no output for them), keep the finished ones and print the summary. Exit
+ * status: 0 all good, 1 some files failed, 2 usage or model error, 128 + signal when
+ * interrupted (cli/options.h). */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -100,20 +103,95 @@ static vox_status emit(const voxtral_context *ctx, const vox_transcript *t,
 }
 
 /* What the transcription of each file is asked for. */
-static vox_cli_run_params run_params(const vox_cli_options *o) {
-    vox_cli_run_params p = {.tp = voxtral_transcribe_default_params(), .segment = o->segment,
-                            .seg = vox_segment_default_params(), .progress = vox_progress_update,
-                            .user = &g_progress};
-    p.tp.language = o->language;
-    p.tp.max_new_tokens = o->max_new_tokens;
-    p.tp.ignore_eos = o->ignore_eos;
-    p.tp.logprobs = o->print_confidence && o->logprobs == 0 ? 1 : o->logprobs;
-    p.tp.force_ids = o->force_ids;
-    p.tp.n_force_ids = o->n_force_ids;
-    p.tp.dump_path = o->dump_tensors;
-    p.seg.threshold_db = o->silence_threshold_db;
-    p.seg.min_silence_s = o->min_silence_s;
+static voxtral_transcribe_params run_params(const vox_cli_options *o) {
+    voxtral_transcribe_params p = voxtral_transcribe_default_params();
+    p.language = o->language;
+    p.max_new_tokens = o->max_new_tokens;
+    p.ignore_eos = o->ignore_eos;
+    p.logprobs = o->print_confidence && o->logprobs == 0 ? 1 : o->logprobs;
+    p.force_ids = o->force_ids;
+    p.n_force_ids = o->n_force_ids;
+    p.dump_path = o->dump_tensors;
+    p.segment = o->segment;
+    p.silence_threshold_db = o->silence_threshold_db;
+    p.min_silence_s = o->min_silence_s;
     return p;
+}
+
+/* The run as the completion callback sees it. Results for standard output wait in `held` until
+ * every input before them is done. */
+typedef struct {
+    const vox_cli_options *o;
+    const vox_inputs *in;
+    char **out_paths;
+    const voxtral_context *ctx;
+    vox_output_style style;
+    bool logprobs;
+    enum { SLOT_WAITING, SLOT_HELD, SLOT_DONE } *slot;
+    vox_transcript *held;
+    size_t next_print;
+    vox_run_totals *totals;
+    char **failed;
+    size_t n_failed;
+} run_state;
+
+static void report_failure(run_state *rs, const char *msg) {
+    say("%s", msg);
+    rs->totals->n_failed++;
+    if (rs->failed && (rs->failed[rs->n_failed] = strdup(msg))) rs->n_failed++;
+}
+
+/* Writes t (input i) where it goes; counts it. */
+static void write_one(run_state *rs, size_t i, vox_transcript *t) {
+    vox_error err = {0};
+    rs->style.header = rs->in->n > 1 && !rs->o->output_dir ? rs->in->paths[i] : NULL;
+    vox_status st = emit(rs->ctx, t, &rs->style, rs->out_paths ? rs->out_paths[i] : NULL, &err);
+    if (st) report_failure(rs, err.msg);
+    else vox_run_totals_add(rs->totals, t);
+    vox_transcript_free(t);
+}
+
+/* Prints the held results whose predecessors are all done. */
+static void flush_in_order(run_state *rs) {
+    while (rs->next_print < rs->in->n && rs->slot[rs->next_print] != SLOT_WAITING) {
+        size_t i = rs->next_print++;
+        if (rs->slot[i] == SLOT_HELD) write_one(rs, i, &rs->held[i]);
+        rs->slot[i] = SLOT_DONE;
+    }
+}
+
+static void on_complete(const voxtral_completion *c, void *user) {
+    run_state *rs = user;
+    size_t i = (size_t)c->tag;
+    rs->slot[i] = SLOT_DONE;
+    if (c->status == VOX_ERR_INTERRUPTED) {
+        voxtral_result_free(c->result); /* abandoned: nothing is written for it */
+    } else if (c->status) {
+        report_failure(rs, c->error);
+        vox_progress_end_file(&g_progress, 0, true);
+    } else {
+        vox_transcript t;
+        vox_error err = {0};
+        double audio_s = c->result->audio_seconds;
+        if (vox_transcript_from_result(&t, rs->in->paths[i], c->result, rs->logprobs, &err)) {
+            voxtral_result_free(c->result);
+            report_failure(rs, err.msg);
+        } else if (rs->o->output_dir) {
+            write_one(rs, i, &t);
+        } else {
+            rs->held[i] = t;
+            rs->slot[i] = SLOT_HELD;
+        }
+        vox_progress_end_file(&g_progress, audio_s, false);
+    }
+    flush_in_order(rs);
+}
+
+/* Redraws the progress line now and then while tokens come. */
+static bool on_token(int32_t id, void *user) {
+    (void)id;
+    vox_progress_update(0, 0, 0, user);
+    return true;
 }
 
 /* "N of M files transcribed, F failed[, K not done (interrupted)]; ...", then each failure
@@ -176,31 +254,42 @@ int main(int argc, char **argv) {
                               .threshold = o.confidence_threshold,
                               .mark = isatty(STDOUT_FILENO) && !o.output_dir ? VOX_MARK_COLOUR
                                                                              : VOX_MARK_PLAIN};
-    const vox_cli_run_params params = run_params(&o);
+    voxtral_transcribe_params tp = run_params(&o);
+    tp.on_token = on_token;
+    tp.user_data = &g_progress;
     vox_run_totals totals = {.load_ms = voxtral_load_ms(ctx), .n_inputs = (int)in.n};
-    char **failed = calloc(in.n, sizeof *failed);
-    size_t n_failed = 0;
-    for (size_t i = 0; i < in.n && !vox_interrupted(); i++) {
-        vox_transcript t;
-        vox_progress_begin_file(&g_progress, in.paths[i]);
-        vox_status st = vox_cli_transcribe(ctx, in.paths[i], &params, &t, &err);
-        if (st == VOX_ERR_INTERRUPTED) {
-            say("%s: interrupted: abandoned, no output written for it", in.paths[i]);
-            break;
-        }
-        if (!st) {
-            style.header = in.n > 1 && !o.output_dir ? in.paths[i] : NULL;
-            st = emit(ctx, &t, &style, out_paths ? out_paths[i] : NULL, &err);
-            if (!st) vox_run_totals_add(&totals, &t);
-        }
-        if (st) {
-            say("%s", err.msg);
-            totals.n_failed++;
-            if (failed && (failed[n_failed] = strdup(err.msg))) n_failed++;
-        }
-        vox_progress_end_file(&g_progress, st ? 0 : t.audio_seconds, st != VOX_OK);
-        vox_transcript_free(&t);
+    run_state rs = {.o = &o, .in = &in, .out_paths = out_paths, .ctx = ctx, .style = style,
+                    .logprobs = tp.logprobs > 0 || tp.n_force_ids > 0, .totals = &totals};
+    rs.slot = calloc(in.n, sizeof *rs.slot);
+    rs.held = calloc(in.n, sizeof *rs.held);
+    rs.failed = calloc(in.n, sizeof *rs.failed);
+    voxtral_queue_params qp = voxtral_queue_default_params();
+    qp.max_batch = o.batch_size;
+    qp.on_complete = on_complete;
+    qp.user_data = &rs;
+    voxtral_queue *queue = NULL;
+    vox_status st = !rs.slot || !rs.held ? vox_fail(&err, VOX_ERR_NOMEM, "out of memory")
+                                         : voxtral_queue_create(ctx, &qp, &queue, &err);
+    for (size_t i = 0; !st && i < in.n; i++)
+        st = voxtral_queue_submit_file(queue, in.paths[i], &tp, i, &err);
+    if (!st) {
+        vox_interrupt_set_queue(queue);
+        vox_progress_begin_file(&g_progress, in.paths[0]);
+        st = voxtral_queue_run(queue, &err);
+        vox_interrupt_set_queue(NULL);
     }
+    if (st && st != VOX_ERR_INTERRUPTED) say("%s", err.msg);
+    if (queue) {
+        voxtral_queue_stats qs;
+        voxtral_queue_get_stats(queue, &qs);
+        totals.batch = qs;
+    }
+    if (vox_interrupted())
+        say("interrupted: the files in progress were abandoned, no output written for them");
+    flush_in_order(&rs);
+    voxtral_queue_free(queue);
+    char **failed = rs.failed;
+    size_t n_failed = rs.n_failed;
     vox_progress_clear(&g_progress);
     totals.interrupted = vox_interrupted();
     totals.wall_ms = now_ms() - t_start;
@@ -214,6 +303,8 @@ int main(int argc, char **argv) {
     if (in.n > 1 || totals.interrupted) print_summary(&totals, in.n > 1 ? failed : NULL, n_failed);
     int sig = vox_interrupt_signal();
     free_paths(failed, n_failed);
+    free(rs.slot);
+    free(rs.held);
     voxtral_free(ctx);
     free_paths(out_paths, in.n);
     vox_inputs_free(&in);

@@ -1,0 +1,149 @@
+/* Reader threads (reader.h): each takes the next queued request, decodes its file (or takes its
+ * PCM), and cuts it into the pieces the engine will run. */
+#include "engine/reader.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "audio/audio.h"
+#include "engine/context.h"
+
+/* Longest file accepted when segmenting: 10 h (2.3 GB of 16 kHz float samples). */
+#define VOX_SEGMENTED_MAX_SECONDS (10 * 3600.0)
+
+void vox_request_free(vox_request *r) {
+    if (!r) return;
+    free(r->path);
+    free(r->samples);
+    free(r->pieces);
+    free(r->error);
+    if (r->piece_results)
+        for (size_t i = 0; i < r->n_pieces; i++) voxtral_result_free(r->piece_results[i]);
+    free(r->piece_results);
+    free(r);
+}
+
+/* Decodes (files) and cuts r into pieces; fills status and error on failure. */
+static void read_request(vox_request *r) {
+    vox_error err = {0};
+    double t0 = vox_wall_ms();
+    vox_status st = VOX_OK;
+    if (r->path) {
+        vox_audio a;
+        st = vox_audio_load(r->path, r->p.segment ? VOX_SEGMENTED_MAX_SECONDS : 0, &a, &err);
+        if (st == VOX_ERR_TOO_LONG && !r->p.segment) {
+            size_t len = strlen(err.msg);
+            snprintf(err.msg + len, sizeof err.msg - len,
+                     "; or use --segment to transcribe it in pieces cut at pauses");
+        }
+        if (!st) {
+            r->samples = a.samples;
+            r->n_samples = a.n_samples;
+        }
+    }
+    if (!st && r->p.segment) {
+        vox_segment_params sp = vox_segment_default_params();
+        if (r->p.silence_threshold_db != 0) sp.threshold_db = r->p.silence_threshold_db;
+        if (r->p.min_silence_s > 0) sp.min_silence_s = r->p.min_silence_s;
+        st = vox_segment_find(r->samples, r->n_samples, VOX_SAMPLE_RATE, &sp, &r->pieces,
+                              &r->n_pieces, &err);
+    } else if (!st) {
+        if (!(r->pieces = malloc(sizeof *r->pieces))) {
+            st = vox_fail(&err, VOX_ERR_NOMEM, "out of memory");
+        } else {
+            r->pieces[0] = (vox_segment){.start = 0, .end = r->n_samples, .audio_start = 0,
+                                         .audio_end = r->n_samples};
+            r->n_pieces = 1;
+        }
+    }
+    if (!st && r->n_pieces && !(r->piece_results = calloc(r->n_pieces, sizeof *r->piece_results)))
+        st = vox_fail(&err, VOX_ERR_NOMEM, "out of memory");
+    r->audio_ms = vox_wall_ms() - t0;
+    if (st) {
+        if (r->path && strncmp(err.msg, r->path, strlen(r->path)) != 0)
+            vox_error_prefix(&err, "%s", r->path);
+        r->status = st;
+        r->error = strdup(err.msg);
+        free(r->samples);
+        r->samples = NULL;
+    }
+}
+
+static void *reader_main(void *arg) {
+    vox_reader *rd = arg;
+    pthread_mutex_lock(&rd->mu);
+    for (;;) {
+        while (!rd->stop && (rd->next_read == rd->n_reqs || rd->held >= rd->read_ahead))
+            pthread_cond_wait(&rd->work, &rd->mu);
+        if (rd->stop) break;
+        vox_request *r = rd->reqs[rd->next_read++];
+        rd->held++;
+        r->state = VOX_REQ_READING;
+        pthread_mutex_unlock(&rd->mu);
+        read_request(r);
+        pthread_mutex_lock(&rd->mu);
+        r->t_ready = vox_wall_ms();
+        r->state = r->status ? VOX_REQ_FAILED : VOX_REQ_READY;
+        pthread_cond_broadcast(&rd->ready);
+    }
+    pthread_mutex_unlock(&rd->mu);
+    return NULL;
+}
+
+vox_status vox_reader_init(vox_reader *rd, int threads, int read_ahead, vox_error *err) {
+    memset(rd, 0, sizeof *rd);
+    pthread_mutex_init(&rd->mu, NULL);
+    pthread_cond_init(&rd->work, NULL);
+    pthread_cond_init(&rd->ready, NULL);
+    rd->read_ahead = read_ahead < 1 ? 1 : read_ahead;
+    int n = threads < 1 ? 1 : threads > 8 ? 8 : threads;
+    for (int i = 0; i < n; i++) {
+        if (pthread_create(&rd->threads[i], NULL, reader_main, rd) != 0) {
+            vox_reader_destroy(rd);
+            return vox_fail(err, VOX_ERR_NOMEM, "cannot start an audio reader thread");
+        }
+        rd->n_threads++;
+    }
+    return VOX_OK;
+}
+
+void vox_reader_destroy(vox_reader *rd) {
+    pthread_mutex_lock(&rd->mu);
+    rd->stop = true;
+    pthread_cond_broadcast(&rd->work);
+    pthread_mutex_unlock(&rd->mu);
+    for (int i = 0; i < rd->n_threads; i++) pthread_join(rd->threads[i], NULL);
+    for (size_t i = 0; i < rd->n_reqs; i++) vox_request_free(rd->reqs[i]);
+    free(rd->reqs);
+    pthread_cond_destroy(&rd->work);
+    pthread_cond_destroy(&rd->ready);
+    pthread_mutex_destroy(&rd->mu);
+    memset(rd, 0, sizeof *rd);
+}
+
+vox_status vox_reader_push(vox_reader *rd, vox_request *r, vox_error *err) {
+    pthread_mutex_lock(&rd->mu);
+    if (rd->n_reqs == rd->cap_reqs) {
+        size_t cap = rd->cap_reqs ? 2 * rd->cap_reqs : 64;
+        vox_request **n = realloc(rd->reqs, cap * sizeof *n);
+        if (!n) {
+            pthread_mutex_unlock(&rd->mu);
+            return vox_fail(err, VOX_ERR_NOMEM, "out of memory");
+        }
+        rd->reqs = n;
+        rd->cap_reqs = cap;
+    }
+    r->index = rd->n_reqs;
+    rd->reqs[rd->n_reqs++] = r;
+    pthread_cond_signal(&rd->work);
+    pthread_mutex_unlock(&rd->mu);
+    return VOX_OK;
+}
+
+void vox_reader_release(vox_reader *rd) {
+    pthread_mutex_lock(&rd->mu);
+    rd->held--;
+    pthread_cond_signal(&rd->work);
+    pthread_mutex_unlock(&rd->mu);
+}
