@@ -140,6 +140,85 @@ static void gpu_compare(const char *what, const vox_tensor *got, const vox_tenso
     free(g), free(w), free(bound);
 }
 
+/* A batch as the engine builds them: n_dec decode sequences (sequence i has dec_len[i] keys, its
+ * last position written this step), then prompt chunks (pre_rows[i] rows from position
+ * pre_pos0[i]); every sequence's blocks drawn at random from a pool of n_blocks blocks of bs
+ * positions (block 0 never handed out), so neighbouring positions are far apart in the pool. */
+typedef struct {
+    vox_batch b;
+    int32_t *ids, *pos, *slot, *row0, *len, *tables, *lrows;
+    int64_t pool_rows;
+} test_batch;
+
+static test_batch batch_new(int n_dec, const int *dec_len, int n_pre, const int *pre_rows,
+                            const int *pre_pos0, int bs, int n_blocks, int64_t vocab) {
+    test_batch t = {0};
+    int n_seqs = n_dec + n_pre, rows = n_dec, tw = 1;
+    for (int i = 0; i < n_pre; i++) rows += pre_rows[i];
+    for (int i = 0; i < n_seqs; i++) {
+        int keys = i < n_dec ? dec_len[i] : pre_pos0[i - n_dec] + pre_rows[i - n_dec];
+        if ((keys + bs - 1) / bs > tw) tw = (keys + bs - 1) / bs;
+    }
+    t.ids = calloc((size_t)n_seqs + 1, sizeof *t.ids);
+    t.pos = calloc((size_t)rows, sizeof *t.pos);
+    t.slot = calloc((size_t)rows, sizeof *t.slot);
+    t.row0 = calloc((size_t)n_seqs + 1, sizeof *t.row0);
+    t.len = calloc((size_t)n_seqs, sizeof *t.len);
+    t.tables = calloc((size_t)n_seqs * tw, sizeof *t.tables);
+    t.lrows = calloc((size_t)n_seqs, sizeof *t.lrows);
+    int32_t *perm = malloc((size_t)n_blocks * sizeof *perm);
+    for (int i = 0; i < n_blocks; i++) perm[i] = i;
+    for (int i = n_blocks - 1; i > 1; i--) { /* shuffle blocks 1.. */
+        int j = 1 + (int)(gtu_next_u64(&rng) % (uint64_t)i);
+        int32_t x = perm[i];
+        perm[i] = perm[j], perm[j] = x;
+    }
+    int next_block = 1, r = 0;
+    for (int i = 0; i < n_seqs; i++) {
+        int keys = i < n_dec ? dec_len[i] : pre_pos0[i - n_dec] + pre_rows[i - n_dec];
+        int n = i < n_dec ? 1 : pre_rows[i - n_dec];
+        int nb = (keys + bs - 1) / bs;
+        if (next_block + nb > n_blocks) {
+            fprintf(stderr, "test batch: a pool of %d blocks is too small (a bug in the test)\n", n_blocks);
+            exit(1);
+        }
+        for (int j = 0; j < nb; j++) t.tables[(size_t)i * tw + j] = perm[next_block++];
+        t.row0[i] = r;
+        t.len[i] = keys;
+        if (i < n_dec) t.ids[i] = (int32_t)(gtu_next_u64(&rng) % (uint64_t)vocab);
+        for (int j = 0; j < n; j++, r++) {
+            t.pos[r] = keys - n + j;
+            t.slot[r] = t.tables[(size_t)i * tw + t.pos[r] / bs] * bs + t.pos[r] % bs;
+        }
+        t.lrows[i] = r - 1;
+    }
+    t.row0[n_seqs] = r;
+    free(perm);
+    t.b = (vox_batch){.n_rows = rows, .n_seqs = n_seqs, .n_decode = n_dec, .ids = t.ids,
+                      .row_pos = t.pos, .row_slot = t.slot, .seq_row0 = t.row0, .seq_len = t.len,
+                      .tables = t.tables, .table_width = tw, .block_size = bs,
+                      .logit_rows = t.lrows, .n_logits = n_seqs};
+    t.pool_rows = (int64_t)n_blocks * bs;
+    return t;
+}
+
+/* Makes t the current batch of both backends. */
+static void batch_set_both(const test_batch *t, int H, int D) {
+    vox_error err;
+    const vox_batch *b = &t->b;
+    vox_backend *bes[2] = {cpu, gpu};
+    for (int i = 0; i < 2; i++) {
+        CHECK_MSG(bes[i]->batch_reserve(bes[i], b->n_rows, b->n_seqs, b->table_width, b->block_size,
+                                        H, D, &err) == VOX_OK, "batch_reserve: %s", err.msg);
+        CHECK_MSG(bes[i]->batch_set(bes[i], b, &err) == VOX_OK, "batch_set: %s", err.msg);
+    }
+}
+
+static void batch_free(test_batch *t) {
+    free(t->ids), free(t->pos), free(t->slot), free(t->row0), free(t->len), free(t->tables);
+    free(t->lrows);
+}
+
 /* The fused projection op (the decoder's decode path) against the separate operations it stands
  * for, both on the GPU: those are each checked against the CPU above, and kernels/matvec.cu
  * against a host reference in test_kernels_matvec. This checks the wiring (shapes, position,
@@ -151,11 +230,16 @@ static void gpu_compare(const char *what, const vox_tensor *got, const vox_tenso
  * values of the pair (gate and up; dims i and i + D/2). */
 static void test_projection(vox_projection_out out, int64_t M, int64_t K, int H, int Hkv, int D,
                             int64_t N, bool norm) {
-    static const char *names[] = {"store", "add", "swiglu", "qkv_rope_cache"};
+    static const char *names[] = {"store", "add", "swiglu", "rope_cache"};
     char what[160];
-    if (out == VOX_PROJ_QKV_ROPE_CACHE) N = (int64_t)(H + 2 * Hkv) * D;
-    int64_t ycols = out == VOX_PROJ_SWIGLU ? N / 2 : out == VOX_PROJ_QKV_ROPE_CACHE ? (int64_t)H * D : N;
-    int64_t ws[2] = {N, K}, ns[1] = {K}, cap = 40, pos0 = 31;
+    if (out == VOX_PROJ_ROPE_CACHE) N = (int64_t)(H + 2 * Hkv) * D;
+    int64_t ycols = out == VOX_PROJ_SWIGLU ? N / 2 : out == VOX_PROJ_ROPE_CACHE ? (int64_t)H * D : N;
+    int64_t ws[2] = {N, K}, ns[1] = {K};
+    /* M decoding sequences at awkward lengths, blocks of 16 scattered over a pool of 64 */
+    int lens[8] = {32, 1, 17, 200, 45, 3, 16, 90};
+    test_batch tb = batch_new((int)M, lens, 0, NULL, NULL, 16, 64, 1000);
+    int64_t cap = tb.pool_rows;
+    if (out == VOX_PROJ_ROPE_CACHE) batch_set_both(&tb, H, D);
     pair w = weight_new(2, ws, 1.0f / sqrtf((float)K)), nw = weight_new(1, ns, 1.0f);
     vox_tensor x = gpu_random(M, K, 1.0f);
     vox_tensor y_fused = gpu_random(M, ycols, 1.0f), y_sep = gpu_random(M, ycols, 0.0f);
@@ -168,8 +252,8 @@ static void test_projection(vox_projection_out out, int64_t M, int64_t K, int H,
         vc[i] = gpu_random(cap, KD > 0 ? KD : 1, 0.0f);
     }
     vox_projection p = {.y = &y_fused, .x = &x, .w = &w.g, .norm_w = norm ? &nw.g : NULL,
-                        .eps = 1e-5f, .out = out, .k_cache = &kc[0], .v_cache = &vc[0],
-                        .n_heads = H, .n_kv_heads = Hkv, .head_dim = D, .pos0 = pos0, .theta = 1e8};
+                        .eps = 1e-5f, .out = out, .k_pool = &kc[0], .v_pool = &vc[0],
+                        .n_heads = H, .n_kv_heads = Hkv, .head_dim = D, .theta = 1e8};
     bool taken = gpu->projection(gpu, &p);
     snprintf(what, sizeof what, "projection %s M=%lld N=%lld K=%lld norm=%d", names[out],
              (long long)M, (long long)N, (long long)K, norm);
@@ -183,13 +267,13 @@ static void test_projection(vox_projection_out out, int64_t M, int64_t K, int H,
         gpu->matmul(gpu, out == VOX_PROJ_STORE ? &y_sep : &prod, in, &w.g, NULL);
         if (out == VOX_PROJ_ADD) gpu->add(gpu, &y_sep, &y_sep, &prod);
         if (out == VOX_PROJ_SWIGLU) gpu->swiglu(gpu, &y_sep, &prod);
-        if (out == VOX_PROJ_QKV_ROPE_CACHE)
-            gpu->qkv_rope_cache(gpu, &y_sep, &kc[1], &vc[1], &prod, H, Hkv, D, pos0, 1e8);
+        if (out == VOX_PROJ_ROPE_CACHE)
+            gpu->rope_cache(gpu, &y_sep, &kc[1], &vc[1], &prod, H, Hkv, D, 1e8);
         double atol = 1e-5 * sqrt((double)K), rtol = 1.0 / 128;
         /* the product terms of each output (see above), from the separate path's product */
         float *P = malloc((size_t)(M * N) * sizeof(float));
         float *terms = calloc((size_t)(M * ycols), sizeof(float));
-        float *kterms = calloc((size_t)(M * (KD > 0 ? KD : 1)), sizeof(float));
+        float *kterms = calloc((size_t)(cap * (KD > 0 ? KD : 1)), sizeof(float));
         vox_error err;
         if (out != VOX_PROJ_STORE)
             CHECK(gpu->download_f32(gpu, P, &prod, (size_t)(M * N), &err) == VOX_OK);
@@ -199,7 +283,7 @@ static void test_projection(vox_projection_out out, int64_t M, int64_t K, int H,
                 if (out == VOX_PROJ_ADD) terms[r * ycols + j] = pr[j];
                 if (out == VOX_PROJ_SWIGLU)
                     terms[r * ycols + j] = 2.2f * fabsf(pr[j]) * fabsf(pr[N / 2 + j]) + fabsf(pr[N / 2 + j]);
-                if (out == VOX_PROJ_QKV_ROPE_CACHE) {
+                if (out == VOX_PROJ_ROPE_CACHE) {
                     int64_t i = j % D, pair = i < D / 2 ? j + D / 2 : j - D / 2;
                     terms[r * ycols + j] = fabsf(pr[j]) + fabsf(pr[pair]);
                 }
@@ -208,28 +292,25 @@ static void test_projection(vox_projection_out out, int64_t M, int64_t K, int H,
          * one ulp of u, of silu's rounding or of y's: 2^-7 |y| each, |y| <= |g| |u|; the
          * summation-order atol on g and u moves y by about 1.1 |u| atol: 2.2 |g| |u| + |u|. */
         gpu_compare(what, &y_fused, &y_sep, terms, atol, rtol);
-        if (out == VOX_PROJ_QKV_ROPE_CACHE) {
-            vox_tensor rows_k[2], rows_v[2];
-            for (int i = 0; i < 2; i++) {
-                rows_k[i] = vox_tensor_rows(&kc[i], pos0, M);
-                rows_v[i] = vox_tensor_rows(&vc[i], pos0, M);
-            }
+        if (out == VOX_PROJ_ROPE_CACHE) {
+            /* the whole pools: the rows at the batch's slots, and every other row untouched */
             for (int64_t r = 0; r < M; r++)
                 for (int64_t j = 0; j < KD; j++) {
                     int64_t i = j % D, pair = i < D / 2 ? j + D / 2 : j - D / 2;
                     const float *kr = P + r * N + (int64_t)H * D;
-                    kterms[r * KD + j] = fabsf(kr[j]) + fabsf(kr[pair]);
+                    kterms[tb.slot[r] * KD + j] = fabsf(kr[j]) + fabsf(kr[pair]);
                 }
-            snprintf(what, sizeof what, "projection qkv_rope_cache k cache M=%lld", (long long)M);
-            gpu_compare(what, &rows_k[0], &rows_k[1], kterms, atol, rtol);
-            snprintf(what, sizeof what, "projection qkv_rope_cache v cache M=%lld", (long long)M);
-            gpu_compare(what, &rows_v[0], &rows_v[1], NULL, atol, rtol);
+            snprintf(what, sizeof what, "projection rope_cache k pool M=%lld", (long long)M);
+            gpu_compare(what, &kc[0], &kc[1], kterms, atol, rtol);
+            snprintf(what, sizeof what, "projection rope_cache v pool M=%lld", (long long)M);
+            gpu_compare(what, &vc[0], &vc[1], NULL, atol, rtol);
         }
         free(P), free(terms), free(kterms);
     }
     vox_tensor *ts[] = {&x, &y_fused, &y_sep, &h, &prod, &kc[0], &kc[1], &vc[0], &vc[1]};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) vox_tensor_free(gpu, ts[i]);
     pair_free(&w, true), pair_free(&nw, true);
+    batch_free(&tb);
 }
 
 static void test_elementwise(int64_t M, int64_t C) {
@@ -305,12 +386,16 @@ static void test_conv(int B, int c_in, int c_mid, int t_in) {
     pair_free(&w1, true), pair_free(&b1, true), pair_free(&w2, true), pair_free(&b2, true);
 }
 
-/* qkv [T, (H + 2Hkv) D] -> q (roped), k (roped) and v into cache rows [pos0, pos0 + T). */
-static void test_qkv_rope_cache(int64_t T, int H, int Hkv, int D, int64_t pos0, int64_t capacity) {
+/* qkv [rows, (H + 2Hkv) D] of a batch -> q (roped), k (roped) and v into the pools at the rows'
+ * slots; pool rows no row writes stay as they were (zero). */
+static void test_rope_cache(int n_dec, const int *dec_len, int n_pre, const int *pre_rows,
+                            const int *pre_pos0, int bs, int n_blocks, int H, int Hkv, int D) {
     char what[160];
-    int64_t QD = (int64_t)H * D, KD = (int64_t)Hkv * D;
+    test_batch tb = batch_new(n_dec, dec_len, n_pre, pre_rows, pre_pos0, bs, n_blocks, 1000);
+    batch_set_both(&tb, H, D);
+    int64_t T = tb.b.n_rows, QD = (int64_t)H * D, KD = (int64_t)Hkv * D;
     pair qkv = pair_new(T, QD + 2 * KD, 1.0f), q = pair_new(T, QD, 0.0f);
-    pair kc = pair_new(capacity, KD, 1.0f), vc = pair_new(capacity, KD, 1.0f);
+    pair kc = pair_new(tb.pool_rows, KD, 0.0f), vc = pair_new(tb.pool_rows, KD, 0.0f);
     /* torch rounds x*cos, rotate_half(x)*sin and their sum to bf16, with cos/sin themselves in
      * bf16: four roundings of terms bounded by |a| + |b| for the pair (a, b) of each output. */
     float *qb = malloc(q.n * sizeof(float)), *kb = malloc(kc.n * sizeof(float));
@@ -324,28 +409,74 @@ static void test_qkv_rope_cache(int64_t T, int H, int Hkv, int D, int64_t pos0, 
         }
         for (int64_t j = 0; j < KD; j++) {
             int64_t h = j / D, i = j % D, p = i < half ? i + half : i - half;
-            kb[(pos0 + t) * KD + j] = (fabsf(row[QD + j]) + fabsf(row[QD + h * D + p])) * 4.0f / 256.0f + 1e-6f;
+            kb[(int64_t)tb.slot[t] * KD + j] =
+                (fabsf(row[QD + j]) + fabsf(row[QD + h * D + p])) * 4.0f / 256.0f + 1e-6f;
         }
     }
-    cpu->qkv_rope_cache(cpu, &q.c, &kc.c, &vc.c, &qkv.c, H, Hkv, D, pos0, 1e8);
-    gpu->qkv_rope_cache(gpu, &q.g, &kc.g, &vc.g, &qkv.g, H, Hkv, D, pos0, 1e8);
+    cpu->rope_cache(cpu, &q.c, &kc.c, &vc.c, &qkv.c, H, Hkv, D, 1e8);
+    gpu->rope_cache(gpu, &q.g, &kc.g, &vc.g, &qkv.g, H, Hkv, D, 1e8);
     vox_error err;
     pair *outs[2] = {&q, &kc};
     float *bounds[2] = {qb, kb};
-    const char *names[2] = {"q", "k cache"};
+    const char *names[2] = {"q", "k pool"};
     for (int o = 0; o < 2; o++) {
         float *got = malloc(outs[o]->n * sizeof(float)), *ref = malloc(outs[o]->n * sizeof(float));
         gpu->download_f32(gpu, got, &outs[o]->g, outs[o]->n, &err);
         cpu->download_f32(cpu, ref, &outs[o]->c, outs[o]->n, &err);
-        snprintf(what, sizeof what, "qkv_rope_cache %s T=%lld H=%d/%d D=%d pos0=%lld", names[o],
-                 (long long)T, H, Hkv, D, (long long)pos0);
+        snprintf(what, sizeof what, "rope_cache %s rows=%lld H=%d/%d D=%d bs=%d", names[o],
+                 (long long)T, H, Hkv, D, bs);
         gtu_compare_bound(what, got, ref, bounds[o], outs[o]->n);
         free(got), free(ref);
     }
-    snprintf(what, sizeof what, "qkv_rope_cache v cache T=%lld pos0=%lld", (long long)T, (long long)pos0);
+    snprintf(what, sizeof what, "rope_cache v pool rows=%lld", (long long)T);
     compare(what, &vc, 0, 0);
     free(qb), free(kb);
     pair_free(&qkv, false), pair_free(&q, false), pair_free(&kc, false), pair_free(&vc, false);
+    batch_free(&tb);
+}
+
+/* The decoder's attention over a batch: decode rows and prompt chunks against their own
+ * scattered blocks, the CPU's loops against the GPU's kernels (tolerance as test_attention). */
+static void test_paged_attention(int n_dec, const int *dec_len, int n_pre, const int *pre_rows,
+                                 const int *pre_pos0, int bs, int n_blocks, int H, int Hkv, int D) {
+    char what[200];
+    test_batch tb = batch_new(n_dec, dec_len, n_pre, pre_rows, pre_pos0, bs, n_blocks, 1000);
+    batch_set_both(&tb, H, D);
+    snprintf(what, sizeof what, "paged_attention decode=%d prefill=%d rows=%d bs=%d H=%d/%d D=%d",
+             n_dec, n_pre, tb.b.n_rows, bs, H, Hkv, D);
+    pair q = pair_new(tb.b.n_rows, (int64_t)H * D, 1.0f), o = pair_new(tb.b.n_rows, (int64_t)H * D, 0.0f);
+    pair k = pair_new(tb.pool_rows, (int64_t)Hkv * D, 1.0f), v = pair_new(tb.pool_rows, (int64_t)Hkv * D, 1.0f);
+    float scale = 1.0f / sqrtf((float)D);
+    cpu->paged_attention(cpu, &o.c, &q.c, &k.c, &v.c, H, Hkv, D, scale);
+    gpu->paged_attention(gpu, &o.g, &q.g, &k.g, &v.g, H, Hkv, D, scale);
+    compare(what, &o, 1.0 / 256, 1.0 / 128);
+    pair_free(&q, false), pair_free(&k, false), pair_free(&v, false), pair_free(&o, false);
+    batch_free(&tb);
+}
+
+/* The decode rows' embedding from the batch's ids, and the gather of the rows whose logits are
+ * wanted: exact copies. */
+static void test_batch_rows(int n_dec, const int *dec_len, int n_pre, const int *pre_rows,
+                            const int *pre_pos0, int64_t V, int64_t C) {
+    char what[160];
+    test_batch tb = batch_new(n_dec, dec_len, n_pre, pre_rows, pre_pos0, 16, 256, V);
+    batch_set_both(&tb, 1, 8);
+    int64_t s[2] = {V, C};
+    pair table = weight_new(2, s, 1.0f);
+    pair x = pair_new(tb.b.n_rows, C, 1.0f), y = pair_new(tb.b.n_logits, C, 0.0f);
+    if (n_dec > 0) {
+        vox_tensor xc = vox_tensor_rows(&x.c, 0, n_dec), xg = vox_tensor_rows(&x.g, 0, n_dec);
+        cpu->embed_batch(cpu, &xc, &table.c);
+        gpu->embed_batch(gpu, &xg, &table.g);
+    }
+    snprintf(what, sizeof what, "embed_batch n=%d V=%lld C=%lld", n_dec, (long long)V, (long long)C);
+    compare(what, &x, 0, 0);
+    cpu->gather_rows(cpu, &y.c, &x.c);
+    gpu->gather_rows(gpu, &y.g, &x.g);
+    snprintf(what, sizeof what, "gather_rows n=%d of %d C=%lld", tb.b.n_logits, tb.b.n_rows, (long long)C);
+    compare(what, &y, 0, 0);
+    pair_free(&table, true), pair_free(&x, false), pair_free(&y, false);
+    batch_free(&tb);
 }
 
 /* Attention through the table: encoder (batched, bidirectional), prefill (causal, GQA, q_pos0 > 0
@@ -395,24 +526,35 @@ static void test_embed_copy(int64_t V, int64_t C, size_t n) {
     free(ids);
 }
 
-static void test_logits(int64_t V, int k, int32_t chosen) {
-    pair l = pair_new(1, V, 3.0f);
-    vox_logits_stats a, b;
+/* Statistics of n rows of logits at once, each row with its own chosen id (-1: the argmax). */
+static void test_logits(int n, int64_t V, int k, int32_t chosen) {
+    int lens[64];
+    for (int i = 0; i < n; i++) lens[i] = 1 + i;
+    test_batch tb = batch_new(n, lens, 0, NULL, NULL, 16, 16 * 64, 100); /* sizes the results */
+    batch_set_both(&tb, 1, 8);
+    pair l = pair_new(n, V, 3.0f);
+    vox_logits_stats a[64], b[64];
+    int32_t ch[64];
+    for (int i = 0; i < n; i++) ch[i] = i % 2 ? chosen : (int32_t)((chosen + 7 * i) % V);
     vox_error err;
-    CHECK(cpu->logits_stats(cpu, &l.c, chosen, k, &a, &err) == VOX_OK);
-    CHECK_MSG(gpu->logits_stats(gpu, &l.g, chosen, k, &b, &err) == VOX_OK, "%s", err.msg);
-    /* Inputs are bf16 values: ties are possible; the argmax rule (first index) must agree. */
-    CHECK_MSG(a.argmax == b.argmax, "logits V=%lld: argmax %d vs cpu %d", (long long)V, b.argmax, a.argmax);
-    CHECK(a.chosen == b.chosen);
-    CHECK_CLOSE(b.chosen_logprob, a.chosen_logprob, 1e-4, 1e-5);
-    CHECK_CLOSE(b.argmax_margin, a.argmax_margin, 1e-6, 0);
-    CHECK(a.k == b.k);
-    for (int i = 0; i < a.k && i < b.k; i++) {
-        CHECK_MSG(a.top_ids[i] == b.top_ids[i], "logits V=%lld top[%d]: %d vs cpu %d", (long long)V,
-                  i, b.top_ids[i], a.top_ids[i]);
-        CHECK_CLOSE(b.top_logprobs[i], a.top_logprobs[i], 1e-4, 1e-5);
+    CHECK(cpu->logits_stats(cpu, &l.c, ch, k, a, &err) == VOX_OK);
+    CHECK_MSG(gpu->logits_stats(gpu, &l.g, ch, k, b, &err) == VOX_OK, "%s", err.msg);
+    for (int r = 0; r < n; r++) {
+        /* Inputs are bf16 values: ties are possible; the argmax rule (first index) must agree. */
+        CHECK_MSG(a[r].argmax == b[r].argmax, "logits n=%d V=%lld row %d: argmax %d vs cpu %d", n,
+                  (long long)V, r, b[r].argmax, a[r].argmax);
+        CHECK(a[r].chosen == b[r].chosen);
+        CHECK_CLOSE(b[r].chosen_logprob, a[r].chosen_logprob, 1e-4, 1e-5);
+        CHECK_CLOSE(b[r].argmax_margin, a[r].argmax_margin, 1e-6, 0);
+        CHECK(a[r].k == b[r].k);
+        for (int i = 0; i < a[r].k && i < b[r].k; i++) {
+            CHECK_MSG(a[r].top_ids[i] == b[r].top_ids[i], "logits V=%lld row %d top[%d]: %d vs cpu %d",
+                      (long long)V, r, i, b[r].top_ids[i], a[r].top_ids[i]);
+            CHECK_CLOSE(b[r].top_logprobs[i], a[r].top_logprobs[i], 1e-4, 1e-5);
+        }
     }
     pair_free(&l, false);
+    batch_free(&tb);
 }
 
 int main(void) {
@@ -443,13 +585,29 @@ int main(void) {
     test_conv(1, 128, 64, 3000);
     test_conv(2, 128, 64, 3000);
     test_conv(3, 7, 40, 17);
-    test_qkv_rope_cache(1, 32, 8, 128, 411, 500);
-    test_qkv_rope_cache(388, 32, 8, 128, 0, 400);
-    test_qkv_rope_cache(5, 4, 2, 32, 31000, 31010);
-    test_qkv_rope_cache(3, 3, 1, 6, 7, 12); /* odd sizes: the scalar path */
+    {
+        /* batches as the engine makes them: decode rows, prompt chunks, both */
+        int dl[5] = {412, 1, 17, 16, 33}, pr[3] = {388, 7, 1}, pp[3] = {0, 123, 31000};
+        test_rope_cache(1, dl, 0, NULL, NULL, 16, 64, 32, 8, 128);
+        test_rope_cache(0, NULL, 1, pr, pp, 16, 64, 32, 8, 128);
+        test_rope_cache(5, dl, 2, pr + 1, pp + 1, 16, 2100, 4, 2, 32);
+        test_rope_cache(3, dl + 1, 1, pr + 1, pp, 3, 64, 3, 1, 6); /* odd sizes: the scalar path */
+        test_paged_attention(1, dl, 0, NULL, NULL, 16, 64, 32, 8, 128);  /* batch-1 decode */
+        test_paged_attention(5, dl, 0, NULL, NULL, 16, 64, 32, 8, 128);  /* mixed lengths */
+        test_paged_attention(0, NULL, 1, pr, pp, 16, 64, 32, 8, 128);    /* a whole prompt */
+        test_paged_attention(5, dl, 2, pr, pp, 16, 128, 32, 8, 128); /* decode + chunks */
+        test_paged_attention(3, dl + 2, 1, pr + 1, pp + 1, 1, 1024, 4, 2, 64); /* blocks of 1 */
+        int far_len[1] = {31002}, far_rows[1] = {5}, far_pos[1] = {30990};
+        test_paged_attention(1, far_len, 1, far_rows, far_pos, 32, 2000, 32, 8, 128); /* long */
+        int many[64];
+        for (int i = 0; i < 64; i++) many[i] = 1 + (i * 97) % 700;
+        test_paged_attention(64, many, 0, NULL, NULL, 16, 3000, 32, 8, 128);
+        test_batch_rows(5, dl, 2, pr + 1, pp + 1, 1037, 3072);
+        test_batch_rows(0, NULL, 1, pr, pp, 100, 64);
+    }
     /* the decoder's projections at decode (taken) and prefill (M = 5: not taken) */
-    test_projection(VOX_PROJ_QKV_ROPE_CACHE, 1, 3072, 32, 8, 128, 0, true);
-    test_projection(VOX_PROJ_QKV_ROPE_CACHE, 3, 264, 3, 1, 32, 0, true);
+    test_projection(VOX_PROJ_ROPE_CACHE, 1, 3072, 32, 8, 128, 0, true);
+    test_projection(VOX_PROJ_ROPE_CACHE, 3, 264, 3, 1, 32, 0, true);
     test_projection(VOX_PROJ_ADD, 1, 4096, 0, 0, 0, 3072, false);
     test_projection(VOX_PROJ_SWIGLU, 1, 3072, 0, 0, 0, 2 * 8192, true);
     test_projection(VOX_PROJ_ADD, 2, 8192, 0, 0, 0, 3072, false);
@@ -464,9 +622,10 @@ int main(void) {
     test_attention(1, 1, 5000, 5000, 32, 8, 128, true, 4999);  /* long decode */
     test_embed_copy(1037, 3072, 17);
     test_embed_copy(131072, 128, 1);
-    test_logits(131072, 20, -1);
-    test_logits(1037, 5, 17);
-    test_logits(2, 2, -1);
+    test_logits(1, 131072, 20, -1);
+    test_logits(5, 131072, 20, -1);
+    test_logits(3, 1037, 5, 17);
+    test_logits(64, 2, 2, -1);
 
     CHECK_MSG(gpu->sync(gpu, &err) == VOX_OK, "sync: %s", err.msg);
     size_t live, peak;
