@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# voxtral_runner batching many files at once (tiny fixture model, CPU backend, where a batched
+# transcript equals the one-file transcript exactly):
+#  - standard output keeps input order although files complete out of order (the longest file
+#    first: its default token budget, 32 + 8 per second, makes it finish last; prompts cut into
+#    40-row chunks), each text equal to the file transcribed alone, a bad file inside the batch
+#    reported and skipped;
+#  - --output-dir during a batch: every file written, the same texts;
+#  - segments batched with whole files of another run: the same cues as segmenting alone;
+#  - --batch-size: its effect in the latency report, bad values are usage errors.
+# Usage: test_runner_batch.sh BUILD_DIR FIXTURES_DIR
+set -u
+build=$1
+fixtures=$2
+audio=$fixtures/tiny/audio
+bad=$fixtures/bad_audio
+source "$(dirname "$0")/runner_common.sh"
+tmp=$(mktemp -d /tmp/vox_cli_batch_XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+export_tiny_model "$tmp/model"
+R=("$exe" -m "$tmp/model" -d cpu --ignore-eos)
+
+inputs=("$audio/long.wav" "$audio/short.wav" "$bad/text.wav" "$audio/speech.flac" "$audio/stereo44k.wav")
+good=("$audio/long.wav" "$audio/short.wav" "$audio/speech.flac" "$audio/stereo44k.wav")
+
+# each file alone
+for f in "${good[@]}"; do
+    n=$(basename "$f")
+    run 0 "alone_$n" --batch-size 1 "$f"
+done
+
+# all at once (the long file completes after the others)
+VOX_STEP_ROWS=40 run 1 batch --batch-size 4 --latency "${inputs[@]}"
+expected=$(for f in "${good[@]}"; do printf '==> %s <==\n' "$f"; cat "$tmp/alone_$(basename "$f").out"; done)
+check "batch: stdout in input order, each text as alone" [ "$(cat "$tmp/batch.out")" = "$expected" ]
+checks=$((checks + 1))
+grep -qF "$bad/text.wav: not a supported audio file" "$tmp/batch.err" || fail "batch: no message for the bad file"
+checks=$((checks + 1))
+grep -qF "4 of 5 files transcribed, 1 failed" "$tmp/batch.err" || fail "batch: no summary: $(cat "$tmp/batch.err")"
+checks=$((checks + 1))
+grep -Eq '^  batch size +4 ' "$tmp/batch.err" || fail "batch: no batch size 4 in the report: $(cat "$tmp/batch.err")"
+checks=$((checks + 1))
+mean=$(sed -n 's/^  mean batch *\([0-9.]*\).*/\1/p' "$tmp/batch.err")
+awk -v m="${mean:-0}" 'BEGIN { exit !(m > 1.0) }' || fail "batch: mean batch '$mean' (no step decoded several files)"
+
+# the same batch into a directory: files appear as they complete, each complete
+VOX_STEP_ROWS=40 run 1 dir --batch-size 4 -O "$tmp/outdir" "${inputs[@]}"
+for f in "${good[@]}"; do
+    n=$(basename "$f")
+    check "dir: $n.txt as alone" [ "$(cat "$tmp/outdir/${n%.*}.txt")" = "$(cat "$tmp/alone_$n.out")" ]
+done
+check "dir: nothing else in the directory" [ "$(ls -A "$tmp/outdir" | wc -l)" -eq 4 ]
+empty_out() { [ ! -s "$tmp/dir.out" ]; }
+check "dir: nothing on stdout" empty_out
+
+# segments of one file batched together (and with a whole file): as segmenting it alone
+run 0 seg_alone --batch-size 1 -n 4 -o srt "$audio/long.wav"
+run 0 seg_batch --batch-size 8 -n 4 -o srt "$audio/long.wav" "$audio/short.wav"
+checks=$((checks + 1))
+got=$(sed -n "2,/^==> /p" "$tmp/seg_batch.out" | sed '$d')
+[ "$got" = "$(cat "$tmp/seg_alone.out")" ] || fail "segments batched differ from alone"
+
+# usage errors
+for v in 0 -3 abc 5000 ''; do
+    run 2 "bad_batch_size" --batch-size "$v" "$audio/short.wav"
+    checks=$((checks + 1))
+    grep -qF -- "--batch-size: expected 1..4096" "$tmp/bad_batch_size.err" ||
+        fail "--batch-size '$v': $(cat "$tmp/bad_batch_size.err")"
+done
+
+echo "test_runner_batch: $checks checks, $failures failed"
+[ "$failures" -eq 0 ]
