@@ -527,7 +527,10 @@ static vox_status encode_group(voxtral_queue *q, vox_seq **g, int n, size_t chun
     vox_tensor_free(be, &audio);
     int mk3 = be->mark(be);
     if (!st) st = be->sync(be, err);
-    if (st) return st;
+    if (st) {
+        for (int i = 0; i < n; i++) vox_tensor_free(be, &g[i]->x_prompt);
+        return st;
+    }
     double mel = be->elapsed_ms(be, mk0, mk1), enc = be->elapsed_ms(be, mk1, mk2),
            emb = be->elapsed_ms(be, mk2, mk3);
     q->stats.gpu_ms += mel + enc + emb;
@@ -538,6 +541,19 @@ static vox_status encode_group(voxtral_queue *q, vox_seq **g, int n, size_t chun
         g[i]->r->timings.token_embedding_ms += emb * share;
     }
     return VOX_OK;
+}
+
+/* encode_group, in halves when the device runs out of memory for the whole group: a smaller
+ * group rather than failed requests. */
+static vox_status encode_split(voxtral_queue *q, vox_seq **g, int n, vox_error *err) {
+    size_t chunks = 0;
+    for (int i = 0; i < n; i++) chunks += g[i]->n_chunks;
+    vox_status st = encode_group(q, g, n, chunks, err);
+    if (st != VOX_ERR_DEVICE || n == 1) return st;
+    vox_error sync_err;
+    if (q->ctx->be->sync(q->ctx->be, &sync_err)) return st; /* the device itself failed */
+    st = encode_split(q, g, n / 2, err);
+    return st ? st : encode_split(q, g + n / 2, n - n / 2, err);
 }
 
 /* Admits what fits: pieces in submission order while a slot is free and the pool can promise
@@ -592,7 +608,7 @@ static vox_status admit(voxtral_queue *q, bool *grow, vox_error *err) {
     vox_status st = VOX_OK;
     for (int i = 0; i < n; i++)
         if (!g[i]->blocks) st = vox_fail(err, VOX_ERR_NOMEM, "out of memory");
-    if (!st) st = encode_group(q, g, n, chunks, err);
+    if (!st) st = encode_split(q, g, n, err);
     release_admitted(q); /* their samples are no longer needed */
     if (st) {
         /* A failed group (the device ran out of memory, say) fails its requests alone; a device
