@@ -199,9 +199,7 @@ class Bench:
         # different 30 s windows for the batches: offsets k * 0.5 s, circular over long.wav
         nb = max(self.a.batch_sizes) if self.a.batch_sizes else 0
         self.batch_wavs = []
-        for k in range(nb):
-            off = int(k * 0.5 * sr) % len(pcm)
-            x = np.concatenate([pcm, pcm])[off:off + 30 * sr]
+        for k, (_, x) in enumerate(vr.windows(pcm, nb, 30 * sr, sr // 2)):
             p = self.a.work / f"batch_{k:02d}.wav"
             vr.write_wav(p, x)
             self.batch_wavs.append(p)

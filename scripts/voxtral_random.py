@@ -224,6 +224,23 @@ def write_wav(path, pcm16):
         w.writeframes(np.asarray(pcm16, dtype="<i2").tobytes())
 
 
+def circular_slice(pcm, off, length):
+    """length samples of pcm from offset off, wrapping around its end as often as needed."""
+    off %= len(pcm)
+    reps = -(-(off + length) // len(pcm))
+    return np.concatenate([pcm] * reps)[off:off + length] if reps > 1 else pcm[off:off + length].copy()
+
+
+def windows(pcm, n, length, step):
+    """The n windows of `length` samples at offsets k * step (k = 0..n-1), circular over pcm:
+    bench_gpu.py's and bench_batch.py's batch clips (30 s windows 0.5 s apart in long.wav).
+    Returns [(offset, samples)]; the offsets are distinct (checked)."""
+    offs = [(k * step) % len(pcm) for k in range(n)]
+    if len(set(offs)) != n:
+        raise ValueError(f"{n} windows {step} samples apart repeat in {len(pcm)} samples")
+    return [(off, circular_slice(pcm, off, length)) for off in offs]
+
+
 _FE = None
 
 
