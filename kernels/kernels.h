@@ -67,6 +67,13 @@ void vox_k_add_rows_f32(void *x_bf16, const float *p, int64_t rows, int64_t t, i
 void vox_k_qkv_rope_cache(void *q_out, void *k_cache, void *v_cache, const void *qkv, int64_t t,
                           int n_heads, int n_kv_heads, int head_dim, const int64_t *pos_dev,
                           double theta, cudaStream_t stream);
+/* As vox_k_qkv_rope_cache, but row r is at position row_pos[r] and its rotated key and its value
+ * go to physical row row_slot[r] of k_pool / v_pool (device int32 arrays of t entries; the
+ * slots of one call must be distinct). Same rounding steps: row r's outputs equal, bit for bit,
+ * those of vox_k_qkv_rope_cache on that row alone at *pos_dev = row_pos[r]. */
+void vox_k_qkv_rope_cache_rows(void *q_out, void *k_pool, void *v_pool, const void *qkv, int64_t t,
+                               int n_heads, int n_kv_heads, int head_dim, const int32_t *row_pos,
+                               const int32_t *row_slot, double theta, cudaStream_t stream);
 /* y [rows, f] = bf16(bf16(silu(gate)) * up) with gate_up [rows, 2f] = (gate | up) per row. */
 void vox_k_swiglu(void *y, const void *gate_up, int64_t rows, int64_t f, cudaStream_t stream);
 
@@ -117,6 +124,31 @@ void vox_k_decode_attention(void *out_bf16, const void *q_bf16, const void *k_bf
                             int64_t max_kv, int64_t kv_seq_stride, int n_heads, int n_kv_heads,
                             int head_dim, float scale, void *workspace, cudaStream_t stream);
 
+/* Paged KV cache: a layer's K (and V) pool is one matrix [n_blocks * block_size,
+ * n_kv_heads*head_dim]; a sequence's key j (position j) is at pool row
+ * table[j / block_size] * block_size + j % block_size, `table` being its row of a device int32
+ * block table. Only the rows of valid keys are read, and only their table entries. Both run the
+ * kernels above (same choice, same arithmetic): results equal, bit for bit, those of the
+ * contiguous launchers on a copy of the same keys. A NULL table or a block_size <= 0 makes an
+ * impossible launch (an error at the caller's next check). */
+/* vox_k_decode_attention over a paged cache: sequence b (q/out row b) attends to its first
+ * kv_len_dev[b] keys, key j at the physical row given by its block table
+ * tables_dev[b * table_width + j / block_size]. max_kv = table_width * block_size bounds every
+ * length (the grid and workspace are sized from it, so a captured launch replays at any length).
+ * Workspace as vox_k_decode_attention_workspace(batch, n_heads, head_dim, max_kv) and its _init. [PDL] */
+void vox_k_decode_attention_paged(void *out_bf16, const void *q_bf16, const void *k_pool,
+                                  const void *v_pool, int batch, const int32_t *kv_len_dev,
+                                  const int32_t *tables_dev, int table_width, int block_size,
+                                  int n_heads, int n_kv_heads, int head_dim, float scale,
+                                  void *workspace, cudaStream_t stream);
+/* Causal attention for t_q query rows of ONE sequence at positions q_pos0 .. q_pos0 + t_q - 1
+ * (q/out [t_q, n_heads*head_dim]) against keys 0 .. q_pos0 + t_q - 1 of a paged cache (the
+ * sequence's block table tables_dev[0 .. ], block_size rows a block). Row i sees keys j <= q_pos0 + i. */
+void vox_k_attention_paged(void *out_bf16, const void *q_bf16, const void *k_pool, const void *v_pool,
+                           int t_q, int64_t q_pos0, const int32_t *table_dev, int block_size,
+                           int n_heads, int n_kv_heads, int head_dim, float scale,
+                           cudaStream_t stream);
+
 /* ---- decode-shaped projections (kernels/matvec.cu) [PDL] ---- */
 /* y = epilogue(prologue(x) @ w^T) for x [m, k] with m <= VOX_K_MATVEC_MAX_M, w [n, k], bf16.
  * prologue: with norm_w, x is replaced by RMSNorm(x) * norm_w (rounded as vox_k_rms_norm).
@@ -125,10 +157,14 @@ void vox_k_decode_attention(void *out_bf16, const void *q_bf16, const void *k_bf
  *   ADD              y [m, n] = bf16(y + bf16(P)): a residual add (y must not alias x)
  *   SWIGLU           y [m, n/2] = as vox_k_swiglu on P = (gate | up) per row
  *   QKV_ROPE_CACHE   as vox_k_qkv_rope_cache on P = (q | k | v): y = q_out [m, H*D], k_cache
- *                    and v_cache rows at positions *pos_dev + row; n = (H + 2 Hkv) * D
+ *                    and v_cache rows at positions *pos_dev + row; n = (H + 2 Hkv) * D.
+ *                    With row_slot set, as vox_k_qkv_rope_cache_rows instead: row mm at
+ *                    position row_pos[mm], its k/v to row row_slot[mm] of k_cache/v_cache (the
+ *                    pools); pos_dev is then not read (may be NULL)
  * Returns 0, launching nothing, when it does not take the arguments (m, k % 8, alignment, m * k
- * over 100K elements, an odd n for SWIGLU or head_dim for QKV_ROPE_CACHE): the caller then
- * runs the separate operations. */
+ * over 100K elements, an odd n for SWIGLU or head_dim for QKV_ROPE_CACHE, and for
+ * QKV_ROPE_CACHE neither pos_dev nor row_pos with row_slot): the caller then runs the separate
+ * operations. */
 #define VOX_K_MATVEC_MAX_M 4
 typedef enum {
     VOX_K_MATVEC_STORE,
@@ -146,6 +182,7 @@ typedef struct {
     int n_heads, n_kv_heads, head_dim;
     const int64_t *pos_dev;
     double theta;
+    const int32_t *row_pos, *row_slot; /* QKV_ROPE_CACHE per row (NULL: *pos_dev + row) */
 } vox_k_matvec_args;
 int vox_k_matvec(const vox_k_matvec_args *args, cudaStream_t stream);
 
@@ -164,6 +201,13 @@ typedef struct {
 size_t vox_k_logits_workspace(int64_t v);
 void vox_k_logits_stats(vox_k_logits_result *out_dev, const void *logits_bf16, int64_t v,
                         int32_t chosen, int k, void *workspace, cudaStream_t stream);
+/* vox_k_logits_stats for each of `rows` rows of logits [rows, v]: out_dev[r] for row r, with
+ * chosen_dev[r] the id whose logit is reported (-1 or chosen_dev NULL: the argmax). Row r's
+ * result equals, bit for bit, vox_k_logits_stats on that row alone. rows <= 65535. */
+size_t vox_k_logits_workspace_rows(int rows, int64_t v);
+void vox_k_logits_stats_rows(vox_k_logits_result *out_dev, const void *logits_bf16, int rows,
+                             int64_t v, const int32_t *chosen_dev, int k, void *workspace,
+                             cudaStream_t stream);
 
 #ifdef __cplusplus
 }

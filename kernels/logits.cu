@@ -22,6 +22,11 @@
 // A winner's id comes from registers or shared memory, never from a second global read.
 // Internally kk = max(k, 2): the runner-up is always needed for the margin.
 //
+// Several rows (one per sequence of a batched decode step) run in the same two launches: pass 1's
+// grid has a row of blocks per logits row (blockIdx.y), pass 2 a block per row, and each row has
+// its own slice of the workspace. A row's blocks do exactly what they do for a row alone, so each
+// result is bit for bit that of the single-row call.
+//
 // On sm_90+ pass 2 is a programmatic dependent launch: pass 1 lets it start at once, and pass 2
 // waits in griddepcontrol.wait, which returns when all of pass 1 has finished and its writes are
 // visible, before it reads anything. Pass 2's launch latency then overlaps pass 1 instead of
@@ -40,8 +45,9 @@ constexpr int kBlockChunk = kWarps * kTile;    // 2048 elements: pass 1's unit o
 constexpr int kMaxBlocks = 1024;               // pass 1 grid cap (pass 2 reads G*kk candidates)
 constexpr unsigned kFull = 0xffffffffu;
 
-// The workspace, carved for G pass-1 blocks: (max, sumexp) of block b, and its list at entries
-// [b*kk, b*kk + kk) of ord (ord16 of the bf16 value) and id (< 0: empty entry).
+// The workspace of one row, carved for G pass-1 blocks: (max, sumexp) of block b, and its list at
+// entries [b*kk, b*kk + kk) of ord (ord16 of the bf16 value) and id (< 0: empty entry). Row r's
+// slice starts r * G * kBytesPerBlock bytes in.
 struct Partials {
     float *max, *sumexp;
     uint32_t *ord;
@@ -49,7 +55,7 @@ struct Partials {
 };
 constexpr size_t kBytesPerBlock = 2 * sizeof(float) + kMaxK * (sizeof(uint32_t) + sizeof(int32_t));
 
-Partials carve(void *ws, int blocks) {
+__device__ Partials carve(void *ws, int blocks) {
     Partials p;
     p.max = (float *)ws;
     p.sumexp = p.max + blocks;
@@ -215,15 +221,19 @@ bool device_has_pdl() {
 
 // ---- pass 1 ----
 
+// grid (G, rows): block (b, r) takes chunk b of row r.
 __global__ void __launch_bounds__(kThreads)
-logits_pass1_kernel(const uint16_t *__restrict__ logits, int64_t v, int64_t chunk, int kk,
-                    Partials parts) {
+logits_pass1_kernel(const uint16_t *__restrict__ logits_rows, int64_t v, int64_t chunk, int kk,
+                    void *workspace) {
     __shared__ uint32_t s_ord[kWarps * kMaxK];
     __shared__ int32_t s_id[kWarps * kMaxK];
     __shared__ int32_t s_stage[kTile];
     __shared__ float s_m[kWarps], s_s[kWarps];
     pdl_launch_dependents(); // pass 2 may start now: it waits for this grid before any read
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const uint16_t *logits = logits_rows + (int64_t)blockIdx.y * v;
+    const Partials parts =
+        carve((char *)workspace + (size_t)blockIdx.y * gridDim.x * kBytesPerBlock, gridDim.x);
     const bool aligned = ((uintptr_t)logits & 15u) == 0;
     const int64_t slice = chunk / kWarps;
     const int64_t begin = blockIdx.x * chunk + warp * slice;
@@ -283,15 +293,23 @@ logits_pass1_kernel(const uint16_t *__restrict__ logits, int64_t v, int64_t chun
 
 // ---- pass 2 ----
 
+// grid (rows): block r finishes row r, whose chosen id is chosen_dev[r] (chosen_dev NULL: chosen).
 __global__ void __launch_bounds__(kThreads)
-logits_pass2_kernel(vox_k_logits_result *__restrict__ out, const uint16_t *__restrict__ logits,
-                    int64_t v, int32_t chosen, int k, int kk, Partials parts, int n_parts) {
+logits_pass2_kernel(vox_k_logits_result *__restrict__ out_rows,
+                    const uint16_t *__restrict__ logits_rows, int64_t v,
+                    const int32_t *__restrict__ chosen_dev, int32_t chosen, int k, int kk,
+                    void *workspace, int n_parts) {
     __shared__ uint32_t s_ord[kWarps * kMaxK];
     __shared__ int32_t s_id[kWarps * kMaxK];
     __shared__ int32_t s_stage[kWarps][kTile];
     __shared__ float s_m[kWarps], s_s[kWarps];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    vox_k_logits_result *out = out_rows + blockIdx.x;
+    const uint16_t *logits = logits_rows + (int64_t)blockIdx.x * v;
+    const Partials parts =
+        carve((char *)workspace + (size_t)blockIdx.x * n_parts * kBytesPerBlock, n_parts);
     pdl_wait(); // all of pass 1 done and visible (a no-op after an ordinary launch)
+    if (chosen_dev) chosen = chosen_dev[blockIdx.x];
 
     // Loads that nothing here depends on, issued first so that they are in flight with the
     // lists' loads: the chosen logit, and this thread's first (max, sumexp) pair.
@@ -344,27 +362,48 @@ extern "C" size_t vox_k_logits_workspace(int64_t v) {
     return (size_t)plan(v).blocks * kBytesPerBlock;
 }
 
-extern "C" void vox_k_logits_stats(vox_k_logits_result *out_dev, const void *logits_bf16, int64_t v,
-                                   int32_t chosen, int k, void *workspace, cudaStream_t stream) {
-    if (v <= 0) return;
+extern "C" size_t vox_k_logits_workspace_rows(int rows, int64_t v) {
+    return rows <= 0 ? 0 : (size_t)rows * vox_k_logits_workspace(v);
+}
+
+namespace {
+
+// Both passes for `rows` rows; row r's chosen id is chosen_dev[r], or `chosen` when chosen_dev is
+// NULL.
+void launch_stats(vox_k_logits_result *out_dev, const void *logits_bf16, int rows, int64_t v,
+                  const int32_t *chosen_dev, int32_t chosen, int k, void *workspace,
+                  cudaStream_t stream) {
+    if (v <= 0 || rows <= 0) return;
     k = k < 0 ? 0 : k > kMaxK ? kMaxK : k;
     const int kk = k < 2 ? 2 : k;
     const Plan p = plan(v);
-    const Partials parts = carve(workspace, p.blocks);
-    logits_pass1_kernel<<<p.blocks, kThreads, 0, stream>>>((const uint16_t *)logits_bf16, v, p.chunk,
-                                                           kk, parts);
+    logits_pass1_kernel<<<dim3((unsigned)p.blocks, (unsigned)rows), kThreads, 0, stream>>>(
+        (const uint16_t *)logits_bf16, v, p.chunk, kk, workspace);
     VOX_K_LAUNCH_CHECK();
     cudaLaunchAttribute pdl;
     pdl.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     pdl.val.programmaticStreamSerializationAllowed = 1;
     cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(1);
+    cfg.gridDim = dim3((unsigned)rows);
     cfg.blockDim = dim3(kThreads);
     cfg.stream = stream;
     cfg.attrs = &pdl;
     cfg.numAttrs = device_has_pdl() ? 1 : 0;
     // an error is left for the caller's cudaGetLastError, as after <<<>>>
     (void)cudaLaunchKernelEx(&cfg, logits_pass2_kernel, out_dev, (const uint16_t *)logits_bf16, v,
-                             chosen, k, kk, parts, p.blocks);
+                             chosen_dev, chosen, k, kk, workspace, p.blocks);
     VOX_K_LAUNCH_CHECK();
+}
+
+} // namespace
+
+extern "C" void vox_k_logits_stats(vox_k_logits_result *out_dev, const void *logits_bf16, int64_t v,
+                                   int32_t chosen, int k, void *workspace, cudaStream_t stream) {
+    launch_stats(out_dev, logits_bf16, 1, v, NULL, chosen, k, workspace, stream);
+}
+
+extern "C" void vox_k_logits_stats_rows(vox_k_logits_result *out_dev, const void *logits_bf16,
+                                        int rows, int64_t v, const int32_t *chosen_dev, int k,
+                                        void *workspace, cudaStream_t stream) {
+    launch_stats(out_dev, logits_bf16, rows, v, chosen_dev, -1, k, workspace, stream);
 }

@@ -12,7 +12,8 @@
 //     pays a few waves' ramp and tail);
 //  2. folds in what surrounds a decoder projection: the RMSNorm that forms its input (prologue,
 //     once per block into shared memory) and the residual add, SwiGLU, or RoPE + KV-cache write
-//     that consume its output (epilogues): five launches a layer where there were ten;
+//     (at *pos_dev + row, or per row at row_pos / row_slot for a batch of sequences) that
+//     consume its output (epilogues): five launches a layer where there were ten;
 //  3. issues its first weight loads before waiting for the kernel before it (programmatic
 //     dependent launch, sm_90: see vk_pdl_* in common.cuh), since weights depend on nothing,
 //     and lets the next kernel launch once its own loads are all consumed.
@@ -74,11 +75,14 @@ __device__ void finish_rows(const vox_k_matvec_args &p, int mm, const int64_t *r
         bf(p.y)[(int64_t)mm * (p.n / 2) + row[0]] = vk_bf(vk_swiglu(a, c));
         return;
     }
-    // RoPE + cache: a = dim pi of head `head`, c = dim pi + D/2 (fused.cu's rounding steps)
+    // RoPE + cache: a = dim pi of head `head`, c = dim pi + D/2 (fused.cu's rounding steps);
+    // row mm at position pos, its k/v to cache row slot (row_slot set: continuous batching)
     const int d = p.head_dim, half = d / 2;
     const int64_t head = row[0] / d;
     const int pi = (int)(row[0] % d);
-    const int64_t pos = *p.pos_dev + mm, kd = (int64_t)p.n_kv_heads * d;
+    const int64_t pos = p.row_slot ? (int64_t)p.row_pos[mm] : *p.pos_dev + mm;
+    const int64_t slot = p.row_slot ? (int64_t)p.row_slot[mm] : pos;
+    const int64_t kd = (int64_t)p.n_kv_heads * d;
     float o1 = a, o2 = c;
     vk_bf16 *dst;
     if (head < p.n_heads + p.n_kv_heads) {
@@ -86,9 +90,9 @@ __device__ void finish_rows(const vox_k_matvec_args &p, int mm, const int64_t *r
         sincosf((float)pos * vk_rope_inv_freq(pi, d, p.theta), &sn, &cs);
         vk_rope_rotate(a, c, vk_round(cs), vk_round(sn), &o1, &o2);
         dst = head < p.n_heads ? bf(p.y) + (int64_t)mm * p.n_heads * d + head * d
-                               : bf(p.k_cache) + pos * kd + (head - p.n_heads) * d;
+                               : bf(p.k_cache) + slot * kd + (head - p.n_heads) * d;
     } else {
-        dst = bf(p.v_cache) + pos * kd + (head - p.n_heads - p.n_kv_heads) * d;
+        dst = bf(p.v_cache) + slot * kd + (head - p.n_heads - p.n_kv_heads) * d;
     }
     dst[pi] = vk_bf(o1);
     dst[pi + half] = vk_bf(o2);
@@ -276,9 +280,11 @@ template <int M, int R, int NCH, int WARPS>
 void launch_m(const vox_k_matvec_args &p, cudaStream_t stream) {
     auto kernel = matvec_kernel<M, R, NCH, WARPS>;
     const size_t smem = (size_t)M * p.k * sizeof(vk_bf16);
-    // beyond 48 KB of dynamic shared memory a kernel must opt in, on each device: a host call,
-    // not a stream operation, so also fine while a graph is being captured (m * k > 24K only)
-    if (smem > 48 * 1024)
+    // beyond 48 KB of shared memory in all (the input here, plus the kernel's static reduction
+    // array) a kernel must opt in, on each device: a host call, not a stream operation, so also
+    // fine while a graph is being captured. (m = 3, k = 8192 is exactly 48 KB of input: without
+    // counting the static part, that launch failed with an invalid argument.)
+    if (smem + sizeof(float) * WARPS * M > 48 * 1024)
         cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              (int)smem);
     static size_t occ_smem = (size_t)-1;
@@ -329,7 +335,7 @@ bool takes(const vox_k_matvec_args *a) {
     case VOX_K_MATVEC_QKV_ROPE_CACHE:
         return a->head_dim > 0 && a->head_dim % 2 == 0 && a->n_heads > 0 && a->n_kv_heads > 0 &&
                a->n == (int64_t)(a->n_heads + 2 * a->n_kv_heads) * a->head_dim && a->k_cache &&
-               a->v_cache && a->pos_dev;
+               a->v_cache && (a->row_slot ? a->row_pos != NULL : a->pos_dev != NULL);
     }
     return false;
 }

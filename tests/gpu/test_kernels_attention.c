@@ -5,7 +5,13 @@
  * CPU backend's float32 attention over the same bf16 values. K/V rows the kernels must not read
  * (between sequences when kv_seq_stride > t_k, past each decode length) hold NaN, so reading one
  * poisons the output; output buffers start as NaN and are followed by guard words that must stay
- * untouched. Then the full-size shapes are timed (printed, not asserted). */
+ * untouched. Then the full-size shapes are timed (printed, not asserted).
+ *
+ * Paged caches (vox_k_decode_attention_paged, vox_k_attention_paged): the contiguous caches are
+ * scattered block by block, in a random order, into a pool whose other rows hold NaN, through
+ * block tables with entries past each sequence pointing at NaN blocks. The paged launch must give
+ * the contiguous launch's outputs bit for bit (the same kernel and arithmetic, other addresses),
+ * for every variant, and meet the same tolerances against the CPU reference. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +37,17 @@ int vox_k_decode_attention_variant(int variant, void *out_bf16, const void *q_bf
                                    int64_t kv_seq_stride, int n_heads, int n_kv_heads,
                                    int head_dim, float scale, void *workspace,
                                    cudaStream_t stream);
+/* The same over a paged cache (variants numbered as above). */
+int vox_k_attention_paged_variant(int variant, void *out_bf16, const void *q_bf16,
+                                  const void *k_pool, const void *v_pool, int t_q, int64_t q_pos0,
+                                  const int32_t *table_dev, int block_size, int n_heads,
+                                  int n_kv_heads, int head_dim, float scale, cudaStream_t stream);
+int vox_k_decode_attention_paged_variant(int variant, void *out_bf16, const void *q_bf16,
+                                         const void *k_pool, const void *v_pool, int batch,
+                                         const int32_t *kv_len_dev, const int32_t *tables_dev,
+                                         int table_width, int block_size, int n_heads,
+                                         int n_kv_heads, int head_dim, float scale,
+                                         void *workspace, cudaStream_t stream);
 #define DECODE_VARIANTS 3
 static const char *decode_variant_name(int v) {
     return v < 0 ? "auto" : v == 0 ? "simple" : v == 1 ? "split" : "one split";
@@ -355,6 +372,340 @@ static void run_decode_graph(void) {
     free(qh), free(kh), free(vh), free(qf), free(kf), free(vf), free(kp), free(vp), free(ref);
 }
 
+/* ---- paged caches ---------------------------------------------------------------------------- */
+
+/* A paged copy of contiguous caches: sequence b's key j (row b * stride + j of kh / vh) goes to
+ * pool row tables[b * width + j / bs] * bs + j % bs. Blocks are handed out in a random order
+ * (in order, 0, 1, 2, ..., when !shuffle: for timing the cost of the order alone);
+ * the pool rows of a used block past the sequence's length, the blocks no sequence uses (at least
+ * two), and so the table entries past a sequence's blocks (which point to those) hold NaN: a
+ * kernel that reads a row or a table entry it should not gets NaN into its output. */
+typedef struct {
+    int32_t *tables; /* [batch, width] block ids */
+    int width, n_blocks, bs;
+    uint16_t *k, *v; /* pools [n_blocks * bs, cols] */
+} paged_pool;
+
+static paged_pool make_paged(const uint16_t *kh, const uint16_t *vh, int batch,
+                             const int32_t *lens, int64_t stride, int64_t cols, int bs, int width,
+                             int n_blocks, int shuffle) {
+    paged_pool pp = {NULL, width, n_blocks, bs, NULL, NULL};
+    int used = 0;
+    for (int b = 0; b < batch; b++) {
+        const int nb = (lens[b] + bs - 1) / bs;
+        if (nb > width || lens[b] > stride) {
+            fprintf(stderr, "make_paged: length %d does not fit (width %d, stride %lld)\n",
+                    lens[b], width, (long long)stride);
+            exit(1);
+        }
+        used += nb;
+    }
+    if (used + 2 > n_blocks) {
+        fprintf(stderr, "make_paged: %d blocks used, pool of %d\n", used, n_blocks);
+        exit(1);
+    }
+    int32_t *perm = gtu_malloc((size_t)n_blocks * sizeof *perm);
+    for (int i = 0; i < n_blocks; i++) perm[i] = i;
+    for (int i = n_blocks - 1; shuffle && i > 0; i--) {
+        const int j = (int)(gtu_next_u64(&g_rng) % (uint64_t)(i + 1));
+        const int32_t t = perm[i];
+        perm[i] = perm[j], perm[j] = t;
+    }
+    const size_t rows = (size_t)n_blocks * bs;
+    pp.tables = gtu_malloc((size_t)batch * width * sizeof *pp.tables);
+    pp.k = gtu_malloc(rows * cols * sizeof *pp.k);
+    pp.v = gtu_malloc(rows * cols * sizeof *pp.v);
+    for (size_t i = 0; i < rows * cols; i++) pp.k[i] = pp.v[i] = BF16_NAN;
+    int next = 0;
+    for (int b = 0; b < batch; b++) {
+        const int nb = (lens[b] + bs - 1) / bs;
+        for (int i = 0; i < width; i++) {
+            if (i >= nb) { /* a spare block: never to be read */
+                pp.tables[b * width + i] = perm[used + (int)(gtu_next_u64(&g_rng) % (uint64_t)(n_blocks - used))];
+                continue;
+            }
+            const int32_t blk = perm[next++];
+            pp.tables[b * width + i] = blk;
+            for (int r = 0; r < bs; r++) {
+                const int64_t j = (int64_t)i * bs + r;
+                if (j >= lens[b]) break;
+                memcpy(pp.k + ((size_t)blk * bs + r) * cols, kh + (b * stride + j) * cols,
+                       (size_t)cols * sizeof *pp.k);
+                memcpy(pp.v + ((size_t)blk * bs + r) * cols, vh + (b * stride + j) * cols,
+                       (size_t)cols * sizeof *pp.v);
+            }
+        }
+    }
+    free(perm);
+    return pp;
+}
+
+static void free_paged(paged_pool *pp) { free(pp->tables), free(pp->k), free(pp->v); }
+
+/* The paged launch against the contiguous one on the same keys: the same kernel doing the same
+ * arithmetic, only the addresses of the K/V rows differ, so every output must have the same bits. */
+static void check_same_bits(const char *what, const void *d_paged, const void *d_contig, size_t n) {
+    uint16_t *a = gtu_malloc(n * sizeof *a), *b = gtu_malloc(n * sizeof *b);
+    gtu_download(a, d_paged, n * sizeof *a);
+    gtu_download(b, d_contig, n * sizeof *b);
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != b[i] && bad++ == 0) first = i;
+    CHECK_MSG(bad == 0, "%s: %zu of %zu outputs differ in their bits from the contiguous launch "
+                        "(first [%zu]: %04x, contiguous %04x)",
+              what, bad, n, first, bad ? a[first] : 0, bad ? b[first] : 0);
+    if (!bad) printf("  ok %-44s n=%-9zu bit-identical to the contiguous launch\n", what, n);
+    free(a), free(b);
+}
+
+typedef struct {
+    const char *name;
+    int batch, bs;
+    int32_t max_len;
+    int nh, nkv, d;
+    float amp;
+    int ramp, with_zero;
+} paged_decode_case;
+
+/* Lengths: the longest first, then 1 and the block edges bs - 1, bs, bs + 1, 2 bs, 2 bs + 1 and
+ * the decode tile's 63, 64, 65, then random in [1, max_len]; with_zero makes the last one 0. */
+static void paged_lens(int32_t *lens, const paged_decode_case *c) {
+    const int bs = c->bs;
+    const int32_t edges[] = {c->max_len, 1, bs + 1, bs - 1, bs, 2 * bs, 2 * bs + 1, 63, 64, 65};
+    for (int b = 0; b < c->batch; b++) {
+        int32_t l = b < 10 ? edges[b] : 1 + (int32_t)(gtu_next_u64(&g_rng) % (uint64_t)c->max_len);
+        lens[b] = l < 1 ? 1 : l > c->max_len ? c->max_len : l;
+    }
+    if (c->with_zero && c->batch > 1) lens[c->batch - 1] = 0;
+}
+
+/* Every decode variant on a paged cache against the same variant on the contiguous cache it was
+ * scattered from (bit for bit) and against the CPU reference (the tolerances above). The table
+ * is one entry wider than the longest sequence needs, so every sequence has entries it must not
+ * read; max_kv = width * bs for both launches (same splits). */
+static void run_paged_decode_case(const paged_decode_case *c) {
+    int32_t lens[64];
+    paged_lens(lens, c);
+    printf("%s: batch %d, block_size %d, heads %d/%d, d %d, amp %.1f%s, lens", c->name, c->batch,
+           c->bs, c->nh, c->nkv, c->d, c->amp, c->ramp ? " ramp" : "");
+    for (int b = 0; b < c->batch && b < 12; b++) printf(" %d", lens[b]);
+    printf("%s\n", c->batch > 12 ? " ..." : "");
+    const int64_t qw = (int64_t)c->nh * c->d, kw = (int64_t)c->nkv * c->d;
+    const size_t nq = (size_t)c->batch * qw;
+    int64_t lens64[64], stride = 0;
+    int blocks = 0;
+    for (int b = 0; b < c->batch; b++) {
+        lens64[b] = lens[b];
+        if (lens[b] > stride) stride = lens[b];
+        blocks += (lens[b] + c->bs - 1) / c->bs;
+    }
+    const int width = (int)((stride + c->bs - 1) / c->bs) + 1;
+    const int64_t max_kv = (int64_t)width * c->bs;
+    float *qf, *kf, *vf;
+    uint16_t *qh = rand_bf16(nq, c->amp, &qf);
+    uint16_t *kh = make_cache(c->batch, lens64, stride, kw, c->amp, c->ramp, &kf);
+    uint16_t *vh = make_cache(c->batch, lens64, stride, kw, 1.0f, 0, &vf);
+    float *ref = gtu_malloc(nq * sizeof *ref);
+    decode_reference(ref, qf, kf, vf, c->batch, lens, c->nh, c->nkv, c->d);
+    paged_pool pp = make_paged(kh, vh, c->batch, lens, stride, kw, c->bs, width, blocks + 3, 1);
+
+    const size_t kv_bytes = (size_t)c->batch * stride * kw * 2;
+    const size_t pool_bytes = (size_t)pp.n_blocks * c->bs * kw * 2;
+    const size_t ws_bytes = vox_k_decode_attention_workspace(c->batch, c->nh, c->d, max_kv);
+    void *dq = gtu_dev_upload(qh, nq * 2), *dk = gtu_dev_upload(kh, kv_bytes),
+         *dv = gtu_dev_upload(vh, kv_bytes), *dkp = gtu_dev_upload(pp.k, pool_bytes),
+         *dvp = gtu_dev_upload(pp.v, pool_bytes),
+         *dtab = gtu_dev_upload(pp.tables, (size_t)c->batch * width * sizeof(int32_t)),
+         *dlen = gtu_dev_upload(lens, (size_t)c->batch * sizeof(int32_t)),
+         *dout = gtu_dev_alloc((nq + GUARD) * 2), *dcon = gtu_dev_alloc((nq + GUARD) * 2),
+         *dws = gtu_dev_alloc(ws_bytes);
+    const float scale = 1.0f / sqrtf((float)c->d);
+    for (int variant = -1; variant < DECODE_VARIANTS; variant++) {
+        int ran_p = 1, ran_c = 1;
+        GTU_CUDA(cudaMemset(dcon, 0xff, (nq + GUARD) * 2));
+        GTU_CUDA(cudaMemset(dws, 0xff, ws_bytes ? ws_bytes : 1));
+        if (ws_bytes) vox_k_decode_attention_workspace_init(dws, c->batch, c->nh, 0);
+        if (variant < 0)
+            vox_k_decode_attention(dcon, dq, dk, dv, c->batch, dlen, max_kv, stride, c->nh, c->nkv,
+                                   c->d, scale, dws, 0);
+        else
+            ran_c = vox_k_decode_attention_variant(variant, dcon, dq, dk, dv, c->batch, dlen,
+                                                   max_kv, stride, c->nh, c->nkv, c->d, scale, dws,
+                                                   0);
+        GTU_SYNC_CHECK();
+        GTU_CUDA(cudaMemset(dout, 0xff, (nq + GUARD) * 2));
+        GTU_CUDA(cudaMemset(dws, 0xff, ws_bytes ? ws_bytes : 1));
+        if (ws_bytes) vox_k_decode_attention_workspace_init(dws, c->batch, c->nh, 0);
+        if (variant < 0)
+            vox_k_decode_attention_paged(dout, dq, dkp, dvp, c->batch, dlen, dtab, width, c->bs,
+                                         c->nh, c->nkv, c->d, scale, dws, 0);
+        else
+            ran_p = vox_k_decode_attention_paged_variant(variant, dout, dq, dkp, dvp, c->batch,
+                                                         dlen, dtab, width, c->bs, c->nh, c->nkv,
+                                                         c->d, scale, dws, 0);
+        CHECK_MSG(ran_p == ran_c, "%s [%s]: paged variant ran %d, contiguous %d", c->name,
+                  decode_variant_name(variant), ran_p, ran_c);
+        if (!ran_p || !ran_c) continue;
+        char what[160];
+        snprintf(what, sizeof what, "%s [%s]", c->name,
+                 variant < 0 ? "vox_k_decode_attention_paged" : decode_variant_name(variant));
+        const int simple = variant == 0;
+        free(check_output(what, dout, nq, ref, c->batch, 1, c->nh, c->d,
+                          simple ? TOL_SIMPLE_ATOL : TOL_FAST_ATOL,
+                          simple ? TOL_SIMPLE_RTOL : TOL_FAST_RTOL));
+        check_same_bits(what, dout, dcon, nq);
+    }
+    gtu_dev_free(dq), gtu_dev_free(dk), gtu_dev_free(dv), gtu_dev_free(dkp), gtu_dev_free(dvp);
+    gtu_dev_free(dtab), gtu_dev_free(dlen), gtu_dev_free(dout), gtu_dev_free(dcon);
+    gtu_dev_free(dws);
+    free(qh), free(kh), free(vh), free(qf), free(kf), free(vf), free(ref);
+    free_paged(&pp);
+}
+
+/* The paged decode launch captured once in a graph, replayed after the lengths, the block tables
+ * and the pool contents all change (the continuous-batching loop: sequences come and go, blocks
+ * are reassigned): each replay must match the reference for its lengths. */
+static void run_paged_decode_graph(void) {
+    enum { B = 3, NH = 32, NKV = 8, D = 128, BS = 16, W = 130 };
+    const int64_t max_kv = (int64_t)W * BS, qw = NH * D, kw = NKV * D;
+    const int n_blocks = B * W + 5;
+    printf("paged decode graph: batch %d, block_size %d, table width %d (max_kv %lld), captured "
+           "once, replayed with new lengths, tables and pools\n",
+           B, BS, W, (long long)max_kv);
+    int64_t full[B] = {max_kv, max_kv, max_kv};
+    float *qf, *kf, *vf;
+    uint16_t *qh = rand_bf16((size_t)B * qw, 3.0f, &qf);
+    uint16_t *kh = make_cache(B, full, max_kv, kw, 3.0f, 0, &kf);
+    uint16_t *vh = make_cache(B, full, max_kv, kw, 1.0f, 0, &vf);
+    const size_t nq = (size_t)B * qw, pool_bytes = (size_t)n_blocks * BS * kw * 2;
+    const size_t ws_bytes = vox_k_decode_attention_workspace(B, NH, D, max_kv);
+    void *dq = gtu_dev_upload(qh, nq * 2), *dkp = gtu_dev_alloc(pool_bytes),
+         *dvp = gtu_dev_alloc(pool_bytes), *dtab = gtu_dev_alloc((size_t)B * W * sizeof(int32_t)),
+         *dlen = gtu_dev_alloc(B * sizeof(int32_t)), *dout = gtu_dev_alloc((nq + GUARD) * 2),
+         *dws = gtu_dev_alloc(ws_bytes);
+    if (ws_bytes) vox_k_decode_attention_workspace_init(dws, B, NH, 0);
+
+    cudaStream_t s;
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    GTU_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    GTU_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    vox_k_decode_attention_paged(dout, dq, dkp, dvp, B, dlen, dtab, W, BS, NH, NKV, D,
+                                 1.0f / sqrtf((float)D), dws, s);
+    GTU_CUDA(cudaStreamEndCapture(s, &graph));
+    GTU_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+
+    static const int32_t sets[][B] = {{1, 2080, 17}, {16, 0, 1000}, {2079, 33, 2080}, {64, 65, 1}};
+    float *kp = gtu_malloc((size_t)B * max_kv * kw * sizeof *kp);
+    float *vp = gtu_malloc((size_t)B * max_kv * kw * sizeof *vp);
+    float *ref = gtu_malloc(nq * sizeof *ref);
+    for (size_t t = 0; t < sizeof sets / sizeof sets[0]; t++) {
+        int64_t at = 0;
+        for (int b = 0; b < B; b++) {
+            memcpy(kp + at * kw, kf + b * max_kv * kw, (size_t)sets[t][b] * kw * sizeof *kp);
+            memcpy(vp + at * kw, vf + b * max_kv * kw, (size_t)sets[t][b] * kw * sizeof *vp);
+            at += sets[t][b];
+        }
+        decode_reference(ref, qf, kp, vp, B, sets[t], NH, NKV, D);
+        paged_pool pp = make_paged(kh, vh, B, sets[t], max_kv, kw, BS, W, n_blocks, 1);
+        /* on s itself: s does not wait for the legacy default stream */
+        GTU_CUDA(cudaMemcpyAsync(dkp, pp.k, pool_bytes, cudaMemcpyHostToDevice, s));
+        GTU_CUDA(cudaMemcpyAsync(dvp, pp.v, pool_bytes, cudaMemcpyHostToDevice, s));
+        GTU_CUDA(cudaMemcpyAsync(dtab, pp.tables, (size_t)B * W * sizeof(int32_t),
+                                 cudaMemcpyHostToDevice, s));
+        GTU_CUDA(cudaMemcpyAsync(dlen, sets[t], sizeof sets[t], cudaMemcpyHostToDevice, s));
+        GTU_CUDA(cudaMemsetAsync(dout, 0xff, (nq + GUARD) * 2, s));
+        GTU_CUDA(cudaGraphLaunch(exec, s));
+        GTU_CUDA(cudaStreamSynchronize(s));
+        char what[96];
+        snprintf(what, sizeof what, "paged decode graph replay lens %d,%d,%d", sets[t][0],
+                 sets[t][1], sets[t][2]);
+        free(check_output(what, dout, nq, ref, B, 1, NH, D, TOL_FAST_ATOL, TOL_FAST_RTOL));
+        free_paged(&pp);
+    }
+    GTU_CUDA(cudaGraphExecDestroy(exec));
+    GTU_CUDA(cudaGraphDestroy(graph));
+    GTU_CUDA(cudaStreamDestroy(s));
+    gtu_dev_free(dq), gtu_dev_free(dkp), gtu_dev_free(dvp), gtu_dev_free(dtab);
+    gtu_dev_free(dlen), gtu_dev_free(dout), gtu_dev_free(dws);
+    free(qh), free(kh), free(vh), free(qf), free(kf), free(vf), free(kp), free(vp), free(ref);
+}
+
+typedef struct {
+    const char *name;
+    int t_q;
+    int64_t q_pos0;
+    int bs, nh, nkv, d;
+    float amp;
+} paged_prefill_case;
+
+/* A chunk of one sequence's prompt against its paged cache: every prefill variant against the
+ * same variant of vox_k_attention on the contiguous cache (batch 1, t_k = q_pos0 + t_q, causal,
+ * same q_pos0), bit for bit, and against the CPU reference (the tolerances above). */
+static void run_paged_prefill_case(const paged_prefill_case *c) {
+    const int t_k = (int)(c->q_pos0 + c->t_q);
+    printf("%s: t_q %d at q_pos0 %lld (t_k %d), block_size %d, heads %d/%d, d %d, amp %.1f\n",
+           c->name, c->t_q, (long long)c->q_pos0, t_k, c->bs, c->nh, c->nkv, c->d, c->amp);
+    const int64_t qw = (int64_t)c->nh * c->d, kw = (int64_t)c->nkv * c->d;
+    const size_t nq = (size_t)c->t_q * qw;
+    const int64_t stride = t_k + 5; /* NaN rows behind the sequence's keys */
+    int64_t len64 = t_k;
+    const int32_t len = t_k;
+    float *qf, *kf, *vf;
+    uint16_t *qh = rand_bf16(nq, c->amp, &qf);
+    uint16_t *kh = make_cache(1, &len64, stride, kw, c->amp, 0, &kf);
+    uint16_t *vh = make_cache(1, &len64, stride, kw, 1.0f, 0, &vf);
+    float *ref = gtu_malloc(nq * sizeof *ref);
+    vox_tensor to = gtu_cpu_tensor(ref, VOX_DTYPE_F32, c->t_q, qw);
+    vox_tensor tq = gtu_cpu_tensor(qf, VOX_DTYPE_F32, c->t_q, qw);
+    vox_tensor tk = gtu_cpu_tensor(kf, VOX_DTYPE_F32, t_k, kw);
+    vox_tensor tv = gtu_cpu_tensor(vf, VOX_DTYPE_F32, t_k, kw);
+    const float scale = 1.0f / sqrtf((float)c->d);
+    g_cpu->attention(g_cpu, &to, &tq, &tk, &tv, 1, c->t_q, t_k, c->nh, c->nkv, c->d, scale, true,
+                     c->q_pos0);
+    const int width = (t_k + c->bs - 1) / c->bs + 2;
+    const int blocks = (t_k + c->bs - 1) / c->bs + 3;
+    paged_pool pp = make_paged(kh, vh, 1, &len, stride, kw, c->bs, width, blocks, 1);
+
+    const size_t kv_bytes = (size_t)stride * kw * 2, pool_bytes = (size_t)blocks * c->bs * kw * 2;
+    void *dq = gtu_dev_upload(qh, nq * 2), *dk = gtu_dev_upload(kh, kv_bytes),
+         *dv = gtu_dev_upload(vh, kv_bytes), *dkp = gtu_dev_upload(pp.k, pool_bytes),
+         *dvp = gtu_dev_upload(pp.v, pool_bytes),
+         *dtab = gtu_dev_upload(pp.tables, (size_t)width * sizeof(int32_t)),
+         *dout = gtu_dev_alloc((nq + GUARD) * 2), *dcon = gtu_dev_alloc((nq + GUARD) * 2);
+    for (int variant = -1; variant < vox_k_attention_variant_count(); variant++) {
+        int ran_p = 1, ran_c = 1;
+        GTU_CUDA(cudaMemset(dcon, 0xff, (nq + GUARD) * 2));
+        GTU_CUDA(cudaMemset(dout, 0xff, (nq + GUARD) * 2));
+        if (variant < 0) {
+            vox_k_attention(dcon, dq, dk, dv, 1, c->t_q, t_k, stride, c->nh, c->nkv, c->d, scale,
+                            1, c->q_pos0, 0);
+            vox_k_attention_paged(dout, dq, dkp, dvp, c->t_q, c->q_pos0, dtab, c->bs, c->nh,
+                                  c->nkv, c->d, scale, 0);
+        } else {
+            ran_c = vox_k_attention_variant(variant, dcon, dq, dk, dv, 1, c->t_q, t_k, stride,
+                                            c->nh, c->nkv, c->d, scale, 1, c->q_pos0, 0);
+            ran_p = vox_k_attention_paged_variant(variant, dout, dq, dkp, dvp, c->t_q, c->q_pos0,
+                                                  dtab, c->bs, c->nh, c->nkv, c->d, scale, 0);
+        }
+        CHECK_MSG(ran_p == ran_c, "%s [%s]: paged variant ran %d, contiguous %d", c->name,
+                  variant < 0 ? "auto" : vox_k_attention_variant_name(variant), ran_p, ran_c);
+        if (!ran_p || !ran_c) continue;
+        char what[160];
+        snprintf(what, sizeof what, "%s [%s]", c->name,
+                 variant < 0 ? "vox_k_attention_paged" : vox_k_attention_variant_name(variant));
+        const int simple = variant == 0;
+        free(check_output(what, dout, nq, ref, c->t_q, c->t_q, c->nh, c->d,
+                          simple ? TOL_SIMPLE_ATOL : TOL_FAST_ATOL,
+                          simple ? TOL_SIMPLE_RTOL : TOL_FAST_RTOL));
+        check_same_bits(what, dout, dcon, nq);
+    }
+    gtu_dev_free(dq), gtu_dev_free(dk), gtu_dev_free(dv), gtu_dev_free(dkp), gtu_dev_free(dvp);
+    gtu_dev_free(dtab), gtu_dev_free(dout), gtu_dev_free(dcon);
+    free(qh), free(kh), free(vh), free(qf), free(kf), free(vf), free(ref);
+    free_paged(&pp);
+}
+
 /* ---- timing ---------------------------------------------------------------------------------- */
 
 /* Median over 3 measurements of the mean of `iters` back-to-back launches. */
@@ -411,6 +762,30 @@ static void time_prefill(const char *name, int batch, int t, int nh, int nkv, in
                               TOL_PAIR_RTOL));
         }
     }
+    /* batch 1, causal (a prompt): the same keys in a paged cache, blocks of 16 in order, of 16
+     * and of 64 in a random order */
+    for (int cfg = 0; batch == 1 && causal && cfg < 3; cfg++) {
+        const int bs = cfg == 2 ? 64 : 16, shuffle = cfg > 0, width = (t + bs - 1) / bs;
+        const int32_t len = t;
+        paged_pool pp = make_paged(kh, vh, 1, &len, t, kw, bs, width, width + 2, shuffle);
+        const size_t pool_bytes = (size_t)(width + 2) * bs * kw * 2;
+        void *dkp = gtu_dev_upload(pp.k, pool_bytes), *dvp = gtu_dev_upload(pp.v, pool_bytes),
+             *dtab = gtu_dev_upload(pp.tables, (size_t)width * sizeof(int32_t));
+        double us;
+        TIME_MEDIAN_US(us, iters,
+                       vox_k_attention_paged(dout, dq, dkp, dvp, t, 0, dtab, bs, nh, nkv, d, scale,
+                                             0));
+        char label[48];
+        snprintf(label, sizeof label, "paged bs%d %s", bs, shuffle ? "shuffled" : "in order");
+        printf("  %-22s %10.1f us %8.1f TFLOP/s\n", label, us, flop / (us * 1e-6) * 1e-12);
+        GTU_CUDA(cudaMemset(dout, 0xff, (nq + GUARD) * 2));
+        vox_k_attention_paged(dout, dq, dkp, dvp, t, 0, dtab, bs, nh, nkv, d, scale, 0);
+        snprintf(what, sizeof what, "%s [%s] vs simple", name, label);
+        free(check_output(what, dout, nq, simple, batch * t, t, nh, d, TOL_PAIR_ATOL,
+                          TOL_PAIR_RTOL));
+        gtu_dev_free(dkp), gtu_dev_free(dvp), gtu_dev_free(dtab);
+        free_paged(&pp);
+    }
     gtu_dev_free(dq), gtu_dev_free(dk), gtu_dev_free(dv), gtu_dev_free(dout);
     free(qh), free(kh), free(vh), free(simple);
 }
@@ -453,6 +828,34 @@ static void time_decode(const char *name, int batch, int32_t len, int nh, int nk
                                        nkv, d, scale, dws, 0);
         snprintf(what, sizeof what, "%s [%s] vs simple", name, decode_variant_name(variant));
         free(check_output(what, dout, nq, simple, batch, 1, nh, d, TOL_PAIR_ATOL, TOL_PAIR_RTOL));
+    }
+    /* the same keys in a paged cache: blocks of 16 in order, of 16 and of 64 in a random order */
+    for (int cfg = 0; cfg < 3; cfg++) {
+        const int bs = cfg == 2 ? 64 : 16, shuffle = cfg > 0;
+        const int width = (len + bs - 1) / bs, n_blocks = batch * width + 2;
+        paged_pool pp = make_paged(kh, vh, batch, lens, stride, kw, bs, width, n_blocks, shuffle);
+        const size_t pool_bytes = (size_t)n_blocks * bs * kw * 2;
+        const size_t pws_bytes =
+            vox_k_decode_attention_workspace(batch, nh, d, (int64_t)width * bs);
+        void *dkp = gtu_dev_upload(pp.k, pool_bytes), *dvp = gtu_dev_upload(pp.v, pool_bytes),
+             *dtab = gtu_dev_upload(pp.tables, (size_t)batch * width * sizeof(int32_t)),
+             *dpws = gtu_dev_alloc(pws_bytes);
+        if (pws_bytes) vox_k_decode_attention_workspace_init(dpws, batch, nh, 0);
+        double us;
+        TIME_MEDIAN_US(us, 50,
+                       vox_k_decode_attention_paged(dout, dq, dkp, dvp, batch, dlen, dtab, width,
+                                                    bs, nh, nkv, d, scale, dpws, 0));
+        char label[48];
+        snprintf(label, sizeof label, "paged bs%d %s", bs, shuffle ? "shuffled" : "in order");
+        printf("  %-22s %10.2f us %8.1f GB/s (stream, back to back)\n", label, us,
+               bytes / (us * 1e-6) * 1e-9);
+        GTU_CUDA(cudaMemset(dout, 0xff, (nq + GUARD) * 2));
+        vox_k_decode_attention_paged(dout, dq, dkp, dvp, batch, dlen, dtab, width, bs, nh, nkv, d,
+                                     scale, dpws, 0);
+        snprintf(what, sizeof what, "%s [%s] vs simple", name, label);
+        free(check_output(what, dout, nq, simple, batch, 1, nh, d, TOL_PAIR_ATOL, TOL_PAIR_RTOL));
+        gtu_dev_free(dkp), gtu_dev_free(dvp), gtu_dev_free(dtab), gtu_dev_free(dpws);
+        free_paged(&pp);
     }
 
     cudaStream_t s;
@@ -538,6 +941,41 @@ int main(int argc, char **argv) {
     };
     for (size_t i = 0; i < sizeof dcases / sizeof dcases[0]; i++) run_decode_case(&dcases[i]);
     run_decode_graph();
+
+    static const paged_decode_case pcases[] = {
+        /* name                          batch bs max_len nh nkv d  amp ramp with_zero */
+        {"paged decode b1 bs16", 1, 16, 1000, 32, 8, 128, 3.0f, 0, 0},
+        {"paged decode b3 bs1", 3, 1, 130, 32, 8, 128, 3.0f, 0, 0},
+        {"paged decode b3 bs3 ramp", 3, 3, 2999, 32, 8, 128, 5.0f, 1, 0},
+        {"paged decode b17 bs16 d64", 17, 16, 2000, 32, 8, 64, 2.0f, 0, 1},
+        {"paged decode b17 bs64 group 16", 17, 64, 777, 16, 1, 128, 2.0f, 0, 0},
+        {"paged decode b64 bs32", 64, 32, 2000, 32, 8, 128, 3.0f, 0, 1},
+        {"paged decode b64 bs16 d64 mha", 64, 16, 500, 20, 20, 64, 2.0f, 0, 0},
+        {"paged decode b64 bs3 d64 group 32", 64, 3, 300, 32, 1, 64, 2.0f, 1, 1},
+        {"paged decode b3 head_dim 96 (simple)", 3, 16, 130, 4, 2, 96, 2.0f, 0, 1},
+    };
+    for (size_t i = 0; i < sizeof pcases / sizeof pcases[0]; i++) run_paged_decode_case(&pcases[i]);
+    run_paged_decode_graph();
+
+    static const paged_prefill_case ppcases[] = {
+        /* name                              t_q q_pos0 bs nh nkv d  amp */
+        {"paged prefill 1@0 bs16", 1, 0, 16, 32, 8, 128, 3.0f},
+        {"paged prefill 7@0 bs3", 7, 0, 3, 32, 8, 128, 3.0f},
+        {"paged prefill 64@0 bs64", 64, 0, 64, 32, 8, 128, 3.0f},
+        {"paged prefill 130@0 bs1", 130, 0, 1, 32, 8, 128, 3.0f},
+        {"paged prefill 389@0 bs16", 389, 0, 16, 32, 8, 128, 4.0f},
+        {"paged prefill 1@5 bs3", 1, 5, 3, 32, 8, 128, 3.0f},
+        {"paged prefill 7@5 bs16", 7, 5, 16, 32, 8, 128, 3.0f},
+        {"paged prefill 130@5 bs32 d64", 130, 5, 32, 32, 8, 64, 3.0f},
+        {"paged prefill 130@5 bs1 d64 mha", 130, 5, 1, 20, 20, 64, 2.0f},
+        {"paged prefill 1@380 bs64", 1, 380, 64, 32, 8, 128, 3.0f},
+        {"paged prefill 64@380 bs16", 64, 380, 16, 32, 8, 128, 3.0f},
+        {"paged prefill 389@380 bs32", 389, 380, 32, 32, 8, 128, 3.0f},
+        {"paged prefill 389@380 bs3 d64", 389, 380, 3, 32, 8, 64, 3.0f},
+        {"paged prefill 17@130 head_dim 96 (simple)", 17, 130, 16, 4, 2, 96, 2.0f},
+    };
+    for (size_t i = 0; i < sizeof ppcases / sizeof ppcases[0]; i++)
+        run_paged_prefill_case(&ppcases[i]);
 
     if (timing) {
         printf("\nkernels: registers/thread, dynamic smem, resident blocks/SM\n");

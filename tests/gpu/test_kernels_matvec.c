@@ -14,6 +14,8 @@
  * alignment, shapes) are checked to return 0 and leave memory alone. Then the decoder's shapes
  * are timed at m = 1 with the weights out of L2 (printed, not asserted; --no-timing skips it).
  * lm_head (805 MB of weights) is checked at m = 1 through vox_k_matvec only, to keep it short.
+ * QKV_ROPE_CACHE with row_pos / row_slot (a row per sequence, continuous batching) is checked
+ * bit for bit against the legacy path run on each row alone (test_qkv_rows).
  *
  * Reference (host, plain C): h = x, or with the prologue h_i = bf16(nw_i * bf16(x_i * inv)),
  * inv = fp32(1 / sqrt(mean(x^2) + eps)) from a double sum; P = sum_i w_i h_i exactly (double,
@@ -624,6 +626,133 @@ static void run_case(const mv_case *cin, int timing) {
     free_case(&t);
 }
 
+/* ---- QKV_ROPE_CACHE per row (continuous batching) ---------------------------------------------
+ * With row_pos / row_slot set, row mm is at position row_pos[mm] (random, one repeated) and its
+ * k/v go to pool row row_slot[mm] (random, distinct). The legacy path is run on each row alone
+ * (m = 1, x and y at row mm, *pos_dev = row_pos[mm], a scratch cache of max_pos rows whose row
+ * row_pos[mm] is then copied to the slot of the expected pools). A row's fp32 sums do not depend
+ * on m or on the other rows (the same lanes add the same products in the same order, and the
+ * prologue's statistics are per row), so y and both pools must match bit for bit; every pool row
+ * no slot names keeps its contents, rows >= m of y and the guard stay NaN. pos_dev is NULL in
+ * half the calls and points at 0 in the others (it must not be read). */
+static void test_qkv_rows(const char *name, int64_t k, int H, int Hkv, int D, double theta,
+                          int32_t max_pos, int pool_rows) {
+    const int64_t n = (int64_t)(H + 2 * Hkv) * D, qd = (int64_t)H * D, kd = (int64_t)Hkv * D;
+    printf("%s: n %lld, k %lld, heads %d/%d, head_dim %d, theta %g, positions < %d, pool of %d "
+           "rows\n", name, (long long)n, (long long)k, H, Hkv, D, theta, max_pos, pool_rows);
+    uint16_t *hw = make_weights(n, k);
+    uint16_t *hx = gtu_randn_bf16(&rng, (size_t)(MROWS * k), 2.0f, 0.0f, NULL);
+    uint16_t *hn = gtu_randn_bf16(&rng, (size_t)k, 0.2f, 1.0f, NULL);
+    const size_t ny = (size_t)(MROWS * qd + GUARD), npool = (size_t)pool_rows * kd;
+    uint16_t *y_init = (uint16_t *)gtu_malloc(ny * 2);
+    for (size_t i = 0; i < ny; i++) y_init[i] = NAN_WORD;
+    uint16_t *kp0 = gtu_randn_bf16(&rng, npool, 1.0f, 0.0f, NULL);
+    uint16_t *vp0 = gtu_randn_bf16(&rng, npool, 1.0f, 0.0f, NULL);
+    uint16_t *kexp = (uint16_t *)gtu_malloc(npool * 2), *vexp = (uint16_t *)gtu_malloc(npool * 2);
+    uint16_t *kgot = (uint16_t *)gtu_malloc(npool * 2), *vgot = (uint16_t *)gtu_malloc(npool * 2);
+    uint16_t *y_rows = (uint16_t *)gtu_malloc(ny * 2), *y_leg = (uint16_t *)gtu_malloc(ny * 2);
+    const int64_t zero = 0;
+    void *d_w = gtu_dev_upload(hw, (size_t)n * (size_t)k * 2);
+    uint16_t *d_x = (uint16_t *)gtu_dev_upload(hx, (size_t)(MROWS * k) * 2);
+    void *d_n = gtu_dev_upload(hn, (size_t)k * 2);
+    uint16_t *d_y = (uint16_t *)gtu_dev_alloc(ny * 2), *d_yl = (uint16_t *)gtu_dev_alloc(ny * 2);
+    uint16_t *d_kp = (uint16_t *)gtu_dev_alloc(npool * 2), *d_vp = (uint16_t *)gtu_dev_alloc(npool * 2);
+    uint16_t *d_ks = (uint16_t *)gtu_dev_alloc((size_t)max_pos * kd * 2);
+    uint16_t *d_vs = (uint16_t *)gtu_dev_alloc((size_t)max_pos * kd * 2);
+    int64_t *d_pos = (int64_t *)gtu_dev_alloc(sizeof(int64_t));
+    int64_t *d_zero = (int64_t *)gtu_dev_upload(&zero, sizeof zero);
+    int32_t *d_rpos = (int32_t *)gtu_dev_alloc(MROWS * sizeof(int32_t));
+    int32_t *d_rslot = (int32_t *)gtu_dev_alloc(MROWS * sizeof(int32_t));
+
+    int calls = 0;
+    for (int v = -1; v < n_variants; v++)
+        for (int m = 1; m <= MROWS; m++)
+            for (int norm = 0; norm < 2; norm++) {
+                char what[192];
+                snprintf(what, sizeof what, "%s m=%d%s [%s]", name, m, norm ? " +norm" : "",
+                         vname(v));
+                int32_t pos[MROWS], slot[MROWS];
+                for (int r = 0; r < m; r++) {
+                    pos[r] = (int32_t)(gtu_next_u64(&rng) % (uint64_t)max_pos);
+                    int fresh;
+                    do { /* distinct slots */
+                        slot[r] = (int32_t)(gtu_next_u64(&rng) % (uint64_t)pool_rows);
+                        fresh = 1;
+                        for (int q = 0; q < r; q++) fresh &= slot[q] != slot[r];
+                    } while (!fresh);
+                }
+                if (m >= 2 && norm) pos[1] = pos[0]; /* two sequences at one position */
+                if (m >= 3) pos[2] = max_pos - 1;
+                GTU_CUDA(cudaMemcpy(d_rpos, pos, sizeof pos, cudaMemcpyHostToDevice));
+                GTU_CUDA(cudaMemcpy(d_rslot, slot, sizeof slot, cudaMemcpyHostToDevice));
+                GTU_CUDA(cudaMemcpy(d_y, y_init, ny * 2, cudaMemcpyHostToDevice));
+                GTU_CUDA(cudaMemcpy(d_yl, y_init, ny * 2, cudaMemcpyHostToDevice));
+                GTU_CUDA(cudaMemcpy(d_kp, kp0, npool * 2, cudaMemcpyHostToDevice));
+                GTU_CUDA(cudaMemcpy(d_vp, vp0, npool * 2, cudaMemcpyHostToDevice));
+                memcpy(kexp, kp0, npool * 2);
+                memcpy(vexp, vp0, npool * 2);
+
+                vox_k_matvec_args a;
+                memset(&a, 0, sizeof a);
+                a.w = d_w, a.x = d_x, a.norm_w = norm ? d_n : NULL, a.n = n, a.k = k, a.m = m;
+                a.eps = EPS, a.epilogue = VOX_K_MATVEC_QKV_ROPE_CACHE, a.y = d_y;
+                a.k_cache = d_kp, a.v_cache = d_vp, a.n_heads = H, a.n_kv_heads = Hkv;
+                a.head_dim = D, a.theta = theta;
+                a.pos_dev = norm ? d_zero : NULL;
+                a.row_pos = d_rpos, a.row_slot = d_rslot;
+                const int ran = v < 0 ? vox_k_matvec(&a, 0) : vox_k_matvec_variant(v, &a, 0);
+                GTU_SYNC_CHECK();
+
+                /* the legacy path, row by row */
+                int ran_leg = 1;
+                for (int r = 0; r < m; r++) {
+                    const int64_t p = pos[r];
+                    GTU_CUDA(cudaMemcpy(d_pos, &p, sizeof p, cudaMemcpyHostToDevice));
+                    vox_k_matvec_args l = a;
+                    l.m = 1, l.x = d_x + r * k, l.y = d_yl + r * qd;
+                    l.k_cache = d_ks, l.v_cache = d_vs, l.pos_dev = d_pos;
+                    l.row_pos = NULL, l.row_slot = NULL;
+                    ran_leg &= v < 0 ? vox_k_matvec(&l, 0) : vox_k_matvec_variant(v, &l, 0);
+                    gtu_download(kexp + (size_t)slot[r] * kd, d_ks + (size_t)p * kd, (size_t)kd * 2);
+                    gtu_download(vexp + (size_t)slot[r] * kd, d_vs + (size_t)p * kd, (size_t)kd * 2);
+                }
+                CHECK_MSG(ran == ran_leg, "%s: with rows returned %d, legacy %d", what, ran,
+                          ran_leg);
+                CHECK_MSG(ran || v >= 0, "%s: vox_k_matvec does not take rows", what);
+                if (!ran || !ran_leg) continue;
+                calls++;
+                gtu_download(y_rows, d_y, ny * 2);
+                gtu_download(y_leg, d_yl, ny * 2);
+                gtu_download(kgot, d_kp, npool * 2);
+                gtu_download(vgot, d_vp, npool * 2);
+                const size_t nout = (size_t)(m * qd);
+                const size_t bad_y = count_diff(y_rows, y_leg, nout);
+                const size_t past = count_diff(y_rows + nout, y_init + nout, ny - nout);
+                const size_t bad_k = count_diff(kgot, kexp, npool);
+                const size_t bad_v = count_diff(vgot, vexp, npool);
+                const size_t written = count_diff(kexp, kp0, npool) + count_diff(vexp, vp0, npool);
+                CHECK_MSG(bad_y == 0, "%s: %zu of %zu q outputs differ from the legacy path", what,
+                          bad_y, nout);
+                CHECK_MSG(past == 0, "%s: %zu words of y past row m (or of the guard) written",
+                          what, past);
+                CHECK_MSG(bad_k == 0 && bad_v == 0,
+                          "%s: %zu k and %zu v pool words differ from the legacy rows at their "
+                          "slots (or rows no slot names were written)", what, bad_k, bad_v);
+                CHECK_MSG(written > 0, "%s: the legacy path wrote no pool word", what);
+                float *yf = gtu_bf16_to_f32_host(y_rows, nout);
+                gtu_check_nonzero(what, yf, nout);
+                free(yf);
+            }
+    printf("  ok %s: %d calls, y and pools bit-identical to the legacy path row by row\n", name,
+           calls);
+
+    gtu_dev_free(d_w), gtu_dev_free(d_x), gtu_dev_free(d_n), gtu_dev_free(d_y), gtu_dev_free(d_yl);
+    gtu_dev_free(d_kp), gtu_dev_free(d_vp), gtu_dev_free(d_ks), gtu_dev_free(d_vs);
+    gtu_dev_free(d_pos), gtu_dev_free(d_zero), gtu_dev_free(d_rpos), gtu_dev_free(d_rslot);
+    free(hw), free(hx), free(hn), free(y_init), free(kp0), free(vp0), free(kexp), free(vexp);
+    free(kgot), free(vgot), free(y_rows), free(y_leg);
+}
+
 /* ---- rejections ------------------------------------------------------------------------------ */
 
 /* Arguments no variant takes: vox_k_matvec and every variant return 0 and write nothing. */
@@ -644,6 +773,9 @@ static void test_rejections(void) {
     uint16_t *d_y = (uint16_t *)gtu_dev_alloc(ny * 2);
     uint16_t *d_kc = (uint16_t *)gtu_dev_alloc(nc * 2), *d_vc = (uint16_t *)gtu_dev_alloc(nc * 2);
     int64_t *d_pos = (int64_t *)gtu_dev_upload(&pos, sizeof pos);
+    const int32_t row_pos = 5, row_slot = 3;
+    int32_t *d_rpos = (int32_t *)gtu_dev_upload(&row_pos, sizeof row_pos);
+    int32_t *d_rslot = (int32_t *)gtu_dev_upload(&row_slot, sizeof row_slot);
 
     vox_k_matvec_args base;
     memset(&base, 0, sizeof base);
@@ -676,6 +808,8 @@ static void test_rejections(void) {
     REJECT("qkv n != (H + 2 Hkv) D", qkv, p->n = 16);
     REJECT("qkv k_cache NULL", qkv, p->k_cache = NULL);
     REJECT("qkv pos_dev NULL", qkv, p->pos_dev = NULL);
+    REJECT("qkv row_slot without row_pos", qkv, p->row_slot = d_rslot);
+    REJECT("qkv row_pos, row_slot NULL, pos_dev NULL", qkv, (p->row_pos = d_rpos, p->pos_dev = NULL));
     REJECT("qkv head_dim 3", qkv, (p->head_dim = 3, p->n = 9));
     REJECT("m * k over the shared memory", base, (p->m = 4, p->k = 25608));
 #undef REJECT
@@ -708,11 +842,16 @@ static void test_rejections(void) {
     /* and the valid arguments themselves are taken (so the above tested the refusals) */
     CHECK_MSG(vox_k_matvec(&base, 0) == 1, "vox_k_matvec refuses a valid STORE n=16 k=16");
     CHECK_MSG(vox_k_matvec(&qkv, 0) == 1, "vox_k_matvec refuses a valid QKV H=1/1 D=4");
+    vox_k_matvec_args qkv_rows = qkv; /* rows: pos_dev need not be set */
+    qkv_rows.pos_dev = NULL, qkv_rows.row_pos = d_rpos, qkv_rows.row_slot = d_rslot;
+    CHECK_MSG(vox_k_matvec(&qkv_rows, 0) == 1,
+              "vox_k_matvec refuses a valid QKV H=1/1 D=4 with row_pos / row_slot");
     gtu_download(y_got, d_y, ny * 2);
     CHECK_MSG(count_diff(y_got, y_init, N) == N, "valid STORE n=16 k=16 did not write y");
 
     gtu_dev_free(d_w), gtu_dev_free(d_x), gtu_dev_free(d_n), gtu_dev_free(d_y);
     gtu_dev_free(d_kc), gtu_dev_free(d_vc), gtu_dev_free(d_pos);
+    gtu_dev_free(d_rpos), gtu_dev_free(d_rslot);
     free(hw), free(hx), free(hn), free(y_init), free(y_got), free(c_init), free(kc_got);
     free(vc_got);
 }
@@ -740,11 +879,12 @@ int main(int argc, char **argv) {
         /* name, epilogue, n, k, H, Hkv, D, theta, pos0, capacity, norms (bit 0: without the
          * prologue, bit 1: with), m set, auto only, timed (-1: no, else with the prologue or
          * not), auto may reject */
-        /* the decoder's projections at decode */
-        {"qkv rope cache", QKV, 0, 3072, 32, 8, 128, 1e8, 411, 500, 3, M14, 0, 1, 0},
-        {"o proj add", ADD, 3072, 4096, 0, 0, 0, 0, 0, 0, 3, M14, 0, 0, 0},
-        {"gate|up swiglu", SWIGLU, 2 * 8192, 3072, 0, 0, 0, 0, 0, 0, 3, M14, 0, 1, 0},
-        {"down add", ADD, 3072, 8192, 0, 0, 0, 0, 0, 0, 3, M14, 0, 0, 0},
+        /* the decoder's projections at decode, at every batch of 1 to 4 rows (m = 3 at k = 8192
+         * fills exactly 48 KB of shared memory with its input) */
+        {"qkv rope cache", QKV, 0, 3072, 32, 8, 128, 1e8, 411, 500, 3, M1234, 0, 1, 0},
+        {"o proj add", ADD, 3072, 4096, 0, 0, 0, 0, 0, 0, 3, M1234, 0, 0, 0},
+        {"gate|up swiglu", SWIGLU, 2 * 8192, 3072, 0, 0, 0, 0, 0, 0, 3, M1234, 0, 1, 0},
+        {"down add", ADD, 3072, 8192, 0, 0, 0, 0, 0, 0, 3, M1234, 0, 0, 0},
         {"lm_head store", STORE, 131072, 3072, 0, 0, 0, 0, 0, 0, 2, 1 << 1, 1, 1, 0},
         /* awkward shapes */
         {"store 1027x520", STORE, 1027, 520, 0, 0, 0, 0, 0, 0, 3, M1234, 0, -1, 0},
@@ -758,6 +898,12 @@ int main(int argc, char **argv) {
         {"qkv D6", QKV, 0, 40, 2, 1, 6, 1e4, 0, 8, 3, M1234, 0, -1, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i], timing);
+
+    /* QKV_ROPE_CACHE per row: the decoder's shape, and small odd ones */
+    test_qkv_rows("qkv rows decoder", 3072, 32, 8, 128, 1e8, 32000, 37);
+    test_qkv_rows("qkv rows D32", 264, 3, 1, 32, 1e6, 31010, 9);
+    test_qkv_rows("qkv rows D8", 136, 4, 2, 8, 1e4, 12, 5);
+    test_qkv_rows("qkv rows D6", 40, 2, 1, 6, 1e4, 8, 4);
 
     return test_finish("test_kernels_matvec");
 }

@@ -1,5 +1,6 @@
 /* im2col (kernels/conv.cu), RoPE (rope.cu), embedding gather (embed.cu) and logits statistics
- * (logits.cu) against the CPU backend and src/backend/logits.c.
+ * (logits.cu) against the CPU backend and src/backend/logits.c; the per-row forms for continuous
+ * batching (vox_k_qkv_rope_cache_rows, vox_k_logits_stats_rows) against the single-row kernels.
  *
  * - im2col: bit-exact against a host gather (it only moves bf16 words), and, through a host
  *   GEMM over the columns it produced, against the CPU backend's conv1d_k3: this pins the column
@@ -11,6 +12,9 @@
  *   reference, are exercised too), logits exact (they are bf16 values copied), logsumexp and
  *   log-probabilities within 1e-4 relative (the kernel sums exp in fp32 per block, the reference
  *   in double: 131072 terms lose well under 1e-5).
+ * - qkv_rope_cache_rows and logits_stats_rows: bit for bit against the legacy kernels applied to
+ *   each row alone (the same arithmetic; only where a row's inputs come from and its outputs go
+ *   differ).
  * Sizes are awkward on purpose; see each test's cases in main(). */
 #include <math.h>
 #include <stdint.h>
@@ -110,23 +114,42 @@ static void test_im2col(int cf, int batch, int c_in, int t_in, int stride, int o
 /* ---- RoPE ------------------------------------------------------------------------------------ */
 
 /* x [t, heads*dim] = rope(x) at positions pos0.. by the CPU backend, whose RoPE is part of
- * qkv_rope_cache: x goes in as q, beside one zero k/v head written to a scratch cache. */
+ * rope_cache: x goes in as q, beside one zero k/v head written to a scratch pool, the rows one
+ * sequence's batch at positions pos0 .. pos0 + t - 1 (pool rows 0 .. t - 1). */
 static void cpu_rope(float *x, int64_t t, int heads, int dim, int64_t pos0, double theta) {
     const int64_t qd = (int64_t)heads * dim, w = qd + 2 * (int64_t)dim;
     float *qkv = (float *)calloc((size_t)(t * w), sizeof(float));
-    float *kc = (float *)calloc((size_t)((pos0 + t) * dim), sizeof(float));
-    float *vc = (float *)calloc((size_t)((pos0 + t) * dim), sizeof(float));
-    if (!qkv || !kc || !vc) {
+    float *kc = (float *)calloc((size_t)(t * dim), sizeof(float));
+    float *vc = (float *)calloc((size_t)(t * dim), sizeof(float));
+    int32_t *pos = (int32_t *)calloc((size_t)t, sizeof(int32_t));
+    int32_t *slot = (int32_t *)calloc((size_t)t, sizeof(int32_t));
+    if (!qkv || !kc || !vc || !pos || !slot) {
         fprintf(stderr, "out of host memory\n");
         exit(1);
     }
-    for (int64_t r = 0; r < t; r++) memcpy(qkv + r * w, x + r * qd, (size_t)qd * sizeof(float));
+    for (int64_t r = 0; r < t; r++) {
+        memcpy(qkv + r * w, x + r * qd, (size_t)qd * sizeof(float));
+        pos[r] = (int32_t)(pos0 + r);
+        slot[r] = (int32_t)r;
+    }
+    const int32_t row0[2] = {0, (int32_t)t}, len = (int32_t)(pos0 + t);
+    vox_batch b;
+    memset(&b, 0, sizeof b);
+    b.n_rows = (int)t, b.n_seqs = 1, b.n_decode = 0;
+    b.row_pos = pos, b.row_slot = slot, b.seq_row0 = row0, b.seq_len = &len, b.block_size = 1;
+    vox_error err;
+    memset(&err, 0, sizeof err);
+    if (cpu->batch_reserve(cpu, (int)t, 1, 0, 1, heads, dim, &err) != VOX_OK ||
+        cpu->batch_set(cpu, &b, &err) != VOX_OK) {
+        fprintf(stderr, "cpu_rope: the CPU backend refuses a batch of %lld rows\n", (long long)t);
+        exit(1);
+    }
     vox_tensor tq = gtu_cpu_tensor(x, VOX_DTYPE_F32, t, qd);
-    vox_tensor tk = gtu_cpu_tensor(kc, VOX_DTYPE_F32, pos0 + t, dim);
-    vox_tensor tv = gtu_cpu_tensor(vc, VOX_DTYPE_F32, pos0 + t, dim);
+    vox_tensor tk = gtu_cpu_tensor(kc, VOX_DTYPE_F32, t, dim);
+    vox_tensor tv = gtu_cpu_tensor(vc, VOX_DTYPE_F32, t, dim);
     vox_tensor tqkv = gtu_cpu_tensor(qkv, VOX_DTYPE_F32, t, w);
-    cpu->qkv_rope_cache(cpu, &tq, &tk, &tv, &tqkv, heads, 1, dim, pos0, theta);
-    free(qkv), free(kc), free(vc);
+    cpu->rope_cache(cpu, &tq, &tk, &tv, &tqkv, heads, 1, dim, theta);
+    free(qkv), free(kc), free(vc), free(pos), free(slot);
 }
 
 /* Bound per element, with a = x_i, b = x_{i+D/2}, c, s the cos and sin of the (identical fp32)
@@ -199,6 +222,121 @@ static void test_rope(int64_t t, int heads, int dim, int64_t pos0, double theta,
 
     free(hx), free(fx), free(got), free(ref), free(bound);
     gtu_dev_free(d_x), gtu_dev_free(d_pos);
+}
+
+/* ---- RoPE + cache write per row (continuous batching) ---------------------------------------- */
+
+/* vox_k_qkv_rope_cache_rows on t rows at random positions (one repeated) writing random distinct
+ * pool rows, against the legacy vox_k_qkv_rope_cache run on each row alone at *pos_dev =
+ * row_pos[r] into a scratch cache, whose row row_pos[r] is then copied to the row's slot of the
+ * expected pools: q_out and both pools must match bit for bit (the same arithmetic: only where
+ * the position comes from and where the row goes differ), so every pool row no slot names must
+ * also keep its initial contents. q_out starts as NaN with a guard behind it. offset 1 moves
+ * every pointer off the 16-byte vectors (the scalar path); head_dim 6 takes it too. */
+static void test_qkv_rope_rows(int64_t t, int heads, int kv_heads, int dim, int32_t max_pos,
+                               int pool_rows, double theta, int offset) {
+    char what[160];
+    snprintf(what, sizeof what, "qkv_rope_cache_rows t=%lld h=%d/%d d=%d pool=%d theta=%g%s",
+             (long long)t, heads, kv_heads, dim, pool_rows, theta, offset ? " off=1" : "");
+    const int64_t qd = (int64_t)heads * dim, kd = (int64_t)kv_heads * dim, w = qd + 2 * kd;
+    const size_t nqkv = (size_t)(t * w), nq = (size_t)(t * qd), npool = (size_t)pool_rows * kd;
+    const size_t guard = 64;
+    int32_t *pos = (int32_t *)gtu_malloc((size_t)t * sizeof *pos);
+    int32_t *slot = (int32_t *)gtu_malloc((size_t)t * sizeof *slot);
+    for (int64_t r = 0; r < t; r++) pos[r] = (int32_t)(gtu_next_u64(&rng) % (uint64_t)max_pos);
+    pos[0] = max_pos - 1;
+    if (t > 2) pos[2] = pos[1];
+    if (t > 3) pos[3] = 0;
+    if (kv_heads > 0) { /* distinct slots: the first t of a shuffled 0..pool_rows-1 */
+        int32_t *perm = (int32_t *)gtu_malloc((size_t)pool_rows * sizeof *perm);
+        for (int i = 0; i < pool_rows; i++) perm[i] = i;
+        for (int i = pool_rows - 1; i > 0; i--) {
+            int j = (int)(gtu_next_u64(&rng) % (uint64_t)(i + 1));
+            int32_t tmp = perm[i];
+            perm[i] = perm[j], perm[j] = tmp;
+        }
+        for (int64_t r = 0; r < t; r++) slot[r] = perm[r];
+        free(perm);
+    } else {
+        for (int64_t r = 0; r < t; r++) slot[r] = 0;
+    }
+    uint16_t *hqkv = gtu_randn_bf16(&rng, nqkv + offset, 2.0f, 0.0f, NULL);
+    uint16_t *kp0 = gtu_randn_bf16(&rng, npool + offset, 1.0f, 0.0f, NULL);
+    uint16_t *vp0 = gtu_randn_bf16(&rng, npool + offset, 1.0f, 0.0f, NULL);
+    uint16_t *kexp = (uint16_t *)gtu_malloc((npool + offset) * 2);
+    uint16_t *vexp = (uint16_t *)gtu_malloc((npool + offset) * 2);
+    memcpy(kexp, kp0, (npool + offset) * 2);
+    memcpy(vexp, vp0, (npool + offset) * 2);
+
+    uint16_t *d_qkv = (uint16_t *)gtu_dev_upload(hqkv, (nqkv + offset) * 2);
+    uint16_t *d_kp = (uint16_t *)gtu_dev_upload(kp0, (npool + offset) * 2);
+    uint16_t *d_vp = (uint16_t *)gtu_dev_upload(vp0, (npool + offset) * 2);
+    uint16_t *d_q = (uint16_t *)gtu_dev_alloc((nq + offset + guard) * 2);
+    uint16_t *d_ql = (uint16_t *)gtu_dev_alloc((nq + offset) * 2);
+    int32_t *d_pos = (int32_t *)gtu_dev_upload(pos, (size_t)t * sizeof *pos);
+    int32_t *d_slot = (int32_t *)gtu_dev_upload(slot, (size_t)t * sizeof *slot);
+    GTU_CUDA(cudaMemset(d_q, 0xff, (nq + offset + guard) * 2));
+    GTU_CUDA(cudaMemset(d_ql, 0xff, (nq + offset) * 2));
+    vox_k_qkv_rope_cache_rows(d_q + offset, kv_heads ? d_kp + offset : NULL,
+                              kv_heads ? d_vp + offset : NULL, d_qkv + offset, t, heads, kv_heads,
+                              dim, d_pos, d_slot, theta, 0);
+    GTU_SYNC_CHECK();
+
+    /* the legacy kernel, a row at a time, into a scratch cache of max_pos rows */
+    const size_t nscr = (size_t)max_pos * kd;
+    uint16_t *d_ks = kv_heads ? (uint16_t *)gtu_dev_alloc(nscr * 2 + 16) : NULL;
+    uint16_t *d_vs = kv_heads ? (uint16_t *)gtu_dev_alloc(nscr * 2 + 16) : NULL;
+    int64_t *d_p64 = (int64_t *)gtu_dev_alloc(sizeof(int64_t));
+    for (int64_t r = 0; r < t; r++) {
+        const int64_t p = pos[r];
+        GTU_CUDA(cudaMemcpy(d_p64, &p, sizeof p, cudaMemcpyHostToDevice));
+        vox_k_qkv_rope_cache(d_ql + offset + r * qd, d_ks ? d_ks + offset : NULL,
+                             d_vs ? d_vs + offset : NULL, d_qkv + offset + r * w, 1, heads,
+                             kv_heads, dim, d_p64, theta, 0);
+        if (kv_heads) {
+            gtu_download(kexp + offset + (size_t)slot[r] * kd, d_ks + offset + (size_t)p * kd,
+                         (size_t)kd * 2);
+            gtu_download(vexp + offset + (size_t)slot[r] * kd, d_vs + offset + (size_t)p * kd,
+                         (size_t)kd * 2);
+        }
+    }
+
+    uint16_t *q = (uint16_t *)gtu_malloc((nq + guard) * 2), *ql = (uint16_t *)gtu_malloc(nq * 2);
+    gtu_download(q, d_q + offset, (nq + guard) * 2);
+    gtu_download(ql, d_ql + offset, nq * 2);
+    size_t bad_q = 0, bad_guard = 0, bad_k = 0, bad_v = 0, written = 0;
+    for (size_t i = 0; i < nq; i++) bad_q += q[i] != ql[i];
+    for (size_t i = nq; i < nq + guard; i++) bad_guard += q[i] != 0xffffu;
+    if (kv_heads) {
+        uint16_t *kg = (uint16_t *)gtu_malloc(npool * 2), *vg = (uint16_t *)gtu_malloc(npool * 2);
+        gtu_download(kg, d_kp + offset, npool * 2);
+        gtu_download(vg, d_vp + offset, npool * 2);
+        for (size_t i = 0; i < npool; i++) {
+            bad_k += kg[i] != kexp[offset + i];
+            bad_v += vg[i] != vexp[offset + i];
+            written += kexp[offset + i] != kp0[offset + i];
+        }
+        free(kg), free(vg);
+    }
+    CHECK_MSG(bad_q == 0, "%s: %zu of %zu q_out elements differ from the legacy kernel", what,
+              bad_q, nq);
+    CHECK_MSG(bad_guard == 0, "%s: %zu guard words past q_out were written", what, bad_guard);
+    CHECK_MSG(bad_k == 0 && bad_v == 0,
+              "%s: %zu k and %zu v pool elements differ from the legacy rows at their slots (or "
+              "rows no slot names were written)", what, bad_k, bad_v);
+    /* the expected rows moved away from the random initial pool: the legacy kernel wrote them */
+    CHECK_MSG(!kv_heads || written > 0, "%s: no pool element changed", what);
+    float *qf = gtu_bf16_to_f32_host(q, nq);
+    gtu_check_nonzero(what, qf, nq);
+    if (!bad_q && !bad_guard && !bad_k && !bad_v)
+        printf("  ok %-44s bit-identical to the legacy kernel row by row (%zu pool elements "
+               "written, %zu kept)\n", what, written, npool - written);
+
+    free(pos), free(slot), free(hqkv), free(kp0), free(vp0), free(kexp), free(vexp), free(q);
+    free(ql), free(qf);
+    gtu_dev_free(d_qkv), gtu_dev_free(d_kp), gtu_dev_free(d_vp), gtu_dev_free(d_q);
+    gtu_dev_free(d_ql), gtu_dev_free(d_pos), gtu_dev_free(d_slot), gtu_dev_free(d_p64);
+    if (d_ks) gtu_dev_free(d_ks), gtu_dev_free(d_vs);
 }
 
 /* ---- embedding ------------------------------------------------------------------------------- */
@@ -329,6 +467,73 @@ static void test_logits(fill_mode mode, int64_t v, int k, int32_t chosen, int of
     gtu_dev_free(d_l), gtu_dev_free(d_ws), gtu_dev_free(d_out);
 }
 
+/* vox_k_logits_stats_rows on [rows, v] against vox_k_logits_stats on each row alone with the same
+ * chosen id (which is itself held to the host reference above): every field bit for bit (the
+ * result struct has no padding; both start as the same 0xff bytes). Chosen ids (with_chosen):
+ * -1 for every third row, else a random id; without, chosen_dev is NULL (the argmax). An odd v
+ * puts most rows off the 16-byte vectors. */
+static void test_logits_rows(fill_mode mode, int rows, int64_t v, int k, int with_chosen) {
+    char what[128];
+    snprintf(what, sizeof what, "logits rows %s rows=%d v=%lld k=%d%s", fill_name[mode], rows,
+             (long long)v, k, with_chosen ? " chosen" : "");
+    const size_t n = (size_t)rows * (size_t)v;
+    uint16_t *h = (uint16_t *)gtu_malloc(n * 2);
+    for (int r = 0; r < rows; r++) {
+        uint16_t *row = make_logits(mode, v, 0);
+        memcpy(h + (size_t)r * v, row, (size_t)v * 2);
+        free(row);
+    }
+    int32_t *chosen = (int32_t *)gtu_malloc((size_t)rows * sizeof *chosen);
+    for (int r = 0; r < rows; r++)
+        chosen[r] = !with_chosen || r % 3 == 0 ? -1 : (int32_t)(gtu_next_u64(&rng) % (uint64_t)v);
+
+    uint16_t *d_l = (uint16_t *)gtu_dev_upload(h, n * 2);
+    int32_t *d_chosen = (int32_t *)gtu_dev_upload(chosen, (size_t)rows * sizeof *chosen);
+    const size_t ws = vox_k_logits_workspace_rows(rows, v), ws1 = vox_k_logits_workspace(v);
+    CHECK_MSG(ws == (size_t)rows * ws1, "%s: workspace_rows %zu, rows * workspace %zu", what, ws,
+              (size_t)rows * ws1);
+    void *d_ws = gtu_dev_alloc(ws), *d_ws1 = gtu_dev_alloc(ws1);
+    const size_t out_bytes = (size_t)rows * sizeof(vox_k_logits_result);
+    vox_k_logits_result *d_out = (vox_k_logits_result *)gtu_dev_alloc(out_bytes);
+    vox_k_logits_result *d_one = (vox_k_logits_result *)gtu_dev_alloc(sizeof *d_one);
+    GTU_CUDA(cudaMemset(d_ws, 0xff, ws));
+    GTU_CUDA(cudaMemset(d_out, 0xff, out_bytes));
+    vox_k_logits_stats_rows(d_out, d_l, rows, v, with_chosen ? d_chosen : NULL, k, d_ws, 0);
+    vox_k_logits_result *got = (vox_k_logits_result *)gtu_malloc(out_bytes);
+    gtu_download(got, d_out, out_bytes);
+
+    int bad = 0;
+    for (int r = 0; r < rows; r++) {
+        GTU_CUDA(cudaMemset(d_ws1, 0xff, ws1));
+        GTU_CUDA(cudaMemset(d_one, 0xff, sizeof *d_one));
+        vox_k_logits_stats(d_one, d_l + (size_t)r * v, v, chosen[r], k, d_ws1, 0);
+        vox_k_logits_result one;
+        gtu_download(&one, d_one, sizeof one);
+        if (memcmp(&one, &got[r], sizeof one) == 0) continue;
+        if (bad++ < 5) {
+            const vox_k_logits_result *g = &got[r];
+            fprintf(stderr,
+                    "  %s row %d (chosen %d): rows/single argmax %d/%d max %a/%a second %a/%a "
+                    "lse %a/%a chosen %a/%a k %d/%d\n",
+                    what, r, chosen[r], g->argmax, one.argmax, g->max_logit, one.max_logit,
+                    g->second_logit, one.second_logit, g->logsumexp, one.logsumexp,
+                    g->chosen_logit, one.chosen_logit, g->k, one.k);
+            for (int i = 0; i < 20; i++)
+                if (g->top_ids[i] != one.top_ids[i] ||
+                    memcmp(&g->top_logits[i], &one.top_logits[i], sizeof(float)) != 0)
+                    fprintf(stderr, "    top[%d]: id %d/%d logit %a/%a\n", i, g->top_ids[i],
+                            one.top_ids[i], g->top_logits[i], one.top_logits[i]);
+        }
+    }
+    CHECK_MSG(bad == 0, "%s: %d of %d rows differ from the single-row kernel", what, bad, rows);
+    if (!bad)
+        printf("  ok %-44s every row bit-identical to the single-row kernel\n", what);
+
+    free(h), free(chosen), free(got);
+    gtu_dev_free(d_l), gtu_dev_free(d_chosen), gtu_dev_free(d_ws), gtu_dev_free(d_ws1);
+    gtu_dev_free(d_out), gtu_dev_free(d_one);
+}
+
 /* ---- timing ---------------------------------------------------------------------------------- */
 
 /* What time_launches enqueues: one call of a launcher on stream st. */
@@ -406,6 +611,17 @@ static void time_misc(void) {
     c.v = 2048, c.k = 0;
     time_launches("logits_stats v=2048 k=0", &c);
     free(h);
+    {
+        /* a batched decode step's rows in two launches */
+        const int rows = 64;
+        uint16_t *d_l = (uint16_t *)gtu_dev_alloc((size_t)rows * v * 2);
+        GTU_CUDA(cudaMemset(d_l, 0, (size_t)rows * v * 2));
+        void *d_ws = gtu_dev_alloc(vox_k_logits_workspace_rows(rows, v));
+        vox_k_logits_result *d_out = (vox_k_logits_result *)gtu_dev_alloc(rows * sizeof *d_out);
+        GTU_TIME_US(us, 100, vox_k_logits_stats_rows(d_out, d_l, rows, v, NULL, 0, d_ws, 0));
+        printf("  time logits_stats_rows 64 x 131072 k=0: %6.2f us\n", us);
+        gtu_dev_free(d_l), gtu_dev_free(d_ws), gtu_dev_free(d_out);
+    }
     gtu_dev_free(c.d_i32), gtu_dev_free((void *)c.d_l), gtu_dev_free(c.d_ws), gtu_dev_free(c.d_out);
 
     /* rope: decode q (1 x 32 x 128), prefill q (4096 rows) */
@@ -471,6 +687,19 @@ int main(void) {
     test_rope(5, 5, 6, 3, 1e8, 0);
     test_rope(17, 8, 128, 77, 1e8, 1);
 
+    /* RoPE + cache write per row: one row, a pool of exactly t rows, the decoder's heads at the
+     * end of a 32k context, more rows than blocks (1300), head_dim 6 and misaligned pointers
+     * (scalar path), and no kv heads (RoPE alone) */
+    test_qkv_rope_rows(1, 32, 8, 128, 32000, 7, 1e8, 0);
+    test_qkv_rope_rows(3, 32, 8, 128, 32000, 3, 1e8, 0);
+    test_qkv_rope_rows(17, 8, 2, 64, 5000, 64, 1e4, 0);
+    test_qkv_rope_rows(64, 32, 8, 128, 32000, 100, 1e8, 0);
+    test_qkv_rope_rows(130, 4, 2, 128, 1000, 131, 1e8, 0);
+    test_qkv_rope_rows(1300, 4, 1, 64, 3000, 1500, 1e6, 0);
+    test_qkv_rope_rows(7, 5, 1, 6, 300, 9, 1e4, 0);
+    test_qkv_rope_rows(17, 8, 2, 128, 500, 20, 1e8, 1);
+    test_qkv_rope_rows(5, 4, 0, 64, 100, 1, 1e4, 0);
+
     /* embed: vocab 1000+37, every row width, up to a 1500-token prompt, misaligned table */
     const int64_t ns[] = {1, 3, 17, 1500}, cs[] = {1, 7, 64, 127, 3072};
     for (int i = 0; i < 4; i++)
@@ -496,6 +725,22 @@ int main(void) {
     test_logits(FILL_EQUAL, 7, 20, -1, 0);
     test_logits(FILL_MASKED, 131072, 20, -1, 0);
     test_logits(FILL_MASKED, 1037, 20, -1, 0);
+
+    /* logits rows (one per sequence of a batched decode step): 1, 2, 5, 64, 130 rows, ties,
+     * chosen ids (some -1) or none, odd v (rows off the vectors), v = 1, a row past 2M */
+    test_logits_rows(FILL_NORMAL, 1, 131072, 20, 1);
+    test_logits_rows(FILL_NORMAL, 2, 131072, 5, 1);
+    test_logits_rows(FILL_TIES, 5, 131072, 20, 1);
+    test_logits_rows(FILL_DISTINCT, 5, 7, 5, 1);
+    test_logits_rows(FILL_NORMAL, 64, 131072, 0, 0);
+    test_logits_rows(FILL_NORMAL, 64, 131072, 20, 1);
+    test_logits_rows(FILL_TIES, 64, 2049, 20, 1);
+    test_logits_rows(FILL_EQUAL, 5, 1037, 5, 1);
+    test_logits_rows(FILL_MASKED, 64, 1037, 20, 1);
+    test_logits_rows(FILL_DISTINCT, 130, 131072, 1, 1);
+    test_logits_rows(FILL_TIES, 130, 1037, 20, 0);
+    test_logits_rows(FILL_NORMAL, 2, 1, 20, 1);
+    test_logits_rows(FILL_NORMAL, 2, 3145765, 20, 1);
 
     time_misc();
 
