@@ -602,7 +602,7 @@ int main(void) {
         int many[64];
         for (int i = 0; i < 64; i++) many[i] = 1 + (i * 97) % 700;
         test_paged_attention(64, many, 0, NULL, NULL, 16, 3000, 32, 8, 128);
-        test_batch_rows(5, dl, 2, pr + 1, pp + 1, 1037, 3072);
+        test_batch_rows(5, dl, 2, pr + 1, pp, 1037, 3072);
         test_batch_rows(0, NULL, 1, pr, pp, 100, 64);
     }
     /* the decoder's projections at decode (taken) and prefill (M = 5: not taken) */

@@ -79,11 +79,14 @@ static double encoder_rel_error(vox_model *mc, vox_model *mg, const char *file) 
 /* Under teacher forcing both backends see the same prefix at every step, so each step's choice
  * can be compared on its own: wherever the CPU's top-2 margin is not a bf16 near-tie, the GPU
  * must choose the same id; log-probabilities agree within bf16's error on the tiny model. The
- * share of steps whose top-1 agrees (near-ties included) is checked over at least 24 steps: on
- * the flat distributions of random weights a few near-ties flip, so over fewer steps the share
- * says nothing; the callers pool short requests (agree_total). */
+ * share of steps whose top-1 agrees, near-ties included, is checked for a whole file
+ * (share_alone) or pooled over every request of a batch (agree_total): on the flat
+ * distributions of random weights a few near-ties flip, so over the 6 to 46 steps of one
+ * batched request the share says little (one measured at 23/26 with all its 10 decisive steps
+ * agreeing, 216/234 over the batch). */
 static int agree_total, steps_total;
-static void check_forced(const char *what, const voxtral_result *rf, const voxtral_result *rc) {
+static void check_forced(const char *what, const voxtral_result *rf, const voxtral_result *rc,
+                         bool share_alone) {
     CHECK_MSG(rf->n_ids == rc->n_ids, "%s: %zu forced steps, cpu %zu", what, rf->n_ids, rc->n_ids);
     if (rf->n_ids != rc->n_ids || rf->n_ids == 0) return;
     double sum = 0, worst = 0;
@@ -105,7 +108,7 @@ static void check_forced(const char *what, const voxtral_result *rf, const voxtr
            "with a cpu margin >= %.2f agree)\n", what, mean, worst, agree, rf->n_ids, decisive,
            NEAR_TIE_BF16);
     CHECK_MSG(mean <= 0.05, "%s: mean |delta logprob| %.4f", what, mean);
-    if (rf->n_ids >= 24)
+    if (share_alone)
         CHECK_MSG(agree >= 0.9 * (double)rf->n_ids, "%s: top-1 agreement %d/%zu", what, agree, rf->n_ids);
     agree_total += agree;
     steps_total += (int)rf->n_ids;
@@ -127,7 +130,7 @@ static void compare_transcription(voxtral_context *cc, voxtral_context *cg, cons
     p.n_force_ids = rc->n_ids;
     voxtral_result *rf = NULL;
     CHECK_MSG(voxtral_transcribe_file(cg, path, &p, &rf, &err) == VOX_OK, "%s", err.msg);
-    if (rf) check_forced(file, rf, rc);
+    if (rf) check_forced(file, rf, rc, true);
     voxtral_result_free(rf);
     voxtral_result_free(rc);
     voxtral_result_free(rg);
@@ -222,7 +225,7 @@ static void compare_batched(voxtral_context *cc, voxtral_context *cg, int max_ba
         char what[64];
         snprintf(what, sizeof what, "batch %d request %d", max_batch, i);
         CHECK_MSG(!ref[i] || out.calls[i] == 1, "%s: completed %d times", what, out.calls[i]);
-        if (ref[i] && out.r[i]) check_forced(what, out.r[i], ref[i]);
+        if (ref[i] && out.r[i]) check_forced(what, out.r[i], ref[i], false);
         voxtral_result_free(out.r[i]);
         voxtral_result_free(ref[i]);
     }
