@@ -70,3 +70,12 @@ void vox_inputs_free(vox_inputs *in) {
     free(in->paths);
     memset(in, 0, sizeof *in);
 }
+
+void vox_inputs_shard(vox_inputs *in, int k, int n) {
+    size_t kept = 0;
+    for (size_t i = 0; i < in->n; i++) {
+        if (i % (size_t)n == (size_t)k) in->paths[kept++] = in->paths[i];
+        else free(in->paths[i]);
+    }
+    in->n = kept;
+}

@@ -19,6 +19,9 @@ vox_status vox_inputs_build(const char *const *files, size_t n, const char *list
                             vox_inputs *out, vox_error *err);
 /* Appends the lines of an open stream (named `name` in errors). */
 vox_status vox_inputs_read(vox_inputs *in, FILE *f, const char *name, vox_error *err);
+/* Keeps the inputs whose position in the list (0-based) is k modulo n (0 <= k < n): the N shards
+ * of a list are disjoint, cover it, and differ in size by at most one. */
+void vox_inputs_shard(vox_inputs *in, int k, int n);
 void vox_inputs_free(vox_inputs *in);
 
 #endif

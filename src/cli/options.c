@@ -107,13 +107,18 @@ vox_status vox_cli_parse_ids(const char *spec, int32_t **ids, size_t *n, vox_err
 
 enum { OPT_IGNORE_EOS = 1000, OPT_LOGPROBS, OPT_FORCE, OPT_LATENCY, OPT_LATENCY_JSON, OPT_VERSION,
        OPT_DUMP, OPT_SILENCE, OPT_MIN_SILENCE, OPT_CONFIDENCE, OPT_CONF_THRESHOLD, OPT_NO_PROGRESS,
-       OPT_BATCH_SIZE };
+       OPT_BATCH_SIZE, OPT_SHARD, OPT_SKIP_EXISTING };
 
 /* Combinations that cannot work, found after all options are read. */
 static int check_combinations(vox_cli_options *o, vox_error *err) {
     if (o->format == VOX_OUT_SRT || o->format == VOX_OUT_VTT) o->segment = true;
     if (o->n_files == 0 && !o->files_from) {
         vox_fail(err, VOX_ERR_INVALID_ARG, "no input files (try --help)");
+        return 0;
+    }
+    if (o->skip_existing && !o->output_dir) {
+        vox_fail(err, VOX_ERR_INVALID_ARG, "--skip-existing needs --output-dir: it skips the inputs "
+                 "whose output file is already there");
         return 0;
     }
     if (o->print_confidence && o->format != VOX_OUT_TXT) {
@@ -153,6 +158,8 @@ int vox_cli_parse(int argc, char **argv, vox_cli_options *o, bool *stop, vox_err
         {"confidence-threshold", required_argument, 0, OPT_CONF_THRESHOLD},
         {"no-progress", no_argument, 0, OPT_NO_PROGRESS},
         {"batch-size", required_argument, 0, OPT_BATCH_SIZE},
+        {"shard", required_argument, 0, OPT_SHARD},
+        {"skip-existing", no_argument, 0, OPT_SKIP_EXISTING},
         {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
@@ -197,6 +204,29 @@ int vox_cli_parse(int argc, char **argv, vox_cli_options *o, bool *stop, vox_err
             }
             o->batch_size = (int)v;
             break;
+        case OPT_SHARD: {
+            /* K/N with 0 <= K < N: digits only, no sign, no spaces */
+            const char *slash = strchr(optarg, '/');
+            char kbuf[16];
+            long n = 0;
+            size_t klen = slash ? (size_t)(slash - optarg) : 0;
+            bool ok = slash && klen > 0 && klen < sizeof kbuf;
+            if (ok) {
+                memcpy(kbuf, optarg, klen);
+                kbuf[klen] = 0;
+                ok = strspn(kbuf, "0123456789") == klen && strspn(slash + 1, "0123456789") == strlen(slash + 1) &&
+                     parse_int(kbuf, 0, 1000000, &v) && parse_int(slash + 1, 1, 1000000, &n) && v < n;
+            }
+            if (!ok) {
+                vox_fail(err, VOX_ERR_INVALID_ARG, "--shard: expected K/N with 0 <= K < N (for "
+                         "example 3/8), got '%s'", optarg);
+                goto usage;
+            }
+            o->shard_k = (int)v;
+            o->shard_n = (int)n;
+            break;
+        }
+        case OPT_SKIP_EXISTING: o->skip_existing = true; break;
         case OPT_LOGPROBS:
             if (!parse_int(optarg, 0, 20, &v)) {
                 vox_fail(err, VOX_ERR_INVALID_ARG, "--logprobs: expected 0..20, got '%s'", optarg);

@@ -33,6 +33,8 @@ typedef struct {
     double confidence_threshold;
     bool no_progress;
     int batch_size;         /* most sequences in flight; 0: sized from device memory */
+    int shard_k, shard_n;   /* --shard K/N: the inputs at positions K mod N (1 shard: all) */
+    bool skip_existing;     /* with output_dir: inputs whose output file exists are skipped */
     bool latency;
     const char *latency_json;
     const char *dump_tensors; /* developer aid: see voxtral_transcribe_params.dump_path */

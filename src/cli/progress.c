@@ -29,7 +29,7 @@ void vox_progress_format(const vox_progress *p, double elapsed_ms, char *buf, si
     char audio[32], left[32] = "?";
     vox_format_duration(done, audio, sizeof audio);
     if (speed > 0 && p->n_seen > 0) {
-        size_t busy = p->done + (p->name[0] ? 1 : 0);
+        size_t busy = p->done + (p->name[0] ? 1 : 0); /* (skipped ones are done) */
         size_t not_started = p->n_files > busy ? p->n_files - busy : 0;
         double rest = (p->cur_total_s - p->cur_done_s) + (double)not_started * p->seen_s / p->n_seen;
         vox_format_duration(rest > 0 ? rest / speed : 0, left, sizeof left);
@@ -38,6 +38,8 @@ void vox_progress_format(const vox_progress *p, double elapsed_ms, char *buf, si
                      p->n_files, audio, speed, left);
     if (n > 0 && (size_t)n < size && p->failed)
         n += snprintf(buf + n, size - (size_t)n, ", %zu failed", p->failed);
+    if (n > 0 && (size_t)n < size && p->skipped)
+        n += snprintf(buf + n, size - (size_t)n, ", %zu skipped", p->skipped);
     if (n > 0 && (size_t)n < size && p->name[0])
         snprintf(buf + n, size - (size_t)n, " | %s", p->name);
 }
@@ -95,4 +97,9 @@ void vox_progress_clear(vox_progress *p) {
     fprintf(p->out, "\r\033[K");
     fflush(p->out);
     p->drawn = false;
+}
+
+void vox_progress_skip(vox_progress *p) {
+    p->done++;
+    p->skipped++;
 }

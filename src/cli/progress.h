@@ -18,6 +18,7 @@ typedef struct {
     bool enabled;
     FILE *out;
     size_t n_files, done, failed; /* files: asked for, finished (either way), failed */
+    size_t skipped;               /* of the done: skipped, their output being there already */
     double audio_done_s;          /* audio of the files transcribed */
     double seen_s;                /* audio of the files decoded so far, current one included */
     size_t n_seen;
@@ -33,6 +34,8 @@ void vox_progress_begin_file(vox_progress *p, const char *path);
 /* vox_cli_progress_fn: how much of the current file is done. */
 void vox_progress_update(double done_s, double total_s, int tokens, void *progress);
 void vox_progress_end_file(vox_progress *p, double audio_s, bool failed);
+/* An input skipped without being read (--skip-existing): done, not counted in the speed. */
+void vox_progress_skip(vox_progress *p);
 /* Erases the line (call before printing anything else on the same terminal). */
 void vox_progress_clear(vox_progress *p);
 

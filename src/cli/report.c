@@ -79,6 +79,7 @@ vox_status vox_write_latency_json(const char *path, const vox_run_totals *t, con
     cJSON_AddNumberToObject(o, "inputs", t->n_inputs);
     cJSON_AddNumberToObject(o, "files", t->n_files);
     cJSON_AddNumberToObject(o, "failed", t->n_failed);
+    cJSON_AddNumberToObject(o, "skipped", t->n_skipped);
     cJSON_AddBoolToObject(o, "interrupted", t->interrupted);
     cJSON_AddNumberToObject(o, "requests", t->n_requests);
     cJSON_AddNumberToObject(o, "audio_seconds", t->audio_seconds);

@@ -23,6 +23,7 @@ typedef struct {
     int n_inputs;         /* files asked for */
     int n_files;          /* files transcribed */
     int n_failed;
+    int n_skipped;        /* --skip-existing: inputs whose output was there already */
     int n_requests;       /* model requests: one per file, one per segment when segmenting */
     bool interrupted;
     voxtral_queue_stats batch; /* the queue's figures: batch size, KV cache, queue wait */

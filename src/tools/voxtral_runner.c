@@ -197,10 +197,13 @@ static bool on_token(int32_t id, void *user) {
 /* "N of M files transcribed, F failed[, K not done (interrupted)]; ...", then each failure
  * again (the messages scroll away in a long batch). */
 static void print_summary(const vox_run_totals *t, char **failed, size_t n_failed) {
-    int not_done = t->n_inputs - t->n_files - t->n_failed;
-    char rest[64] = "";
-    if (not_done > 0) snprintf(rest, sizeof rest, ", %d not done (interrupted)", not_done);
-    else if (t->interrupted) snprintf(rest, sizeof rest, " (interrupted)");
+    int not_done = t->n_inputs - t->n_files - t->n_failed - t->n_skipped;
+    char rest[96] = "";
+    int len = 0;
+    if (t->n_skipped > 0)
+        len = snprintf(rest, sizeof rest, ", %d skipped (output exists)", t->n_skipped);
+    if (not_done > 0) snprintf(rest + len, sizeof rest - (size_t)len, ", %d not done (interrupted)", not_done);
+    else if (t->interrupted) snprintf(rest + len, sizeof rest - (size_t)len, " (interrupted)");
     say("%d of %d files transcribed, %d failed%s; %.1f s of audio in %.1f s", t->n_files,
         t->n_inputs, t->n_failed, rest, t->audio_seconds, t->wall_ms / 1e3);
     for (size_t i = 0; failed && i < n_failed; i++) fprintf(stderr, "  failed: %s\n", failed[i]);
@@ -222,9 +225,15 @@ int main(int argc, char **argv) {
         vox_cli_options_free(&o);
         return VOX_EXIT_USAGE;
     }
-    if (in.n == 0) { /* an empty --files-from list: nothing to do is not an error for a script */
-        fprintf(stderr, "voxtral_runner: no input files in %s\n",
-                strcmp(o.files_from, "-") ? o.files_from : "standard input");
+    size_t n_listed = in.n;
+    if (o.shard_n > 1) vox_inputs_shard(&in, o.shard_k, o.shard_n);
+    if (in.n == 0) { /* an empty list or shard: nothing to do is not an error for a script */
+        if (n_listed > 0)
+            fprintf(stderr, "voxtral_runner: shard %d/%d of %zu inputs is empty\n", o.shard_k,
+                    o.shard_n, n_listed);
+        else
+            fprintf(stderr, "voxtral_runner: no input files in %s\n",
+                    strcmp(o.files_from, "-") ? o.files_from : "standard input");
         vox_cli_options_free(&o);
         return VOX_EXIT_OK;
     }
@@ -234,6 +243,19 @@ int main(int argc, char **argv) {
         vox_inputs_free(&in);
         vox_cli_options_free(&o);
         return VOX_EXIT_USAGE;
+    }
+
+    if (o.skip_existing) { /* everything done already: no model to load */
+        size_t present = 0;
+        for (size_t i = 0; i < in.n; i++) present += access(out_paths[i], F_OK) == 0;
+        if (present == in.n) {
+            fprintf(stderr, "voxtral_runner: 0 of %zu files transcribed, 0 failed, %zu skipped "
+                    "(output exists): nothing to do\n", in.n, in.n);
+            free_paths(out_paths, in.n);
+            vox_inputs_free(&in);
+            vox_cli_options_free(&o);
+            return VOX_EXIT_OK;
+        }
     }
 
     voxtral_context_params cp = voxtral_context_default_params();
@@ -270,8 +292,17 @@ int main(int argc, char **argv) {
     voxtral_queue *queue = NULL;
     vox_status st = !rs.slot || !rs.held ? vox_fail(&err, VOX_ERR_NOMEM, "out of memory")
                                          : voxtral_queue_create(ctx, &qp, &queue, &err);
-    for (size_t i = 0; !st && i < in.n; i++)
+    for (size_t i = 0; !st && i < in.n; i++) {
+        /* --skip-existing: outputs are written whole or not at all, so one that is there is
+         * complete (an interrupted run restarted does only what is missing) */
+        if (o.skip_existing && access(out_paths[i], F_OK) == 0) {
+            rs.slot[i] = SLOT_DONE;
+            totals.n_skipped++;
+            vox_progress_skip(&g_progress);
+            continue;
+        }
         st = voxtral_queue_submit_file(queue, in.paths[i], &tp, i, &err);
+    }
     if (!st) {
         vox_interrupt_set_queue(queue);
         vox_progress_begin_file(&g_progress, in.paths[0]);
