@@ -123,6 +123,8 @@ int voxtral_default_max_new_tokens(double audio_seconds);
 vox_status voxtral_init(const voxtral_context_params *params, voxtral_context **out, vox_error *err);
 void voxtral_free(voxtral_context *ctx);
 const char *voxtral_device_name(const voxtral_context *ctx);
+/* CUDA devices usable by this build (0 without the CUDA backend or a GPU). */
+int voxtral_cuda_device_count(void);
 double voxtral_load_ms(const voxtral_context *ctx);
 
 /* Transcribes a file (decoded, mixed to mono, resampled to 16 kHz). */
@@ -174,11 +176,20 @@ typedef struct {
     double kv_waste;           /* at that peak, the share of held block rows not yet written */
     double queue_wait_ms;      /* summed over requests: submission (audio ready) to admission */
     double gpu_ms;             /* device time of the queue's work (stage total) */
+    long requests;             /* pieces transcribed (a file, or each segment of one) */
+    size_t peak_device_bytes;  /* the device's peak memory (totals: the largest) */
 } voxtral_queue_stats;
 
 voxtral_queue_params voxtral_queue_default_params(void);
 vox_status voxtral_queue_create(voxtral_context *ctx, const voxtral_queue_params *params,
                                 voxtral_queue **out, vox_error *err);
+/* A queue over several contexts, one per device, each with its own copy of the weights: each
+ * device runs its own batch on a thread of its own, all taking requests from the one queue;
+ * params.max_batch applies to each device. Callbacks still come one at a time. A device that
+ * fails ends what it had in flight (those requests fail) and the others go on. */
+vox_status voxtral_queue_create_multi(voxtral_context *const *ctxs, int n,
+                                      const voxtral_queue_params *params, voxtral_queue **out,
+                                      vox_error *err);
 /* Queues a file (decoded, mixed to mono and resampled by reader threads) or 16 kHz mono PCM
  * (copied). params is copied; its pointers (language, force_ids) must stay valid until the
  * request completes. Failures of the request itself (unreadable audio, ...) come back through
@@ -196,8 +207,14 @@ vox_status voxtral_queue_run(voxtral_queue *q, vox_error *err);
 /* Asks a running queue to stop: requests not yet complete end with VOX_ERR_INTERRUPTED.
  * Async-signal-safe. */
 void voxtral_queue_cancel(voxtral_queue *q);
+/* The most sequences in flight, over every device. */
 int voxtral_queue_batch_size(const voxtral_queue *q);
+/* Totals over the devices. */
 void voxtral_queue_get_stats(const voxtral_queue *q, voxtral_queue_stats *out);
+int voxtral_queue_device_count(const voxtral_queue *q);
+/* One device's figures and name ("cuda:1"); VOX_ERR_INVALID_ARG for a device out of range. */
+vox_status voxtral_queue_get_device_stats(const voxtral_queue *q, int device,
+                                          voxtral_queue_stats *out, const char **name);
 void voxtral_queue_free(voxtral_queue *q);
 
 const char *voxtral_version(void);

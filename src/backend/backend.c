@@ -65,6 +65,15 @@ bool vox_backend_cuda_available(void) {
 #endif
 }
 
+int vox_backend_cuda_count(void) {
+#ifdef VOX_HAVE_CUDA
+    extern int vox_cuda_device_count(void);
+    return vox_cuda_device_count();
+#else
+    return 0;
+#endif
+}
+
 vox_status vox_backend_create(const char *device, vox_backend **out, vox_error *err) {
     *out = NULL;
     if (strcmp(device, "cpu") == 0) return vox_backend_cpu_create(out, err);

@@ -106,6 +106,9 @@ struct vox_backend {
     void *impl;
 
     void (*destroy)(vox_backend *be);
+    /* Makes the calling thread work on this backend's device (cuda: the current device is a
+     * property of each host thread). NULL where there is nothing to do. */
+    void (*bind_thread)(vox_backend *be);
 
     /* ---- memory ---- */
     /* Allocates t->data for t's dtype and shape (set by the caller). */
@@ -229,6 +232,8 @@ struct vox_backend {
 vox_status vox_backend_create(const char *device, vox_backend **out, vox_error *err);
 /* True when a CUDA device is usable (driver present, at least one GPU). */
 bool vox_backend_cuda_available(void);
+/* Usable CUDA devices (0 without the CUDA backend). */
+int vox_backend_cuda_count(void);
 void vox_backend_destroy(vox_backend *be);
 
 /* Helpers that allocate a fresh tensor with the given shape. */

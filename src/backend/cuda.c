@@ -103,6 +103,12 @@ static vox_status cuda_fail(vox_error *err, cudaError_t e, const char *what) {
                     cudaGetErrorString(e));
 }
 
+int vox_cuda_device_count(void);
+int vox_cuda_device_count(void) {
+    int n = 0;
+    return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+}
+
 bool vox_cuda_device_count_positive(void);
 bool vox_cuda_device_count_positive(void) {
     int n = 0;
@@ -887,12 +893,15 @@ static void cu_memory(vox_backend *be, size_t *live, size_t *peak) {
     *peak = S(be)->peak;
 }
 
+static void cu_bind_thread(vox_backend *be) { cudaSetDevice(S(be)->device); }
+
 static void cu_destroy(vox_backend *be) {
     cuda_state *s = S(be);
     if (!s) {
         free(be);
         return;
     }
+    cudaSetDevice(s->device); /* this thread may have worked on another device last */
     if (s->stream) cudaStreamSynchronize(s->stream);
     dev_free(s, s->ids_dev, s->ids_dev_cap * sizeof(int32_t));
     dev_free(s, s->logits_ws, s->logits_ws_bytes);
@@ -942,6 +951,7 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
     }
     be->impl = s;
     be->destroy = cu_destroy;
+    be->bind_thread = cu_bind_thread;
     s->device = device;
     snprintf(s->name, sizeof s->name, "cuda:%d", device);
     const char *no_matvec = getenv("VOX_NO_MATVEC");

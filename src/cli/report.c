@@ -67,6 +67,14 @@ void vox_write_latency_table(FILE *out, const vox_run_totals *t, const char *dev
             100.0 * b->kv_waste);
     fprintf(out, "  %-22s %10.2f   (mean per request, ready to admitted)\n", "queue wait",
             t->n_requests ? s->queue_ms / t->n_requests : 0.0);
+    for (int i = 0; t->n_devices > 1 && i < t->n_devices; i++) {
+        const voxtral_queue_stats *d = &t->device[i];
+        char label[40];
+        snprintf(label, sizeof label, "device %s", t->device_name[i]);
+        fprintf(out, "  %-22s %10.2f   (device ms; %ld requests, %ld steps, mean batch %.2f, "
+                "batch size %d, peak %.1f MiB)\n", label, d->gpu_ms, d->requests, d->steps,
+                d->mean_batch, d->max_batch, d->peak_device_bytes / (1024.0 * 1024.0));
+    }
 }
 
 vox_status vox_write_latency_json(const char *path, const vox_run_totals *t, const char *device,
@@ -110,6 +118,21 @@ vox_status vox_write_latency_json(const char *path, const vox_run_totals *t, con
     cJSON_AddNumberToObject(bj, "kv_peak_bytes", (double)b->kv_peak_used_bytes);
     cJSON_AddNumberToObject(bj, "kv_waste", b->kv_waste);
     cJSON_AddNumberToObject(bj, "queue_wait_ms_mean", t->n_requests ? s->queue_ms / t->n_requests : 0.0);
+    if (t->n_devices > 1) {
+        cJSON *devs = cJSON_AddArrayToObject(o, "devices");
+        for (int i = 0; i < t->n_devices; i++) {
+            const voxtral_queue_stats *d = &t->device[i];
+            cJSON *dj = cJSON_CreateObject();
+            cJSON_AddStringToObject(dj, "device", t->device_name[i]);
+            cJSON_AddNumberToObject(dj, "device_ms", d->gpu_ms);
+            cJSON_AddNumberToObject(dj, "requests", (double)d->requests);
+            cJSON_AddNumberToObject(dj, "steps", (double)d->steps);
+            cJSON_AddNumberToObject(dj, "mean_batch", d->mean_batch);
+            cJSON_AddNumberToObject(dj, "batch_size", d->max_batch);
+            cJSON_AddNumberToObject(dj, "peak_device_bytes", (double)d->peak_device_bytes);
+            cJSON_AddItemToArray(devs, dj);
+        }
+    }
     char *text = cJSON_Print(o);
     cJSON_Delete(o);
     if (!text) return vox_fail(err, VOX_ERR_NOMEM, "out of memory");

@@ -15,6 +15,8 @@
 #include "cli/transcript.h"
 #include "voxtral/voxtral.h"
 
+#define VOX_RUN_MAX_DEVICES 64
+
 typedef struct {
     double load_ms;
     voxtral_timings sum;  /* stage times and token counts added up; peak is the maximum */
@@ -27,6 +29,10 @@ typedef struct {
     int n_requests;       /* model requests: one per file, one per segment when segmenting */
     bool interrupted;
     voxtral_queue_stats batch; /* the queue's figures: batch size, KV cache, queue wait */
+    /* with several devices, each one's figures */
+    int n_devices;
+    voxtral_queue_stats device[VOX_RUN_MAX_DEVICES];
+    const char *device_name[VOX_RUN_MAX_DEVICES];
 } vox_run_totals;
 
 void vox_run_totals_add(vox_run_totals *t, const vox_transcript *tr);

@@ -86,6 +86,7 @@ void voxtral_free(voxtral_context *ctx) {
 }
 
 const char *voxtral_device_name(const voxtral_context *ctx) { return ctx->be->name; }
+int voxtral_cuda_device_count(void) { return vox_backend_cuda_count(); }
 double voxtral_load_ms(const voxtral_context *ctx) { return ctx->load_ms; }
 
 const char *voxtral_token_text(const voxtral_context *ctx, int32_t id, size_t *len) {

@@ -39,6 +39,7 @@ typedef struct {
     /* the engine's */
     size_t pieces_admitted, pieces_done;
     bool released;                 /* its read-ahead room was given back to the readers */
+    int encoding;                  /* pieces admitted whose audio is not encoded yet (rd.mu) */
     voxtral_result **piece_results; /* [n_pieces] */
 } vox_request;
 

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/devices.h"
 #include "cli/inputs.h"
 #include "cli/interrupt.h"
 #include "cli/options.h"
@@ -38,6 +39,11 @@ static void say(const char *fmt, ...) {
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fputc('\n', stderr);
+}
+
+static void report_device_failure(const char *device, const char *reason) {
+    fprintf(stderr, "voxtral_runner: %s: cannot load the model: %s; left out\n", device,
+            reason);
 }
 
 static double now_ms(void) {
@@ -258,16 +264,33 @@ int main(int argc, char **argv) {
         }
     }
 
-    voxtral_context_params cp = voxtral_context_default_params();
-    cp.model_dir = o.model_dir;
-    cp.device = o.device;
-    voxtral_context *ctx = NULL;
-    if (voxtral_init(&cp, &ctx, &err)) {
+    /* the model, once per device (-d cuda:0,cuda:1 or cuda:all); a device that cannot load it
+     * is reported and the others go on */
+    char **dev_names = NULL;
+    int n_devs = 0, n_ctx = 0;
+    voxtral_context *ctxs[VOX_CLI_MAX_DEVICES];
+    vox_status lst = vox_cli_device_list(o.device, &dev_names, &n_devs, &err);
+    if (lst) {
+        fprintf(stderr, "voxtral_runner: %s\n", err.msg);
+    } else if ((lst = vox_cli_load_devices(o.model_dir, dev_names, n_devs, ctxs, &n_ctx,
+                                           report_device_failure, &err))) {
         fprintf(stderr, "voxtral_runner: cannot load the model from '%s': %s\n", o.model_dir, err.msg);
+    }
+    vox_cli_device_list_free(dev_names, n_devs);
+    if (lst) {
         free_paths(out_paths, in.n);
         vox_inputs_free(&in);
         vox_cli_options_free(&o);
         return VOX_EXIT_USAGE;
+    }
+    voxtral_context *ctx = ctxs[0]; /* the tokenizer the writers use (the same on every device) */
+    char device_names[512] = "";
+    double load_ms = 0;
+    for (int i = 0; i < n_ctx; i++) {
+        size_t len = strlen(device_names);
+        snprintf(device_names + len, sizeof device_names - len, "%s%s", i ? "," : "",
+                 voxtral_device_name(ctxs[i]));
+        load_ms += voxtral_load_ms(ctxs[i]); /* loaded one after another */
     }
     if (vox_interrupt_install() != 0) say("cannot install the SIGINT handler: %s", strerror(errno));
 
@@ -279,7 +302,7 @@ int main(int argc, char **argv) {
     voxtral_transcribe_params tp = run_params(&o);
     tp.on_token = on_token;
     tp.user_data = &g_progress;
-    vox_run_totals totals = {.load_ms = voxtral_load_ms(ctx), .n_inputs = (int)in.n};
+    vox_run_totals totals = {.load_ms = load_ms, .n_inputs = (int)in.n};
     run_state rs = {.o = &o, .in = &in, .out_paths = out_paths, .ctx = ctx, .style = style,
                     .logprobs = tp.logprobs > 0 || tp.n_force_ids > 0, .totals = &totals};
     rs.slot = calloc(in.n, sizeof *rs.slot);
@@ -291,7 +314,7 @@ int main(int argc, char **argv) {
     qp.user_data = &rs;
     voxtral_queue *queue = NULL;
     vox_status st = !rs.slot || !rs.held ? vox_fail(&err, VOX_ERR_NOMEM, "out of memory")
-                                         : voxtral_queue_create(ctx, &qp, &queue, &err);
+                                         : voxtral_queue_create_multi(ctxs, n_ctx, &qp, &queue, &err);
     for (size_t i = 0; !st && i < in.n; i++) {
         /* --skip-existing: outputs are written whole or not at all, so one that is there is
          * complete (an interrupted run restarted does only what is missing) */
@@ -314,6 +337,9 @@ int main(int argc, char **argv) {
         voxtral_queue_stats qs;
         voxtral_queue_get_stats(queue, &qs);
         totals.batch = qs;
+        totals.n_devices = voxtral_queue_device_count(queue);
+        for (int i = 0; i < totals.n_devices && i < VOX_RUN_MAX_DEVICES; i++)
+            voxtral_queue_get_device_stats(queue, i, &totals.device[i], &totals.device_name[i]);
     }
     if (vox_interrupted())
         say("interrupted: the files in progress were abandoned, no output written for them");
@@ -326,8 +352,8 @@ int main(int argc, char **argv) {
     totals.wall_ms = now_ms() - t_start;
 
     bool report_failed = false;
-    if (o.latency) vox_write_latency_table(stderr, &totals, voxtral_device_name(ctx));
-    if (o.latency_json && vox_write_latency_json(o.latency_json, &totals, voxtral_device_name(ctx), &err)) {
+    if (o.latency) vox_write_latency_table(stderr, &totals, device_names);
+    if (o.latency_json && vox_write_latency_json(o.latency_json, &totals, device_names, &err)) {
         say("--latency-json %s", err.msg);
         report_failed = true;
     }
@@ -336,7 +362,7 @@ int main(int argc, char **argv) {
     free_paths(failed, n_failed);
     free(rs.slot);
     free(rs.held);
-    voxtral_free(ctx);
+    for (int i = 0; i < n_ctx; i++) voxtral_free(ctxs[i]);
     free_paths(out_paths, in.n);
     vox_inputs_free(&in);
     vox_cli_options_free(&o);
