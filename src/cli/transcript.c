@@ -18,9 +18,9 @@ char *vox_cli_trim_dup(const char *s) {
 }
 
 void vox_transcript_free(vox_transcript *t) {
-    /* the pieces are the segments' results, or (not segmented) `whole` itself */
-    if (!t->segmented) t->n_segs = 0;
-    for (size_t i = 0; i < t->n_segs; i++) voxtral_result_free(t->segs[i].r);
+    /* a piece's result is its own, or (a whole file) `whole` itself: freed once */
+    for (size_t i = 0; i < t->n_segs; i++)
+        if (t->segs[i].r != t->whole) voxtral_result_free(t->segs[i].r);
     free(t->segs);
     voxtral_result_free(t->whole);
     free(t->text);
