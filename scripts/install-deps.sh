@@ -10,9 +10,12 @@ packages=(
   libcjson-dev      # safetensors headers, manifest, tekken.json, JSON output
   libpcre2-dev      # the tokenizer's pre-tokenization regex (Unicode properties)
 )
-if [ "${1:-}" = "--with-test-tools" ]; then
-  packages+=(espeak-ng sox flac vorbis-tools)   # regenerating fixture audio
-fi
+for opt in "$@"; do
+  case $opt in
+  --with-test-tools) packages+=(espeak-ng sox flac vorbis-tools) ;; # regenerating fixture audio
+  --with-slurm) packages+=(slurm-wlm munge) ;; # tests/cli/test_runner_slurm.sh: a one-node cluster
+  esac
+done
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
 missing=()
