@@ -22,7 +22,8 @@
 #define N_REQ 11
 
 typedef struct {
-    const char *file;      /* under tiny/audio, or NULL: a slice of speech.flac */
+    const char *file;      /* under tiny/audio, or NULL: a slice of speech.flac (long.wav when
+                              segmenting: it has pauses) */
     size_t slice0, slice_n; /* the slice (samples) */
     int max_new;
     bool ignore_eos;
@@ -41,13 +42,16 @@ static const req_spec specs[N_REQ] = {
     {"speech.flac", 0, 0, 7, true, 1, NULL, true, false},
     {NULL, 3, 1, 4, true, 0, NULL, false, false},  /* one sample */
     {"speech.ogg", 0, 0, 16, false, 0, NULL, false, false},
-    {"long.wav", 0, 0, 6, true, 0, NULL, false, true}, /* segmented */
+    {NULL, 0, 200000, 6, true, 0, NULL, false, true}, /* 12.5 s cut at its pauses */
     {NULL, 1000, 30000, 11, true, 5, NULL, false, false},
     {"short.wav", 0, 0, 1, true, 0, NULL, false, false},
 };
 
-static float *g_speech;
-static size_t g_speech_n;
+static float *g_speech, *g_long;
+static size_t g_speech_n, g_long_n;
+
+/* The samples of a slice request. */
+static const float *slice_of(const req_spec *s) { return (s->segment ? g_long : g_speech) + s->slice0; }
 static int32_t g_force[7] = {1005, 1100, 2, 1013, 1200, 1001, 1042};
 
 /* Stops a request after 3 tokens, as a caller's on_token may (the sequence leaves the batch). */
@@ -147,7 +151,7 @@ static void run_batched(voxtral_context *ctx, int max_batch, const char *step_ro
             path_of(&specs[i], path, sizeof path);
             CHECK(voxtral_queue_submit_file(q, path, &p, (uint64_t)i, &err) == VOX_OK);
         } else {
-            CHECK(voxtral_queue_submit_pcm(q, g_speech + specs[i].slice0, specs[i].slice_n, &p,
+            CHECK(voxtral_queue_submit_pcm(q, slice_of(&specs[i]), specs[i].slice_n, &p,
                                            (uint64_t)i, &err) == VOX_OK);
         }
         if (i == 4) { /* a bad file in the middle of the batch */
@@ -188,12 +192,16 @@ int main(void) {
         fprintf(stderr, "cannot load the tiny model: %s\n", err.msg);
         return 1;
     }
-    vox_audio speech;
+    vox_audio speech, longer;
     CHECK_MSG(vox_audio_load(VOX_FIXTURES "/tiny/audio/speech.flac", 0, &speech, &err) == VOX_OK, "%s", err.msg);
+    CHECK_MSG(vox_audio_load(VOX_FIXTURES "/tiny/audio/long.wav", 0, &longer, &err) == VOX_OK, "%s", err.msg);
     g_speech = speech.samples;
     g_speech_n = speech.n_samples;
+    g_long = longer.samples;
+    g_long_n = longer.n_samples;
     for (int i = 0; i < N_REQ; i++)
-        if (!specs[i].file) CHECK(specs[i].slice0 + specs[i].slice_n <= g_speech_n);
+        if (!specs[i].file)
+            CHECK(specs[i].slice0 + specs[i].slice_n <= (specs[i].segment ? g_long_n : g_speech_n));
 
     /* each request alone */
     voxtral_result *alone[N_REQ] = {0};
@@ -207,8 +215,7 @@ int main(void) {
             path_of(&specs[i], path, sizeof path);
             st = voxtral_transcribe_file(ctx, path, &p, &alone[i], &err);
         } else {
-            st = voxtral_transcribe_pcm(ctx, g_speech + specs[i].slice0, specs[i].slice_n, &p,
-                                        &alone[i], &err);
+            st = voxtral_transcribe_pcm(ctx, slice_of(&specs[i]), specs[i].slice_n, &p, &alone[i], &err);
         }
         CHECK_MSG(st == VOX_OK, "request %d alone: %s", i, err.msg);
         if (alone[i] && !specs[i].ignore_eos && !specs[i].segment &&
@@ -219,12 +226,15 @@ int main(void) {
 
     CHECK_MSG(alone[4] && alone[4]->n_ids == 3, "the request its callback stops has %zu ids",
               alone[4] ? alone[4]->n_ids : 0);
+    CHECK_MSG(alone[8] && alone[8]->n_segments >= 2, "the segmented request has %zu segments",
+              alone[8] ? alone[8]->n_segments : 0);
     run_batched(ctx, 16, NULL, alone);   /* all at once */
     run_batched(ctx, 3, "23", alone);    /* slots reused as sequences leave; prompts cut into
                                             chunks of 23 rows and less */
 
     for (int i = 0; i < N_REQ; i++) voxtral_result_free(alone[i]);
     vox_audio_free(&speech);
+    vox_audio_free(&longer);
     voxtral_free(ctx);
     return test_finish("engine_batch");
 }
