@@ -108,6 +108,8 @@ struct voxtral_result {
     double audio_seconds;
     const char *language;      /* as asked (NULL: detected by the model, not reported) */
     voxtral_timings timings;   /* segmented: summed over the pieces */
+    char *warning;             /* a problem with the input that did not stop it (a truncated
+                                  file: what was expected and what was decoded), or NULL */
     bool segmented;
     voxtral_segment *segments; /* segmented: the pieces with speech, in order (ids is empty) */
     size_t n_segments;

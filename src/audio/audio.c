@@ -281,14 +281,14 @@ static vox_status decode_stream(SNDFILE *snd, const SF_INFO *info, const char *p
     char decode_msg[256] = "";
     while (!st) {
         sf_count_t got = sf_readf_float(snd, buf, (sf_count_t)block);
-        /* libsndfile clears the error at the start of each read: look after every one */
+        /* libsndfile clears the error at the start of each read: look after every one (the
+         * frames a failing read still gave are kept: they decoded) */
         decode_error = sf_error(snd);
         if (decode_error != SF_ERR_NO_ERROR) {
             snprintf(decode_msg, sizeof decode_msg, "%s", sf_strerror(snd));
             size_t len = strlen(decode_msg);
             while (len > 0 && (decode_msg[len - 1] == '.' || decode_msg[len - 1] == ' '))
                 decode_msg[--len] = '\0';
-            break;
         }
         if (got <= 0) break;
         size_t n = (size_t)got;
@@ -315,15 +315,38 @@ static vox_status decode_stream(SNDFILE *snd, const SF_INFO *info, const char *p
             direct.n += n;
         }
         total += n;
+        if (decode_error != SF_ERR_NO_ERROR) break;
     }
-    /* A decoder error ends the stream early (a truncated or damaged FLAC "loses sync"): stop
-     * with the error rather than transcribe part of the file silently, as python soundfile
-     * does. A WAV whose data chunk is shorter than its header says is no error: its frames are
-     * all there, only fewer. */
-    if (!st && decode_error != SF_ERR_NO_ERROR)
-        st = vox_fail(err, VOX_ERR_FORMAT,
-                      "%s: decoding failed after %zu frames (%.2f s): %s: the file is truncated "
-                      "or damaged", path, total, (double)total / rate, decode_msg);
+    /* A file that ends early (a WAV whose data chunk is shorter than its header says, a FLAC
+     * or Ogg whose decoder loses sync part way: a crash-cut recording) still has value: what is
+     * there is transcribed, with a warning that says what was expected and what was decoded.
+     * Nothing decoded at all is an error (below). libsndfile's frame count of an MP3 is an
+     * estimate: a shortfall under 1% (and 0.1 s) is no truncation. */
+    double expected_s = info->frames > 0 && info->frames < SF_COUNT_MAX ? (double)info->frames / rate : 0;
+    /* A WAV cut short: libsndfile counts only the frames present, and says in its log what the
+     * header claimed ("data : 32000 (should be 8000)", bytes) */
+    char log[2048] = "";
+    sf_command(snd, SFC_GET_LOG_INFO, log, sizeof log);
+    const char *data = strstr(log, "data : ");
+    long long claimed = 0, present = 0;
+    if (data && sscanf(data, "data : %lld (should be %lld)", &claimed, &present) == 2 &&
+        claimed > present && present > 0 && expected_s > 0)
+        expected_s *= (double)claimed / (double)present;
+    const double decoded_s = (double)total / rate;
+    if (!st && total > 0 && decode_error != SF_ERR_NO_ERROR) {
+        if (expected_s > decoded_s)
+            snprintf(out->warning, sizeof out->warning, "truncated or damaged: decoded %.2f s of "
+                     "the %.2f s its header announces (libsndfile: %s)", decoded_s, expected_s, decode_msg);
+        else
+            snprintf(out->warning, sizeof out->warning, "truncated or damaged: decoding stopped "
+                     "after %.2f s (libsndfile: %s)", decoded_s, decode_msg);
+    } else if (!st && total > 0 && expected_s - decoded_s > 0.1 && decoded_s < 0.99 * expected_s) {
+        snprintf(out->warning, sizeof out->warning, "truncated: decoded %.2f s of the %.2f s its "
+                 "header announces", decoded_s, expected_s);
+    }
+    if (!st && total == 0 && decode_error != SF_ERR_NO_ERROR)
+        st = vox_fail(err, VOX_ERR_FORMAT, "%s: decoding failed at once: %s: the file is truncated "
+                      "or damaged", path, decode_msg);
     if (!st && total == 0)
         st = vox_fail(err, VOX_ERR_FORMAT,
                       "%s: no audio could be decoded (0 frames): the file is empty, truncated or "

@@ -22,6 +22,10 @@ typedef struct {
     size_t n_samples;
     int source_rate;     /* sample rate of the file */
     int source_channels; /* channel count of the file */
+    /* A problem that did not stop decoding, or "": a file that ends before its header says, or
+     * whose decoder loses sync part way (a crash-cut recording), gives what is there and says
+     * how much was expected and how much decoded. */
+    char warning[256];
 } vox_audio;
 
 /* Decodes, mixes and resamples PATH. Reads until the end of the stream (the reported frame

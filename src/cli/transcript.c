@@ -36,6 +36,7 @@ vox_status vox_transcript_from_result(vox_transcript *t, const char *path, voxtr
     t->segmented = r->segmented;
     t->audio_seconds = r->audio_seconds;
     t->timings = r->timings;
+    t->warning = r->warning;
     t->whole = r;
     size_t n = r->segmented ? r->n_segments : 1;
     if (n && !(t->segs = calloc(n, sizeof *t->segs))) {

@@ -24,6 +24,7 @@ typedef struct {
     char *text;              /* owned: the whole-file text, or the segments' texts, trimmed and
                                 joined by single spaces */
     voxtral_timings timings; /* summed over the requests, plus decoding the file */
+    const char *warning;     /* the audio decoded with a problem (a truncated file), or NULL */
     voxtral_result *whole;   /* owned: the result the pieces came from (segmented: their
                                 container, whose segments moved into segs) */
 } vox_transcript;

@@ -97,6 +97,7 @@ void voxtral_result_free(voxtral_result *r) {
     if (!r) return;
     for (size_t i = 0; i < r->n_segments; i++) voxtral_result_free(r->segments[i].r);
     free(r->segments);
+    free(r->warning);
     free(r->text);
     free(r->ids);
     free(r->tokens);

@@ -136,6 +136,11 @@ static voxtral_result *assemble(const voxtral_context *ctx, vox_request *r, vox_
         out->text = text;
     }
     out->audio_seconds = (double)r->n_samples / VOX_SAMPLE_RATE;
+    if (r->warning && !(out->warning = strdup(r->warning))) {
+        voxtral_result_free(out);
+        vox_fail(err, VOX_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
     out->timings.audio_ms = r->audio_ms;
     out->timings.load_ms = ctx->load_ms;
     out->timings.total_ms = vox_wall_ms() - r->t_submit;

@@ -18,6 +18,7 @@ void vox_request_free(vox_request *r) {
     free(r->samples);
     free(r->pieces);
     free(r->error);
+    free(r->warning);
     if (r->piece_results)
         for (size_t i = 0; i < r->n_pieces; i++) voxtral_result_free(r->piece_results[i]);
     free(r->piece_results);
@@ -40,6 +41,7 @@ static void read_request(vox_request *r) {
         if (!st) {
             r->samples = a.samples;
             r->n_samples = a.n_samples;
+            if (a.warning[0]) r->warning = strdup(a.warning);
         }
     }
     if (!st && r->p.segment) {

@@ -35,6 +35,7 @@ typedef struct {
     size_t n_pieces;
     vox_status status;
     char *error;
+    char *warning;                 /* the audio decoded with a problem (vox_audio.warning) */
 
     /* the engine's */
     size_t pieces_admitted, pieces_done;

@@ -179,6 +179,7 @@ static void on_complete(const voxtral_completion *c, void *user) {
         vox_transcript t;
         vox_error err = {0};
         double audio_s = c->result->audio_seconds;
+        if (c->result->warning) say("%s: warning: %s", rs->in->paths[i], c->result->warning);
         if (vox_transcript_from_result(&t, rs->in->paths[i], c->result, rs->logprobs, &err)) {
             voxtral_result_free(c->result);
             report_failure(rs, err.msg);

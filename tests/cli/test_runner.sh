@@ -77,13 +77,20 @@ bad_cases=(
     "$bad/empty.wav|empty file (0 bytes)"
     "$bad/text.wav|not a supported audio file"
     "$bad/garbage.flac|not a supported audio file"
-    "$tmp/truncated.flac|the file is truncated or damaged"
     "$tmp/header_only.wav|not a supported audio file"
     "$bad/zero_frames.wav|no audio could be decoded"
     "$bad/nan.wav|is NaN"
     "$bad/inf.wav|is infinite"
     "$tmp/a_directory.wav|is a directory"
 )
+# a truncated file: what is there is transcribed, with a warning (stderr, json), exit 0
+run 0 truncated -o json "$tmp/truncated.flac"
+has truncated.err "$tmp/truncated.flac: warning: truncated or damaged: decoded"
+has truncated.out '"warnings":["truncated or damaged: decoded'
+run 0 whole -o json "$audio/speech.flac"
+has whole.out '"warnings":[]'
+empty whole.err
+
 mkdir "$tmp/outdir"
 for case in "${bad_cases[@]}"; do
     file=${case%%|*}
