@@ -77,8 +77,6 @@ int vox_write_json_transcript(FILE *out, const voxtral_context *ctx, const vox_t
     if (t->language) add_text(o, "language", t->language);
     else cJSON_AddNullToObject(o, "language");
     cJSON_AddNumberToObject(o, "audio_seconds", t->audio_seconds);
-    cJSON *warnings = cJSON_AddArrayToObject(o, "warnings");
-    if (t->warning) cJSON_AddItemToArray(warnings, cJSON_CreateString(t->warning));
     cJSON_AddItemToObject(o, "latency_ms", timings_json(&t->timings));
     if (t->logprobs) {
         cJSON *lp = cJSON_AddArrayToObject(o, "logprobs");
@@ -97,6 +95,8 @@ int vox_write_json_transcript(FILE *out, const voxtral_context *ctx, const vox_t
             cJSON_AddItemToArray(segs, e);
         }
     }
+    cJSON *warnings = cJSON_AddArrayToObject(o, "warnings");
+    if (t->warning) cJSON_AddItemToArray(warnings, cJSON_CreateString(t->warning));
     char *s = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     int rc = s && fprintf(out, "%s\n", s) >= 0 ? 0 : -1;
