@@ -241,6 +241,7 @@ int main(int argc, char **argv) {
         else
             fprintf(stderr, "voxtral_runner: no input files in %s\n",
                     strcmp(o.files_from, "-") ? o.files_from : "standard input");
+        vox_inputs_free(&in);
         vox_cli_options_free(&o);
         return VOX_EXIT_OK;
     }

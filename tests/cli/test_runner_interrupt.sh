@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # voxtral_runner stopped in the middle of a batch (tiny fixture model, CPU backend): SIGINT and
-# SIGTERM abandon the file in progress, keep the finished ones complete, leave no temporary file,
+# SIGTERM abandon the files in progress (several sequences in flight), keep the finished ones complete, leave no temporary file,
 # print the summary and exit 128 + signal; SIGKILL leaves no partial output file either (each
 # file appears by rename when complete). Also: --output-dir names and the stdout case.
 # Usage: test_runner_interrupt.sh BUILD_DIR FIXTURES_DIR
@@ -13,7 +13,10 @@ tmp=$(mktemp -d /tmp/vox_cli_interrupt_XXXXXX)
 pid=
 trap '[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
 export_tiny_model "$tmp/model"
-R=("$exe" -m "$tmp/model" -d cpu -n 4 -o srt)
+# Four files in flight at a time: the first four finish together, and the signal then finds the
+# next four in flight (all abandoned: the encoder alone keeps them busy for seconds) and the
+# last four not started.
+R=("$exe" -m "$tmp/model" -d cpu -n 4 -o srt --batch-size 4)
 
 # Twelve inputs with the same audio: every finished output must equal the reference.
 mkdir "$tmp/in"
