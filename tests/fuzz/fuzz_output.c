@@ -271,9 +271,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                               .confidence = formats[k] == VOX_OUT_TXT && (flags & 32),
                               .threshold = (flags >> 6) / 3.0,
                               .mark = flags & 128 ? VOX_MARK_COLOUR : VOX_MARK_PLAIN};
-        if (s.format == VOX_OUT_SRT || s.format == VOX_OUT_VTT) {
-            if (!t.segmented) continue; /* the CLI always segments for subtitles */
-        }
+        bool subtitles = s.format == VOX_OUT_SRT || s.format == VOX_OUT_VTT;
+        if (subtitles && !t.segmented) continue; /* the CLI always segments for subtitles */
         check_output(&t, &s, header);
     }
     free(header);
