@@ -24,9 +24,6 @@ extern "C" {
 
 /* ---- device scalars (kernels/scalars.cu) ---- */
 void vox_k_fill_i32(int32_t *dst, int32_t value, int n, cudaStream_t stream);
-/* *pos_dev = pos0 and kv_len_dev[i] = kv_len for i < n, in one launch. */
-void vox_k_set_position(int64_t *pos_dev, int32_t *kv_len_dev, int64_t pos0, int32_t kv_len, int n,
-                        cudaStream_t stream);
 
 /* ---- GEMM epilogue (kernels/bias.cu) ---- */
 /* y[m, n] = bf16(acc[m, n] + bias[n]) (bias may be NULL): one rounding. */

@@ -21,7 +21,7 @@ import sys
 
 METRICS = ["gpu__time_duration.sum", "dram__bytes_read.sum", "launch__grid_size"]
 # The decode step's kernels (prefill and the encoder use cuBLAS and other kernels).
-DEFAULT_KERNELS = r"matvec|attn_decode|logits|embed|set_position"
+DEFAULT_KERNELS = r"matvec|attn_decode|logits|embed"
 
 
 def short_name(name):

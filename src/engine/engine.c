@@ -16,7 +16,7 @@
  * A request completes (callback) when its last piece has.
  *
  * Memory: the KV pool is paged (blocks of VOX_KV_BLOCK positions, pipeline.h) and sized once
- * from free device memory (vox_queue_kv_budget); blocks are taken as positions are written, so
+ * from free device memory (kv_budget); blocks are taken as positions are written, so
  * at most one partly filled block a sequence is held but not used.
  *
  * Timing: every stage is bracketed by device marks. A step's time is shared between its rows:
@@ -24,13 +24,9 @@
  * decode time, each prompt chunk's share is its sequence's prefill time; an admission group's
  * mel, encoder and embedding times are split by chunks. Summed over requests, the stages give
  * the queue's device time, whatever the batch. */
-#include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "audio/audio.h"
 #include "engine/queue.h"
@@ -460,7 +456,6 @@ static vox_status step(vox_engine *e, vox_error *err) {
     vox_model *m = ctx->model;
     vox_backend *be = ctx->be;
     int rows = 0, n_seqs = 0, n_logits = 0, tw = e->table_width, k_ask = 2;
-    bool any_logprobs = false;
     /* decode rows first, then prompt chunks while the step has room */
     for (int pass = 0; pass < 2; pass++) {
         for (int i = 0; i < e->n_active; i++) {
@@ -492,15 +487,12 @@ static vox_status step(vox_engine *e, vox_error *err) {
                 e->b_logit_seq[n_logits] = s;
                 e->b_chosen[n_logits] = s->forcing ? s->req->p.force_ids[s->r->n_ids] : -1;
                 if (s->k > k_ask) k_ask = s->k;
-                any_logprobs |= s->want_stats;
                 n_logits++;
             }
             rows += (int)n;
             n_seqs++;
         }
-        if (pass == 0) e->b_row0[n_seqs] = rows; /* (overwritten when prompt chunks follow) */
     }
-    (void)any_logprobs;
     if (rows == 0) return VOX_OK;
     e->b_row0[n_seqs] = rows;
     int n_decode = 0;
