@@ -1,6 +1,7 @@
 /* The txt writer, and the choice of writer. */
 #include "cli/output.h"
 #include "cli/utf8.h"
+#include "common/text.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +13,7 @@ static char *txt_text(const voxtral_context *ctx, const voxtral_result *r, bool 
     char *text = raw ? vox_utf8_repair_dup(raw, strlen(raw)) : NULL;
     free(raw);
     if (!text || !trim) return text;
-    char *t = vox_cli_trim_dup(text);
+    char *t = vox_trim_dup(text);
     free(text);
     for (char *c = t; c && *c; c++) /* one line per segment */
         if (*c == '\n' || *c == '\r') *c = ' ';

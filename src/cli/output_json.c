@@ -6,6 +6,7 @@
 
 #include "cli/output.h"
 #include "cli/utf8.h"
+#include "common/text.h"
 
 /* A string member. JSON is UTF-8, and a file name can hold any bytes: each ill-formed sequence
  * becomes U+FFFD. */
@@ -88,7 +89,7 @@ int vox_write_json_transcript(FILE *out, const voxtral_context *ctx, const vox_t
             cJSON *e = cJSON_CreateObject();
             cJSON_AddNumberToObject(e, "start", ms_round(t->segs[i].start));
             cJSON_AddNumberToObject(e, "end", ms_round(t->segs[i].end));
-            char *text = vox_cli_trim_dup(t->segs[i].r->text);
+            char *text = vox_trim_dup(t->segs[i].r->text);
             add_text(e, "text", text ? text : "");
             free(text);
             add_ids(cJSON_AddArrayToObject(e, "tokens"), t->segs[i].r);

@@ -5,6 +5,7 @@
 
 #include "cli/output.h"
 #include "cli/utf8.h"
+#include "common/text.h"
 
 void vox_format_timestamp(char *buf, size_t size, double seconds, char sep) {
     long long ms = seconds > 0 ? llround(seconds * 1000.0) : 0;
@@ -35,7 +36,7 @@ char *vox_cue_text(const char *text, bool vtt) {
     }
     *o = 0;
     free(utf8);
-    char *t = vox_cli_trim_dup(out);
+    char *t = vox_trim_dup(out);
     free(out);
     return t;
 }

@@ -1,21 +1,8 @@
 /* A request's result as the CLI's writers see it (transcript.h). */
 #include "cli/transcript.h"
 
-#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
-
-char *vox_cli_trim_dup(const char *s) {
-    while (*s && isspace((unsigned char)*s)) s++;
-    size_t n = strlen(s);
-    while (n > 0 && isspace((unsigned char)s[n - 1])) n--;
-    char *t = malloc(n + 1);
-    if (t) {
-        memcpy(t, s, n);
-        t[n] = 0;
-    }
-    return t;
-}
 
 void vox_transcript_free(vox_transcript *t) {
     /* a piece's result is its own, or (a whole file) `whole` itself: freed once */

@@ -35,7 +35,4 @@ vox_status vox_transcript_from_result(vox_transcript *t, const char *path, voxtr
                                       bool logprobs, vox_error *err);
 void vox_transcript_free(vox_transcript *t);
 
-/* s without leading and trailing white space, as a new string (NULL: out of memory). */
-char *vox_cli_trim_dup(const char *s);
-
 #endif

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "audio/audio.h"
+#include "common/text.h"
 #include "engine/queue.h"
 
 voxtral_queue_params voxtral_queue_default_params(void) {
@@ -70,18 +71,6 @@ void voxtral_queue_get_stats(const voxtral_queue *q, voxtral_queue_stats *out) {
 
 /* ---- completing requests --------------------------------------------------------------------- */
 
-static char *trim_dup(const char *s) {
-    while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r') s++;
-    size_t n = strlen(s);
-    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r')) n--;
-    char *t = malloc(n + 1);
-    if (t) {
-        memcpy(t, s, n);
-        t[n] = 0;
-    }
-    return t;
-}
-
 static void add_timings(voxtral_timings *sum, const voxtral_timings *x) {
     sum->mel_ms += x->mel_ms;
     sum->audio_encoder_ms += x->audio_encoder_ms;
@@ -119,7 +108,7 @@ static voxtral_result *assemble(const voxtral_context *ctx, vox_request *r, vox_
         }
         for (size_t i = 0; i < r->n_pieces; i++) {
             voxtral_result *pr = r->piece_results[i];
-            char *t = trim_dup(pr->text);
+            char *t = vox_trim_dup(pr->text);
             if (t && *t) {
                 if (o > text) *o++ = ' ';
                 memcpy(o, t, strlen(t));
