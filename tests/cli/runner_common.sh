@@ -6,6 +6,8 @@
 #   run WANT NAME ARGS...     runs "${R[@]}" ARGS (R set by the test), checks the exit status;
 #                             stdout in $tmp/NAME.out, stderr in $tmp/NAME.err
 #   export_tiny_model DIR     exports the tiny fixture model, or stops the test
+#   wait_until PID CMD...     polls CMD every 0.05 s (up to 240 s) while process PID lives:
+#                             status 0 once CMD succeeds, 1 if PID ended or time ran out first
 exe=$build/voxtral_runner
 if [ ! -x "$exe" ] || [ ! -x "$build/voxtral_export" ]; then
     echo "SKIPPED: voxtral_runner or voxtral_export is not built in $build"
@@ -40,4 +42,14 @@ export_tiny_model() {
         echo "FAILED: cannot export the tiny model"
         exit 1
     fi
+}
+wait_until() {
+    local pid=$1 i
+    shift
+    for ((i = 0; i < 4800; i++)); do
+        "$@" && return 0
+        kill -0 "$pid" 2>/dev/null || return 1
+        sleep 0.05
+    done
+    return 1
 }

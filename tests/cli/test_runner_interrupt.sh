@@ -31,17 +31,6 @@ checks=$((checks + 1))
 checks=$((checks + 1))
 [ "$(ls -A "$tmp/ref")" = "f1.srt" ] || fail "reference directory holds $(ls -A "$tmp/ref")"
 
-# wait_for FILE: up to 240 s
-wait_for() {
-    local i
-    for ((i = 0; i < 4800; i++)); do
-        [ -e "$1" ] && return 0
-        kill -0 "$pid" 2>/dev/null || return 1
-        sleep 0.05
-    done
-    return 1
-}
-
 # stop SIGNAL WANT_STATUS: a batch into $tmp/out_SIGNAL, signalled once f1.srt is there
 stop() {
     local sig=$1 want=$2 out=$tmp/out_$1
@@ -49,7 +38,7 @@ stop() {
         >"$tmp/$sig.out" 2>"$tmp/$sig.err" &
     pid=$!
     checks=$((checks + 1))
-    wait_for "$out/f1.srt" || fail "$sig: no first output: $(cat "$tmp/$sig.err")"
+    wait_until "$pid" test -e "$out/f1.srt" || fail "$sig: no first output: $(cat "$tmp/$sig.err")"
     kill -s "$sig" "$pid"
     wait "$pid" 2>/dev/null
     local rc=$?
@@ -92,11 +81,7 @@ stop KILL 137 # no summary, no report: only no partial NAME.srt
 "${R[@]}" "${inputs[@]}" >"$tmp/stdout.out" 2>"$tmp/stdout.err" &
 pid=$!
 checks=$((checks + 1))
-for ((i = 0; i < 4800; i++)); do
-    grep -q -- '-->' "$tmp/stdout.out" 2>/dev/null && break
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.05
-done
+wait_until "$pid" grep -qs -- '-->' "$tmp/stdout.out"
 kill -INT "$pid"
 wait "$pid"
 rc=$?

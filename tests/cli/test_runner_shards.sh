@@ -52,11 +52,7 @@ grep -qF -- "--skip-existing needs --output-dir" "$tmp/skip_no_dir.err" || fail 
 out=$tmp/resume
 "${R[@]}" --batch-size 1 -n 30 --ignore-eos -O "$out" "${all[@]}" >"$tmp/int.out" 2>"$tmp/int.err" &
 pid=$!
-for ((i = 0; i < 4800; i++)); do
-    [ -e "$out/f0.txt" ] && break
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.05
-done
+wait_until "$pid" test -e "$out/f0.txt"
 kill -INT "$pid"
 wait "$pid"
 rc=$?
