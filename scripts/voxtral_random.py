@@ -548,7 +548,7 @@ def read_dump(path):
 
 def json_lines(text):
     out = []
-    for line in text.splitlines():
+    for line in text.split("\n"):  # not splitlines(): it also breaks at U+0085, U+2028, ...
         line = line.strip()
         if line.startswith("{"):
             out.append(json.loads(line))

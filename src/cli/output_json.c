@@ -1,12 +1,37 @@
 /* The json line of a file (output.h lists its fields). */
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/output.h"
 #include "cli/utf8.h"
 #include "common/text.h"
+
+/* Writes one JSON document as one line. The Unicode line separators U+0085, U+2028 and U+2029
+ * may stand raw in a JSON string, but readers of JSON Lines that split on every Unicode line
+ * break (Python's str.splitlines) would cut the document there: they are written as \u escapes.
+ * The text is valid UTF-8 (utf8.c), so their byte sequences are never parts of other
+ * characters. */
+static int write_json_line(FILE *out, const char *s) {
+    for (const char *p = s; *p; p++) {
+        const unsigned char *u = (const unsigned char *)p;
+        int n = 0;
+        unsigned cp = 0;
+        if (u[0] == 0xC2 && u[1] == 0x85)
+            n = 2, cp = 0x85;
+        else if (u[0] == 0xE2 && u[1] == 0x80 && (u[2] == 0xA8 || u[2] == 0xA9))
+            n = 3, cp = 0x2000u + u[2] - 0x80u;
+        if (n) {
+            if (fprintf(out, "\\u%04x", cp) < 0) return -1;
+            p += n - 1;
+        } else if (fputc(*p, out) == EOF) {
+            return -1;
+        }
+    }
+    return fputc('\n', out) == EOF ? -1 : 0;
+}
 
 /* A string member. JSON is UTF-8, and a file name can hold any bytes: each ill-formed sequence
  * becomes U+FFFD. */
@@ -100,7 +125,7 @@ int vox_write_json_transcript(FILE *out, const voxtral_context *ctx, const vox_t
     if (t->warning) cJSON_AddItemToArray(warnings, cJSON_CreateString(t->warning));
     char *s = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
-    int rc = s && fprintf(out, "%s\n", s) >= 0 ? 0 : -1;
+    int rc = s && write_json_line(out, s) == 0 ? 0 : -1;
     free(s);
     return rc;
 }

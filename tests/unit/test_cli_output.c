@@ -106,6 +106,18 @@ static void test_subtitles(void) {
     CHECK(strstr(out, "logprobs") == NULL && strstr(out, "ignored") == NULL);
     free(out);
 
+    /* the Unicode line separators (raw in JSON strings, but line breaks to Python's
+     * splitlines) come out as \u escapes: the document stays one line for any reader */
+    free(t.text);
+    t.text = strdup("a\xc2\x85" "b\xe2\x80\xa8" "c\xe2\x80\xa9" "d\xe2\x80\xa7" "e");
+    t.segmented = false;
+    s = (vox_output_style){.format = VOX_OUT_JSON};
+    out = render(&t, &s);
+    CHECK_MSG(strstr(out, "\"text\":\"a\\u0085b\\u2028c\\u2029d\xe2\x80\xa7" "e\"") != NULL, "%s", out);
+    CHECK(strchr(out, '\n') == out + strlen(out) - 1);
+    free(out);
+    t.segmented = true;
+
     /* a file of silence: no cues, a valid empty document */
     for (size_t i = 0; i < t.n_segs; i++) voxtral_result_free(t.segs[i].r);
     t.n_segs = 0;
