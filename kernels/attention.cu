@@ -61,6 +61,11 @@ struct AttnParams {
     const int32_t *tables;
     int table_width, block_size;
     int block_shift; /* log2(block_size) when a power of two (shifts for the division), else -1 */
+    /* prefill of several sequences in one launch (seq_row0 != NULL, paged): sequence b's query
+     * rows are q/out rows seq_row0[b] .. seq_row0[b + 1] - 1, at positions row_pos[seq_row0[b]]
+     * onwards; it attends causally to its keys 0 .. its last position (t_q, t_k and q_pos0 are
+     * then per sequence; p.t_q is the longest, which sizes the grid) */
+    const int32_t *seq_row0, *row_pos;
     /* decode only */
     const int32_t *kv_len;
     int64_t max_kv;
@@ -154,6 +159,16 @@ template <int LD> __device__ __forceinline__ int b_off(int lane) {
     return ((lane & 7) + (lane >> 4) * 8) * LD + ((lane >> 3) & 1) * 8;
 }
 
+/* 2^x by the hardware's approximation (ex2.approx, about 2 ulp, as exp2f), flushing results
+ * below 2^-126 to zero: those weigh nothing next to the row's maximum, which is 1. exp2f itself
+ * spends a compare and two multiplies per call to keep such denormal results, on the hottest line
+ * of the softmax. exp2(-inf) = 0, as the masking needs. */
+__device__ __forceinline__ float fast_exp2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+
 /* One online-softmax step for the two rows (g, g+8) a thread holds in a 16 x (8*NT) score
  * fragment s (raw Q.K, -inf where masked): updates the running max m (log2 units) and the
  * thread's partial sum l, turns s into p = exp2(s*scale_log2 - m), and returns in alpha the
@@ -169,14 +184,14 @@ __device__ __forceinline__ void softmax_step(float (&s)[NT][4], float (&m)[2], f
         mx = quad_max(mx);
         const float m_new = fmaxf(m[hh], mx * scale_log2);
         const float base = m_new == -INFINITY ? 0.0f : m_new;
-        alpha[hh] = exp2f(m[hh] - base);
+        alpha[hh] = fast_exp2(m[hh] - base);
         m[hh] = m_new;
         float sum = 0.0f;
 #pragma unroll
         for (int nt = 0; nt < NT; nt++) {
 #pragma unroll
             for (int e = 0; e < 2; e++) {
-                const float p = exp2f(fmaf(s[nt][2 * hh + e], scale_log2, -base));
+                const float p = fast_exp2(fmaf(s[nt][2 * hh + e], scale_log2, -base));
                 s[nt][2 * hh + e] = p;
                 sum += p;
             }
@@ -265,27 +280,44 @@ __global__ void __launch_bounds__(WARPS * 32) attn_prefill_kernel(const AttnPara
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int g = lane >> 2, tig = lane & 3;
     const int h = blockIdx.x, b = blockIdx.z;
-    const int m_tile = p.causal ? (int)(gridDim.y - 1 - blockIdx.y) : (int)blockIdx.y;
+    /* this block's sequence: its first q/out row, query rows, keys and first query position */
+    int64_t q_row0 = (int64_t)b * p.t_q, t_k = p.t_k, q_pos0 = p.q_pos0;
+    int t_q = p.t_q, m_tiles = (int)gridDim.y;
+    if (p.seq_row0) {
+        const int r0 = p.seq_row0[b];
+        t_q = p.seq_row0[b + 1] - r0;
+        m_tiles = (t_q + BM - 1) / BM;
+        if ((int)blockIdx.y >= m_tiles) return; /* the grid is sized for the longest sequence */
+        q_row0 = r0;
+        q_pos0 = p.row_pos[r0];
+        t_k = q_pos0 + t_q;
+    }
+    const int m_tile = p.causal ? (int)(m_tiles - 1 - blockIdx.y) : (int)blockIdx.y;
     const int m0 = m_tile * BM;
     const int kh = h / p.group;
-    const int m_end = min(m0 + BM, p.t_q);
-    int64_t kv_end = p.t_k; /* keys any row of this block sees */
-    if (p.causal && p.q_pos0 + m_end < kv_end) kv_end = p.q_pos0 + m_end;
+    const int m_end = min(m0 + BM, t_q);
+    int64_t kv_end = t_k; /* keys any row of this block sees */
+    if (p.causal && q_pos0 + m_end < kv_end) kv_end = q_pos0 + m_end;
     const int n_tiles = (int)((kv_end + BN - 1) / BN);
 
-    const bf16 *qg = p.q + (int64_t)b * p.t_q * p.q_stride + (int64_t)h * D;
+    const bf16 *qg = p.q + q_row0 * p.q_stride + (int64_t)h * D;
     const bf16 *kg = p.k + (int64_t)kh * D, *vg = p.v + (int64_t)kh * D;
 
     for (int c = threadIdx.x; c < BM * CPR; c += THREADS) {
         const int r = c / CPR, col = (c % CPR) * 8;
-        const bool ok = m0 + r < p.t_q;
+        const bool ok = m0 + r < t_q;
         cp_async16(smem_u32(sQ + r * LD + col), qg + (ok ? (int64_t)(m0 + r) * p.q_stride + col : 0),
                    ok);
     }
+    /* A fixed trip count, unrolled: the block-table reads of a paged cache are all issued before
+     * the copies that need them, instead of one read's latency before each copy. */
+    static_assert(BN * CPR % THREADS == 0, "K/V tile pieces per thread");
     auto load_kv = [&](int tile, int stage) {
         const int64_t n0 = (int64_t)tile * BN;
         bf16 *dk = sK + stage * BN * LD, *dv = sV + stage * BN * LD;
-        for (int c = threadIdx.x; c < BN * CPR; c += THREADS) {
+#pragma unroll
+        for (int i = 0; i < BN * CPR / THREADS; i++) {
+            const int c = threadIdx.x + i * THREADS;
             const int r = c / CPR, col = (c % CPR) * 8;
             const bool ok = n0 + r < kv_end;
             const int64_t off = ok ? kv_row(p, b, n0 + r) * p.kv_stride + col : 0;
@@ -351,16 +383,16 @@ __global__ void __launch_bounds__(WARPS * 32) attn_prefill_kernel(const AttnPara
         /* Mask keys at or past a row's limit: t_k, and for causal q_pos0 + row + 1. The warp's
          * first row has the smallest limit; tiles wholly below it need no mask. */
         const int64_t n0 = (int64_t)it * BN;
-        int64_t lim0 = p.t_k;
-        if (p.causal && p.q_pos0 + row0 + 1 < lim0) lim0 = p.q_pos0 + row0 + 1;
+        int64_t lim0 = t_k;
+        if (p.causal && q_pos0 + row0 + 1 < lim0) lim0 = q_pos0 + row0 + 1;
         if (n0 + BN > lim0) {
 #pragma unroll
             for (int mt = 0; mt < MT; mt++)
 #pragma unroll
                 for (int hh = 0; hh < 2; hh++) {
                     const int64_t row = row0 + mt * 16 + g + 8 * hh;
-                    int64_t lim = p.t_k;
-                    if (p.causal && p.q_pos0 + row + 1 < lim) lim = p.q_pos0 + row + 1;
+                    int64_t lim = t_k;
+                    if (p.causal && q_pos0 + row + 1 < lim) lim = q_pos0 + row + 1;
 #pragma unroll
                     for (int nt = 0; nt < NT; nt++)
 #pragma unroll
@@ -414,8 +446,8 @@ __global__ void __launch_bounds__(WARPS * 32) attn_prefill_kernel(const AttnPara
             const float l = quad_sum(l_run[mt][hh]);
             const float inv = l > 0.0f ? 1.0f / l : 0.0f;
             const int row = row0 + mt * 16 + g + 8 * hh;
-            if (row < p.t_q) {
-                bf16 *orow = p.out + ((int64_t)b * p.t_q + row) * p.q_stride + (int64_t)h * D;
+            if (row < t_q) {
+                bf16 *orow = p.out + (q_row0 + row) * p.q_stride + (int64_t)h * D;
 #pragma unroll
                 for (int dt = 0; dt < DT; dt++)
                     *reinterpret_cast<uint32_t *>(orow + dt * 8 + tig * 2) =
@@ -490,10 +522,13 @@ __global__ void __launch_bounds__(kDecodeWarps * 32) attn_decode_split_kernel(co
     const int n_tiles = (int)((k_end - k_begin + kDecodeTile - 1) / kDecodeTile);
 
     const bf16 *kg = p.k + (int64_t)kh * D, *vg = p.v + (int64_t)kh * D;
-    auto load_kv = [&](int tile, int stage) {
+    static_assert(kDecodeTile * CPR % THREADS == 0, "K/V tile pieces per thread");
+    auto load_kv = [&](int tile, int stage) { /* unrolled, as the prefill kernel's */
         const int64_t n0 = k_begin + (int64_t)tile * kDecodeTile;
         bf16 *dk = sK + stage * kDecodeTile * LD, *dv = sV + stage * kDecodeTile * LD;
-        for (int c = threadIdx.x; c < kDecodeTile * CPR; c += THREADS) {
+#pragma unroll
+        for (int i = 0; i < kDecodeTile * CPR / THREADS; i++) {
+            const int c = threadIdx.x + i * THREADS;
             const int r = c / CPR, col = (c % CPR) * 8;
             const bool ok = n0 + r < k_end;
             const int64_t off = ok ? kv_row(p, b, n0 + r) * p.kv_stride + col : 0;
@@ -750,6 +785,12 @@ const PrefillConfig kPrefill[] = {
      info_prefill<128, 64, 32, 4, 3>},
     {128, "d128 128x32 w8 s3", launch_prefill<128, 128, 32, 8, 3>,
      info_prefill<128, 128, 32, 8, 3>},
+    {64, "d64 64x128 w4 s2", launch_prefill<64, 64, 128, 4, 2>,
+     info_prefill<64, 64, 128, 4, 2>},
+    {64, "d64 256x64 w8 s2", launch_prefill<64, 256, 64, 8, 2>,
+     info_prefill<64, 256, 64, 8, 2>},
+    {64, "d64 128x128 w8 s3", launch_prefill<64, 128, 128, 8, 3>,
+     info_prefill<64, 128, 128, 8, 3>},
 };
 constexpr int kNumPrefill = (int)(sizeof kPrefill / sizeof kPrefill[0]);
 
@@ -799,7 +840,7 @@ bool tiled_ok(const AttnParams &p) {
 
 int prefill_auto(const AttnParams &p) {
     if (!tiled_ok(p)) return 0;
-    if (p.head_dim == 64) return 2; /* d64 128x64 w4 s2 */
+    if (p.head_dim == 64) return 2; /* d64 128x64 w4 s2: the encoder's best (bench/NOTES-2026-12-01-kernels.md) */
     /* d128: 128-row tiles when they still give two blocks per SM, else 64-row ones */
     const int64_t blocks128 = (int64_t)p.batch * p.n_heads * ((p.t_q + 127) / 128);
     return blocks128 >= 2 * sm_count() ? 7 : 6;
@@ -913,6 +954,44 @@ int vox_k_attention_paged_variant(int variant, void *out_bf16, const void *q_bf1
     return prefill_run(variant, p, stream);
 }
 
+/* Several sequences' prompt chunks in one launch (vox_k_attention_paged_batch); variants as
+ * vox_k_attention_variant, the simple kernel excepted (it returns 0: the caller then launches
+ * each sequence on its own). */
+int vox_k_attention_paged_batch_variant(int variant, void *out_bf16, const void *q_bf16,
+                                        const void *k_pool, const void *v_pool, int n_seqs,
+                                        int max_t_q, const int32_t *seq_row0_dev,
+                                        const int32_t *row_pos_dev, const int32_t *tables_dev,
+                                        int table_width, int block_size, int n_heads,
+                                        int n_kv_heads, int head_dim, float scale,
+                                        cudaStream_t stream) {
+    if (n_seqs <= 0 || max_t_q <= 0 || n_heads <= 0) return 1;
+    if (!tables_dev || !seq_row0_dev || !row_pos_dev || block_size <= 0 || table_width <= 0 ||
+        (int64_t)table_width * block_size > INT32_MAX) {
+        launch_unsupported(stream);
+        return 1;
+    }
+    AttnParams p = make_params(out_bf16, q_bf16, k_pool, v_pool, n_seqs, max_t_q, 0, 0, n_heads,
+                               n_kv_heads, head_dim, scale, 1, 0);
+    set_paging(p, tables_dev, table_width, block_size);
+    p.seq_row0 = seq_row0_dev;
+    p.row_pos = row_pos_dev;
+    if (variant < 0) variant = prefill_auto(p);
+    if (variant == 0) return 0; /* the simple kernel takes one sequence a launch */
+    return prefill_run(variant, p, stream);
+}
+
+int vox_k_attention_paged_batch(void *out_bf16, const void *q_bf16, const void *k_pool,
+                                const void *v_pool, int n_seqs, int max_t_q,
+                                const int32_t *seq_row0_dev, const int32_t *row_pos_dev,
+                                const int32_t *tables_dev, int table_width, int block_size,
+                                int n_heads, int n_kv_heads, int head_dim, float scale,
+                                cudaStream_t stream) {
+    return vox_k_attention_paged_batch_variant(-1, out_bf16, q_bf16, k_pool, v_pool, n_seqs,
+                                               max_t_q, seq_row0_dev, row_pos_dev, tables_dev,
+                                               table_width, block_size, n_heads, n_kv_heads,
+                                               head_dim, scale, stream);
+}
+
 void vox_k_attention(void *out_bf16, const void *q_bf16, const void *k_bf16, const void *v_bf16,
                      int batch, int t_q, int t_k, int64_t kv_seq_stride, int n_heads,
                      int n_kv_heads, int head_dim, float scale, int causal, int64_t q_pos0,
@@ -948,7 +1027,8 @@ size_t vox_k_decode_attention_workspace_init(void *workspace, int batch, int n_h
 }
 
 /* Runs decode variant `variant` (-1 what vox_k_decode_attention picks, 0 simple, 1 split, 2 split
- * kernel with one split per sequence) on p, whose kv_len and max_kv are set. */
+ * kernel with one split per sequence, 3 split with two pipeline stages instead of three) on p,
+ * whose kv_len and max_kv are set. */
 static int decode_run(int variant, AttnParams p, void *workspace, cudaStream_t stream) {
     const bool ok = tiled_ok(p);
     if (variant < 0) variant = ok ? 1 : 0;
@@ -956,7 +1036,7 @@ static int decode_run(int variant, AttnParams p, void *workspace, cudaStream_t s
         launch_simple(p, stream);
         return 1;
     }
-    if (variant > 2 || !ok) return 0;
+    if (variant > 3 || !ok) return 0;
     p.s_max = variant == 2 ? 1 : decode_s_max(p.batch, p.n_heads, p.max_kv);
     p.write_final = p.s_max == 1;
     if (!p.write_final) {
@@ -968,6 +1048,13 @@ static int decode_run(int variant, AttnParams p, void *workspace, cudaStream_t s
         p.ws_ml = (float *)((char *)workspace + ws_counters(p.batch, p.n_heads));
         p.ws_o = p.ws_ml + (size_t)p.batch * p.n_heads * p.s_max * 2;
     }
+    if (variant == 3) { /* two pipeline stages: less shared memory, more resident blocks */
+        if (p.head_dim == 64)
+            launch_decode<64, 2>(p, stream);
+        else
+            launch_decode<128, 2>(p, stream);
+        return 1;
+    }
     if (p.head_dim == 64)
         launch_decode<64, 3>(p, stream);
     else
@@ -976,7 +1063,8 @@ static int decode_run(int variant, AttnParams p, void *workspace, cudaStream_t s
 }
 
 /* Decode variants: -1 what vox_k_decode_attention picks, 0 simple, 1 split (splits as the
- * workspace allows), 2 split kernel with one split per sequence (writes the output itself). */
+ * workspace allows), 2 split kernel with one split per sequence (writes the output itself),
+ * 3 as 1 with two pipeline stages. */
 int vox_k_decode_attention_variant(int variant, void *out_bf16, const void *q_bf16,
                                    const void *k_bf16, const void *v_bf16, int batch,
                                    const int32_t *kv_len_dev, int64_t max_kv,

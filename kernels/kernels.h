@@ -146,6 +146,20 @@ void vox_k_attention_paged(void *out_bf16, const void *q_bf16, const void *k_poo
                            int n_heads, int n_kv_heads, int head_dim, float scale,
                            cudaStream_t stream);
 
+/* vox_k_attention_paged for the prompt chunks of n_seqs sequences in one launch: sequence b's
+ * query rows are q/out rows seq_row0_dev[b] .. seq_row0_dev[b + 1] - 1 (absolute row indices),
+ * at positions row_pos_dev[seq_row0_dev[b]] onwards, against its keys through its block table
+ * tables_dev[b * table_width ..]. max_t_q (the longest chunk, from the host) sizes the grid.
+ * Returns 0, launching nothing, where only the simple kernel takes the shape (head_dim other
+ * than 64/128, unaligned tensors): the caller then launches each sequence with
+ * vox_k_attention_paged. Same arithmetic as those launches: the same bits. */
+int vox_k_attention_paged_batch(void *out_bf16, const void *q_bf16, const void *k_pool,
+                                const void *v_pool, int n_seqs, int max_t_q,
+                                const int32_t *seq_row0_dev, const int32_t *row_pos_dev,
+                                const int32_t *tables_dev, int table_width, int block_size,
+                                int n_heads, int n_kv_heads, int head_dim, float scale,
+                                cudaStream_t stream);
+
 /* ---- decode-shaped projections (kernels/matvec.cu) [PDL] ---- */
 /* y = epilogue(prologue(x) @ w^T) for x [m, k] with m <= VOX_K_MATVEC_MAX_M, w [n, k], bf16.
  * prologue: with norm_w, x is replaced by RMSNorm(x) * norm_w (rounded as vox_k_rms_norm).

@@ -649,7 +649,8 @@ static void cu_rope_cache(vox_backend *be, vox_tensor *q_out, vox_tensor *k_pool
 }
 
 /* Decode rows in one launch over every decoding sequence (lengths and block tables read on the
- * device, so a recorded step replays with new ones); each prompt chunk in a launch of its own. */
+ * device, so a recorded step replays with new ones); the prompt chunks in one more launch (one
+ * launch each where only the simple kernel takes the shape). */
 static void cu_paged_attention(vox_backend *be, vox_tensor *out, const vox_tensor *q,
                                const vox_tensor *k_pool, const vox_tensor *v_pool, int n_heads,
                                int n_kv_heads, int head_dim, float scale) {
@@ -669,6 +670,19 @@ static void cu_paged_attention(vox_backend *be, vox_tensor *out, const vox_tenso
                                      n_kv_heads, head_dim, scale,
                                      at >= 0 ? (char *)s->attn_ws + at : NULL, s->stream);
         LAUNCHED(s, "decode_attention");
+    }
+    int n_prompt = b->n_seqs - b->n_decode, max_t_q = 0;
+    for (int i = b->n_decode; i < b->n_seqs; i++)
+        if (b->seq_row0[i + 1] - b->seq_row0[i] > max_t_q) max_t_q = b->seq_row0[i + 1] - b->seq_row0[i];
+    /* the prompt chunks: one launch for all of them where the tiled kernels take the shape */
+    if (n_prompt > 0 &&
+        vox_k_attention_paged_batch(o, qq, k_pool->data, v_pool->data, n_prompt, max_t_q,
+                                    s->b_row0 + b->n_decode, s->b_pos,
+                                    s->b_tables + (size_t)b->n_decode * b->table_width,
+                                    b->table_width, b->block_size, n_heads, n_kv_heads, head_dim,
+                                    scale, s->stream)) {
+        LAUNCHED(s, "prefill_attention");
+        return;
     }
     for (int i = b->n_decode; i < b->n_seqs; i++) {
         int r0 = b->seq_row0[i], n = b->seq_row0[i + 1] - r0;

@@ -30,7 +30,8 @@ int vox_k_attention_variant(int variant, void *out_bf16, const void *q_bf16, con
                             int n_heads, int n_kv_heads, int head_dim, float scale, int causal,
                             int64_t q_pos0, cudaStream_t stream);
 int vox_k_attention_variant_info(int variant, int *regs, int *smem_bytes, int *blocks_per_sm);
-/* Decode variants: -1 auto, 0 simple, 1 split over the sequence, 2 one split per sequence. */
+/* Decode variants: -1 auto, 0 simple, 1 split over the sequence, 2 one split per sequence,
+ * 3 split with two pipeline stages. */
 int vox_k_decode_attention_variant(int variant, void *out_bf16, const void *q_bf16,
                                    const void *k_bf16, const void *v_bf16, int batch,
                                    const int32_t *kv_len_dev, int64_t max_kv,
@@ -42,15 +43,22 @@ int vox_k_attention_paged_variant(int variant, void *out_bf16, const void *q_bf1
                                   const void *k_pool, const void *v_pool, int t_q, int64_t q_pos0,
                                   const int32_t *table_dev, int block_size, int n_heads,
                                   int n_kv_heads, int head_dim, float scale, cudaStream_t stream);
+int vox_k_attention_paged_batch_variant(int variant, void *out_bf16, const void *q_bf16,
+                                        const void *k_pool, const void *v_pool, int n_seqs,
+                                        int max_t_q, const int32_t *seq_row0_dev,
+                                        const int32_t *row_pos_dev, const int32_t *tables_dev,
+                                        int table_width, int block_size, int n_heads,
+                                        int n_kv_heads, int head_dim, float scale,
+                                        cudaStream_t stream);
 int vox_k_decode_attention_paged_variant(int variant, void *out_bf16, const void *q_bf16,
                                          const void *k_pool, const void *v_pool, int batch,
                                          const int32_t *kv_len_dev, const int32_t *tables_dev,
                                          int table_width, int block_size, int n_heads,
                                          int n_kv_heads, int head_dim, float scale,
                                          void *workspace, cudaStream_t stream);
-#define DECODE_VARIANTS 3
+#define DECODE_VARIANTS 4
 static const char *decode_variant_name(int v) {
-    return v < 0 ? "auto" : v == 0 ? "simple" : v == 1 ? "split" : "one split";
+    return v < 0 ? "auto" : v == 0 ? "simple" : v == 1 ? "split" : v == 2 ? "one split" : "split s2";
 }
 
 /* ---- tolerances ------------------------------------------------------------------------------
@@ -706,6 +714,121 @@ static void run_paged_prefill_case(const paged_prefill_case *c) {
     free_paged(&pp);
 }
 
+#define PB_MAX_SEQS 8
+typedef struct {
+    const char *name;
+    int n_seqs, skip_rows; /* skip_rows: rows before the first chunk (a step's decode rows) */
+    int t_q[PB_MAX_SEQS];
+    int q_pos0[PB_MAX_SEQS];
+    int bs, nh, nkv, d;
+} paged_prefill_batch_case;
+
+/* Prompt chunks of several sequences in one launch (a continuous-batching step): every variant
+ * against the same variant launched once per sequence (bit for bit), the auto launch against the
+ * CPU reference, and the rows before the chunks (the step's decode rows) left untouched. */
+static void run_paged_prefill_batch_case(const paged_prefill_batch_case *c) {
+    const int64_t qw = (int64_t)c->nh * c->d, kw = (int64_t)c->nkv * c->d;
+    int32_t row0[PB_MAX_SEQS + 1], lens[PB_MAX_SEQS];
+    int64_t lens64[PB_MAX_SEQS], stride = 0;
+    int max_t_q = 0;
+    row0[0] = c->skip_rows;
+    for (int i = 0; i < c->n_seqs; i++) {
+        row0[i + 1] = row0[i] + c->t_q[i];
+        lens[i] = c->q_pos0[i] + c->t_q[i];
+        lens64[i] = lens[i];
+        if (lens[i] + 3 > stride) stride = lens[i] + 3;
+        if (c->t_q[i] > max_t_q) max_t_q = c->t_q[i];
+    }
+    const int rows = row0[c->n_seqs];
+    printf("%s: %d sequences, %d rows after %d skipped, block_size %d, heads %d/%d, d %d\n", c->name,
+           c->n_seqs, rows - c->skip_rows, c->skip_rows, c->bs, c->nh, c->nkv, c->d);
+    int32_t *pos = gtu_malloc((size_t)rows * sizeof *pos);
+    for (int r = 0; r < c->skip_rows; r++) pos[r] = -1;
+    for (int i = 0; i < c->n_seqs; i++)
+        for (int r = row0[i]; r < row0[i + 1]; r++) pos[r] = c->q_pos0[i] + (r - row0[i]);
+    const size_t nq = (size_t)rows * qw;
+    float *qf, *kf, *vf;
+    uint16_t *qh = rand_bf16(nq, 3.0f, &qf);
+    uint16_t *kh = make_cache(c->n_seqs, lens64, stride, kw, 3.0f, 0, &kf);
+    uint16_t *vh = make_cache(c->n_seqs, lens64, stride, kw, 1.0f, 0, &vf);
+    const float scale = 1.0f / sqrtf((float)c->d);
+    /* CPU reference per sequence (rows before the chunks stay 0xffff in the device outputs) */
+    float *ref = gtu_malloc(nq * sizeof *ref);
+    int64_t kat = 0;
+    for (int i = 0; i < c->n_seqs; i++) {
+        vox_tensor to = gtu_cpu_tensor(ref + (size_t)row0[i] * qw, VOX_DTYPE_F32, c->t_q[i], qw);
+        vox_tensor tq = gtu_cpu_tensor(qf + (size_t)row0[i] * qw, VOX_DTYPE_F32, c->t_q[i], qw);
+        vox_tensor tk = gtu_cpu_tensor(kf + kat * kw, VOX_DTYPE_F32, lens[i], kw);
+        vox_tensor tv = gtu_cpu_tensor(vf + kat * kw, VOX_DTYPE_F32, lens[i], kw);
+        g_cpu->attention(g_cpu, &to, &tq, &tk, &tv, 1, c->t_q[i], lens[i], c->nh, c->nkv, c->d,
+                         scale, true, c->q_pos0[i]);
+        kat += lens[i];
+    }
+    int width = 0;
+    for (int i = 0; i < c->n_seqs; i++)
+        if ((lens[i] + c->bs - 1) / c->bs + 1 > width) width = (lens[i] + c->bs - 1) / c->bs + 1;
+    int blocks = 3;
+    for (int i = 0; i < c->n_seqs; i++) blocks += (lens[i] + c->bs - 1) / c->bs;
+    paged_pool pp = make_paged(kh, vh, c->n_seqs, lens, stride, kw, c->bs, width, blocks, 1);
+    const size_t pool_bytes = (size_t)blocks * c->bs * kw * 2;
+    void *dq = gtu_dev_upload(qh, nq * 2), *dkp = gtu_dev_upload(pp.k, pool_bytes),
+         *dvp = gtu_dev_upload(pp.v, pool_bytes),
+         *dtab = gtu_dev_upload(pp.tables, (size_t)c->n_seqs * width * sizeof(int32_t)),
+         *drow0 = gtu_dev_upload(row0, sizeof row0), *dpos = gtu_dev_upload(pos, (size_t)rows * sizeof *pos),
+         *dout = gtu_dev_alloc((nq + GUARD) * 2), *done = gtu_dev_alloc((nq + GUARD) * 2);
+    const size_t skipped = (size_t)c->skip_rows * qw;
+    for (int variant = -1; variant < vox_k_attention_variant_count(); variant++) {
+        GTU_CUDA(cudaMemset(dout, 0xff, (nq + GUARD) * 2));
+        GTU_CUDA(cudaMemset(done, 0xff, (nq + GUARD) * 2));
+        int ran_b = vox_k_attention_paged_batch_variant(
+            variant, dout, dq, dkp, dvp, c->n_seqs, max_t_q, (const int32_t *)drow0,
+            (const int32_t *)dpos, (const int32_t *)dtab, width, c->bs, c->nh, c->nkv, c->d,
+            scale, 0);
+        int ran_1 = 1;
+        for (int i = 0; i < c->n_seqs; i++) {
+            const size_t off = (size_t)row0[i] * qw * 2;
+            ran_1 &= vox_k_attention_paged_variant(variant < 0 ? -1 : variant, (char *)done + off,
+                                                   (const char *)dq + off, dkp, dvp, c->t_q[i],
+                                                   c->q_pos0[i], (const int32_t *)dtab + i * width,
+                                                   c->bs, c->nh, c->nkv, c->d, scale, 0);
+        }
+        const char *vname = variant < 0 ? "vox_k_attention_paged_batch" : vox_k_attention_variant_name(variant);
+        if (variant == 0) { /* the simple kernel takes one sequence a launch */
+            CHECK_MSG(ran_b == 0, "%s [simple]: the batched launch ran the simple kernel", c->name);
+            continue;
+        }
+        if (variant < 0 && !ran_b) { /* the caller falls back to a launch a sequence */
+            CHECK_MSG(c->d != 64 && c->d != 128, "%s: the batched launch refused head_dim %d",
+                      c->name, c->d);
+            printf("  ok %-44s not taken (head_dim %d): one launch a sequence\n", c->name, c->d);
+            continue;
+        }
+        CHECK_MSG(ran_b == ran_1, "%s [%s]: batched launch ran %d, per sequence %d", c->name, vname,
+                  ran_b, ran_1);
+        if (!ran_b || !ran_1) continue;
+        char what[160];
+        snprintf(what, sizeof what, "%s [%s]", c->name, vname);
+        /* the rows before the chunks: untouched */
+        uint16_t *head = gtu_malloc((skipped + 1) * sizeof *head);
+        gtu_download(head, dout, (skipped + 1) * sizeof *head);
+        size_t touched = 0;
+        for (size_t i = 0; i < skipped; i++) touched += head[i] != 0xffffu;
+        CHECK_MSG(touched == 0, "%s: %zu outputs of the skipped rows were written", what, touched);
+        free(head);
+        if (variant < 0) {
+            /* compare from the first chunk row: the skipped rows hold no output */
+            free(check_output(what, (const char *)dout + skipped * 2, nq - skipped, ref + skipped,
+                              rows - c->skip_rows, rows - c->skip_rows, c->nh, c->d, TOL_FAST_ATOL,
+                              TOL_FAST_RTOL));
+        }
+        check_same_bits(what, dout, done, nq);
+    }
+    gtu_dev_free(dq), gtu_dev_free(dkp), gtu_dev_free(dvp), gtu_dev_free(dtab);
+    gtu_dev_free(drow0), gtu_dev_free(dpos), gtu_dev_free(dout), gtu_dev_free(done);
+    free(qh), free(kh), free(vh), free(qf), free(kf), free(vf), free(ref), free(pos);
+    free_paged(&pp);
+}
+
 /* ---- timing ---------------------------------------------------------------------------------- */
 
 /* Median over 3 measurements of the mean of `iters` back-to-back launches. */
@@ -797,7 +920,8 @@ static void time_decode(const char *name, int batch, int32_t len, int nh, int nk
     const size_t nq = (size_t)batch * qw, nk = (size_t)batch * stride * kw;
     uint16_t *qh = rand_bf16(nq, 2.0f, NULL), *kh = rand_bf16(nk, 2.0f, NULL),
              *vh = rand_bf16(nk, 1.0f, NULL);
-    int32_t lens[64];
+    int32_t lens[256];
+    if (batch > 256) { fprintf(stderr, "time_decode: batch %d > 256\n", batch); exit(1); }
     for (int b = 0; b < batch; b++) lens[b] = len;
     const size_t ws_bytes = vox_k_decode_attention_workspace(batch, nh, d, len);
     void *dq = gtu_dev_upload(qh, nq * 2), *dk = gtu_dev_upload(kh, nk * 2),
@@ -977,6 +1101,17 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof ppcases / sizeof ppcases[0]; i++)
         run_paged_prefill_case(&ppcases[i]);
 
+    static const paged_prefill_batch_case pbcases[] = {
+        /* name, n_seqs, skip_rows, t_q[], q_pos0[], bs, nh, nkv, d */
+        {"paged prefill batch 1 seq", 1, 0, {389}, {0}, 16, 32, 8, 128},
+        {"paged prefill batch 5 seqs", 5, 3, {1, 130, 64, 389, 7}, {0, 5, 380, 0, 200}, 16, 32, 8, 128},
+        {"paged prefill batch 4 seqs bs3", 4, 1, {65, 1, 200, 129}, {17, 64, 0, 3}, 3, 32, 8, 128},
+        {"paged prefill batch 3 seqs d64", 3, 2, {130, 1, 77}, {5, 0, 300}, 32, 32, 8, 64},
+        {"paged prefill batch 2 seqs head_dim 96 (simple)", 2, 1, {17, 5}, {130, 0}, 16, 4, 2, 96},
+    };
+    for (size_t i = 0; i < sizeof pbcases / sizeof pbcases[0]; i++)
+        run_paged_prefill_batch_case(&pbcases[i]);
+
     if (timing) {
         printf("\nkernels: registers/thread, dynamic smem, resident blocks/SM\n");
         for (int v = 0; v < vox_k_attention_variant_count(); v++) {
@@ -999,6 +1134,8 @@ int main(int argc, char **argv) {
         time_prefill("prefill 32768", 1, 32768, 32, 8, 128, 1, 2);
         time_decode("decode 400", 1, 400, 32, 8, 128);
         time_decode("decode 400 batch 8", 8, 400, 32, 8, 128);
+        time_decode("decode 450 batch 32", 32, 450, 32, 8, 128);
+        time_decode("decode 450 batch 128", 128, 450, 32, 8, 128);
         time_decode("decode 32768", 1, 32768, 32, 8, 128);
     }
     vox_backend_destroy(g_cpu);
