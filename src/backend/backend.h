@@ -77,8 +77,10 @@ typedef struct {
 
 /* A decoder projection y = out(in(x) @ w^T), x [M, K], w [N, K], as one operation:
  *   norm_w   when set, x is first replaced by rms_norm(x, norm_w, eps)
+ *   bias     STORE and ADD only: added to the product, as matmul()'s bias
  *   out      STORE: y [M, N] = the product
- *            ADD: y [M, N] += the product (a residual add: y = x + r as add() rounds it)
+ *            ADD: y [M, N] += the product (a residual add; the separate operations round the
+ *            product, then the sum; a backend may round once, after the sum)
  *            SWIGLU: y [M, N/2] = swiglu(the product), w being gate|up
  *            ROPE_CACHE: rope_cache(y, k_pool, v_pool, the product, n_heads, n_kv_heads,
  *            head_dim, theta) for the rows of the current batch, w being q|k|v
@@ -93,6 +95,7 @@ typedef struct vox_projection {
     vox_tensor *y;
     const vox_tensor *x, *w;
     const vox_tensor *norm_w;
+    const vox_tensor *bias;
     float eps;
     vox_projection_out out;
     vox_tensor *k_pool, *v_pool; /* ROPE_CACHE */
@@ -204,9 +207,10 @@ struct vox_backend {
                                int k, vox_logits_stats *out, vox_error *err);
 
     /* ---- fused decoder projections (optional: NULL where the backend has none) ---- */
-    /* One projection with what surrounds it in the decoder fused in (see vox_projection).
-     * Returns false, enqueuing nothing, when the backend does not take it (the cuda backend
-     * takes a few rows, i.e. decode steps); the caller then runs the separate operations. */
+    /* One projection with what surrounds it fused in (see vox_projection). Returns false,
+     * enqueuing nothing, when the backend does not take it (the cuda backend takes a few rows,
+     * i.e. decode steps, and residual adds of any size); the caller then runs the separate
+     * operations (vox_project in pipeline/ does both). */
     bool (*projection)(vox_backend *be, const struct vox_projection *p);
 
     /* ---- graphs (optional: NULL where the backend has none) ---- */

@@ -308,10 +308,13 @@ static gemm_plan *gemm_plan_for(cuda_state *s, int64_t M, int64_t N, int64_t K, 
     return NULL; /* cache full: let cuBLASLt choose each time */
 }
 
-/* Y'[N,M] = W'^T X' through cuBLASLt: ab/c are the element types of the inputs and the output,
- * bias (bf16) is fused in the epilogue when given. `tag` keeps plans of different types apart. */
+/* Y'[N,M] = W'^T X' (+ Y' when accumulate) through cuBLASLt: ab/c are the element types of the
+ * inputs and the output, bias (bf16) is fused in the epilogue when given. `tag` keeps plans of
+ * different types apart. Accumulating (beta = 1, C = D = y) forms product + bias + y in fp32 and
+ * rounds once. */
 static void lt_matmul(cuda_state *s, cudaDataType_t ab, cudaDataType_t c, int64_t M, int64_t N,
-                      int64_t K, const void *w, const void *x, void *y, const void *bias, int tag) {
+                      int64_t K, const void *w, const void *x, void *y, const void *bias, int tag,
+                      bool accumulate) {
     cublasLtMatmulDesc_t desc = NULL;
     cublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL;
     cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
@@ -328,9 +331,10 @@ static void lt_matmul(cuda_state *s, cudaDataType_t ab, cudaDataType_t c, int64_
     cublasLtMatrixLayoutCreate(&la, ab, (uint64_t)K, (uint64_t)N, K);
     cublasLtMatrixLayoutCreate(&lb, ab, (uint64_t)K, (uint64_t)M, K);
     cublasLtMatrixLayoutCreate(&lc, c, (uint64_t)N, (uint64_t)M, N);
-    gemm_plan *plan = gemm_plan_for(s, M, N, K, tag, desc, la, lb, lc);
+    gemm_plan *plan = gemm_plan_for(s, M, N, K, tag | (accumulate ? 16 : 0), desc, la, lb, lc);
     float one = 1.0f, zero = 0.0f;
-    cublasStatus_t st = cublasLtMatmul(s->lt, desc, &one, w, la, x, lb, &zero, y, lc, y, lc,
+    cublasStatus_t st = cublasLtMatmul(s->lt, desc, &one, w, la, x, lb, accumulate ? &one : &zero,
+                                       y, lc, y, lc,
                                        plan ? &plan->algo : NULL, s->gemm_ws, GEMM_WORKSPACE_BYTES,
                                        s->stream);
     if (st != CUBLAS_STATUS_SUCCESS) note_error(s, cudaErrorUnknown, "cublasLtMatmul");
@@ -354,7 +358,7 @@ static void cu_matmul(vox_backend *be, vox_tensor *y, const vox_tensor *x, const
      * float32 product and one rounding after the bias in a kernel. */
     if (K % 8 == 0 && N % 8 == 0) {
         lt_matmul(s, CUDA_R_16BF, CUDA_R_16BF, M, N, K, w->data, x->data, y->data,
-                  bias ? bias->data : NULL, bias ? 1 : 0);
+                  bias ? bias->data : NULL, bias ? 1 : 0, false);
         return;
     }
     void *acc = NULL;
@@ -363,7 +367,7 @@ static void cu_matmul(vox_backend *be, vox_tensor *y, const vox_tensor *x, const
         note_error(s, cudaErrorMemoryAllocation, "matmul accumulator");
         return;
     }
-    lt_matmul(s, CUDA_R_16BF, CUDA_R_32F, M, N, K, w->data, x->data, acc, NULL, 2);
+    lt_matmul(s, CUDA_R_16BF, CUDA_R_32F, M, N, K, w->data, x->data, acc, NULL, 2, false);
     vox_k_add_bias_round(y->data, acc, bias ? bias->data : NULL, M, N, s->stream);
     LAUNCHED(s, "add_bias_round");
     dev_free(s, acc, (size_t)(M * N) * sizeof(float));
@@ -428,9 +432,9 @@ static vox_status cu_log_mel(vox_backend *be, vox_tensor *features, const float 
     for (int64_t t0 = 0; t0 < T; t0 += B) {
         int64_t nt = T - t0 < B ? T - t0 : B;
         vox_k_mel_frames(frames, wav, n_pad, t0, nt, s->mel_window, s->stream);
-        lt_matmul(s, CUDA_R_32F, CUDA_R_32F, nt, 402, 400, s->mel_basis, frames, spec, NULL, 3);
+        lt_matmul(s, CUDA_R_32F, CUDA_R_32F, nt, 402, 400, s->mel_basis, frames, spec, NULL, 3, false);
         vox_k_mel_power(power, spec, nt, s->stream);
-        lt_matmul(s, CUDA_R_32F, CUDA_R_32F, nt, VOX_MEL_BINS, 201, s->mel_filters, power, mel, NULL, 3);
+        lt_matmul(s, CUDA_R_32F, CUDA_R_32F, nt, VOX_MEL_BINS, 201, s->mel_filters, power, mel, NULL, 3, false);
         vox_k_mel_log(logmel, mel, t0, nt, max_key, s->stream);
     }
     vox_k_mel_finish(features->data, features->dtype == VOX_DTYPE_BF16, logmel, (int64_t)n_out,
@@ -702,20 +706,35 @@ static void cu_gather_rows(vox_backend *be, vox_tensor *y, const vox_tensor *x) 
     LAUNCHED(s, "gather_rows");
 }
 
-/* Decode-shaped projections (few rows) with their neighbours fused: kernels/matvec.cu. Larger
- * shapes (prefill) are not taken; the decoder then runs the separate operations (cuBLASLt and
- * the small kernels), as it does for every shape with VOX_NO_MATVEC=1 (for comparisons). */
+/* Decode-shaped projections (few rows) with their neighbours fused: kernels/matvec.cu. Of the
+ * larger shapes (prefill, the encoder), residual adds are taken: cuBLASLt adds the product to the
+ * residual in its epilogue (beta = 1), which saves a pass over the activations and rounds once.
+ * The rest are not taken; the caller then runs the separate operations (cuBLASLt and the small
+ * kernels), as it does for every shape with VOX_NO_MATVEC=1 (for comparisons). */
 static bool cu_projection(vox_backend *be, const vox_projection *p) {
     cuda_state *s = S(be);
     if (s->no_matvec) return false;
+    int64_t M = rows(p->x), K = cols(p->x), N = p->w->shape[0];
+    if (M > VOX_K_MATVEC_MAX_M || p->bias) {
+        /* aligned shapes only: cu_matmul's note on cuBLASLt's rounding elsewhere */
+        if (p->out != VOX_PROJ_ADD || p->norm_w || p->w->dtype != VOX_DTYPE_BF16 || K % 8 ||
+            N % 8)
+            return false;
+        VOX_ASSERT((int64_t)(vox_tensor_numel(p->w) / (size_t)N) == K && rows(p->y) == M &&
+                   cols(p->y) == N && p->y->dtype == VOX_DTYPE_BF16 && p->x->dtype == VOX_DTYPE_BF16);
+        if (p->bias) VOX_ASSERT(p->bias->dtype == VOX_DTYPE_BF16 && (int64_t)vox_tensor_numel(p->bias) == N);
+        if (M > 0)
+            lt_matmul(s, CUDA_R_16BF, CUDA_R_16BF, M, N, K, p->w->data, p->x->data, p->y->data,
+                      p->bias ? p->bias->data : NULL, p->bias ? 1 : 0, true);
+        return true;
+    }
     static const vox_k_matvec_epilogue epilogue[] = {
         [VOX_PROJ_STORE] = VOX_K_MATVEC_STORE,
         [VOX_PROJ_ADD] = VOX_K_MATVEC_ADD,
         [VOX_PROJ_SWIGLU] = VOX_K_MATVEC_SWIGLU,
         [VOX_PROJ_ROPE_CACHE] = VOX_K_MATVEC_QKV_ROPE_CACHE,
     };
-    int64_t M = rows(p->x), K = cols(p->x), N = p->w->shape[0];
-    if (M > VOX_K_MATVEC_MAX_M || p->w->dtype != VOX_DTYPE_BF16) return false;
+    if (p->w->dtype != VOX_DTYPE_BF16) return false;
     VOX_ASSERT((int64_t)(vox_tensor_numel(p->w) / (size_t)N) == K && rows(p->y) == M);
     VOX_ASSERT(!p->norm_w || (int64_t)vox_tensor_numel(p->norm_w) == K);
     vox_k_matvec_args a = {

@@ -143,34 +143,6 @@ void vox_decoder_batch_free(vox_model *m, vox_decoder_batch *d) {
 
 /* ---- the forward pass ------------------------------------------------------------------------ */
 
-/* One projection of the decoder, fused with what surrounds it where the backend takes it (a
- * decode step of a few rows on cuda); otherwise the same operations one by one on the
- * workspace: `h` holds the normalised input and `out` the product before its epilogue. */
-static void project(vox_backend *be, const vox_projection *p, vox_tensor *h, vox_tensor *out) {
-    if (be->projection && be->projection(be, p)) return;
-    const vox_tensor *in = p->x;
-    if (p->norm_w) {
-        be->rms_norm(be, h, p->x, p->norm_w, p->eps);
-        in = h;
-    }
-    switch (p->out) {
-    case VOX_PROJ_STORE: be->matmul(be, p->y, in, p->w, NULL); break;
-    case VOX_PROJ_ADD:
-        be->matmul(be, out, in, p->w, NULL);
-        be->add(be, p->y, p->y, out);
-        break;
-    case VOX_PROJ_SWIGLU:
-        be->matmul(be, out, in, p->w, NULL);
-        be->swiglu(be, p->y, out);
-        break;
-    case VOX_PROJ_ROPE_CACHE:
-        be->matmul(be, out, in, p->w, NULL);
-        be->rope_cache(be, p->y, p->k_pool, p->v_pool, out, p->n_heads, p->n_kv_heads, p->head_dim,
-                       p->theta);
-        break;
-    }
-}
-
 /* Enqueues the step over the current batch (n_rows rows, n_decode of them embedded here). */
 static void decoder_layers(vox_model *m, vox_kv_pool *kv, vox_decoder_batch *d, int n_rows,
                            int n_decode, int n_logits) {
@@ -188,7 +160,7 @@ static void decoder_layers(vox_model *m, vox_kv_pool *kv, vox_decoder_batch *d, 
     for (int l = 0; l < c->layers; l++) {
         const vox_decoder_layer *L = &m->dec_layers[l];
         /* x += o(attention(rope(q), cache(rope(k)), cache(v))), q|k|v from RMSNorm(x) */
-        project(be,
+        vox_project(be,
                 &(vox_projection){.y = &w.q, .x = &x, .w = &L->qkv, .norm_w = &L->attn_norm,
                                   .eps = eps, .out = VOX_PROJ_ROPE_CACHE, .k_pool = &kv->k_layer[l],
                                   .v_pool = &kv->v_layer[l], .n_heads = c->heads,
@@ -197,14 +169,14 @@ static void decoder_layers(vox_model *m, vox_kv_pool *kv, vox_decoder_batch *d, 
                 &w.h, &w.qkv);
         be->paged_attention(be, &w.attn, &w.q, &kv->k_layer[l], &kv->v_layer[l], c->heads,
                             c->kv_heads, c->head_dim, 1.0f / sqrtf((float)c->head_dim));
-        project(be, &(vox_projection){.y = &x, .x = &w.attn, .w = &L->o, .out = VOX_PROJ_ADD},
+        vox_project(be, &(vox_projection){.y = &x, .x = &w.attn, .w = &L->o, .out = VOX_PROJ_ADD},
                 &w.h, &w.h);
         /* x += down(silu(gate(h)) * up(h)), h = RMSNorm(x) */
-        project(be,
+        vox_project(be,
                 &(vox_projection){.y = &w.act, .x = &x, .w = &L->gate_up, .norm_w = &L->ffn_norm,
                                   .eps = eps, .out = VOX_PROJ_SWIGLU},
                 &w.h, &w.gate_up);
-        project(be, &(vox_projection){.y = &x, .x = &w.act, .w = &L->down, .out = VOX_PROJ_ADD},
+        vox_project(be, &(vox_projection){.y = &x, .x = &w.act, .w = &L->down, .out = VOX_PROJ_ADD},
                 &w.h, &w.h);
     }
     /* Logits only for the rows that choose a token: decode rows and the last row of a prompt. */
@@ -213,7 +185,7 @@ static void decoder_layers(vox_model *m, vox_kv_pool *kv, vox_decoder_batch *d, 
     vox_tensor last_h = vox_tensor_rows(&d->last_h, 0, n_logits);
     vox_tensor logits = vox_tensor_rows(&d->logits, 0, n_logits);
     be->gather_rows(be, &last, &x);
-    project(be,
+    vox_project(be,
             &(vox_projection){.y = &logits, .x = &last, .w = &m->lm_head, .norm_w = &m->dec_norm,
                               .eps = eps, .out = VOX_PROJ_STORE},
             &last_h, NULL);

@@ -45,21 +45,23 @@ static void encoder_layer(vox_model *m, const vox_encoder_layer *L, encoder_work
     const vox_encoder_config *e = &m->cfg.encoder;
     float eps = (float)e->layer_norm_eps;
     int T = e->max_source_positions;
-    /* x += o(attention(LN1(x))) */
+    /* x += o(attention(LN1(x))); the residual adds go into the GEMM where the backend fuses them */
     be->layer_norm(be, &w->h, &w->x, &L->attn_norm_w, &L->attn_norm_b, eps);
     be->matmul(be, &w->q, &w->h, &L->q_w, &L->q_b);
     be->matmul(be, &w->k, &w->h, &L->k_w, NULL);
     be->matmul(be, &w->v, &w->h, &L->v_w, &L->v_b);
     be->attention(be, &w->attn, &w->q, &w->k, &w->v, B, T, T, e->heads, e->heads, e->head_dim,
                   1.0f / sqrtf((float)e->head_dim), false, 0);
-    be->matmul(be, &w->h, &w->attn, &L->o_w, &L->o_b);
-    be->add(be, &w->x, &w->x, &w->h);
+    vox_project(be, &(vox_projection){.y = &w->x, .x = &w->attn, .w = &L->o_w, .bias = &L->o_b,
+                                      .out = VOX_PROJ_ADD},
+                NULL, &w->h);
     /* x += fc2(GELU(fc1(LN2(x)))) */
     be->layer_norm(be, &w->h, &w->x, &L->ffn_norm_w, &L->ffn_norm_b, eps);
     be->matmul(be, &w->ffn, &w->h, &L->fc1_w, &L->fc1_b);
     be->gelu(be, &w->ffn);
-    be->matmul(be, &w->h, &w->ffn, &L->fc2_w, &L->fc2_b);
-    be->add(be, &w->x, &w->x, &w->h);
+    vox_project(be, &(vox_projection){.y = &w->x, .x = &w->ffn, .w = &L->fc2_w, .bias = &L->fc2_b,
+                                      .out = VOX_PROJ_ADD},
+                NULL, &w->h);
 }
 
 /* One group of B chunks: features [B, mel, 3000] -> embeds rows [B * 375, hidden]. */

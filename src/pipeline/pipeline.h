@@ -17,6 +17,11 @@ vox_status vox_encoder_forward(vox_model *m, const vox_tensor *features, size_t 
 /* Audio embeddings one chunk yields: max_source_positions / downsample_factor (375). */
 int vox_encoder_tokens_per_chunk(const vox_model *m);
 
+/* One projection (vox_projection), fused with what surrounds it where the backend takes it
+ * (be->projection); otherwise the same operations one by one, with `h` holding the normalised
+ * input (norm_w) and `out` the product before its epilogue (ADD, SWIGLU, ROPE_CACHE). */
+void vox_project(vox_backend *be, const vox_projection *p, vox_tensor *h, vox_tensor *out);
+
 /* ---- the text decoder over a batch of sequences (decoder.c) ---- */
 
 /* The paged key/value cache: one pool of fixed-size blocks shared by every sequence, each
