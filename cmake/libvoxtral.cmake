@@ -49,14 +49,14 @@ endif()
 # What a program linking libvoxtral needs besides it: the shared library records these itself
 # (NEEDED entries); for the static one they are its link interface, in the CMake package and in
 # voxtral.pc's Libs.private.
-set(vox_lib_deps PkgConfig::SNDFILE PkgConfig::SOXR PkgConfig::CJSON PkgConfig::PCRE2
+set(vox_lib_deps PkgConfig::SNDFILE PkgConfig::MPG123 PkgConfig::SOXR PkgConfig::CJSON PkgConfig::PCRE2
     Threads::Threads m)
 # voxtral.pc names them in Libs.private, not Requires.private: `pkg-config --static` would then
 # ask for the static closure of libsndfile (LAME, FLAC, ...), when libvoxtral.a needs only the
 # libraries themselves.
 set(vox_pc_libs "")
 set(vox_pc_dirs ${CMAKE_C_IMPLICIT_LINK_DIRECTORIES})
-foreach(p SNDFILE SOXR CJSON PCRE2)
+foreach(p SNDFILE MPG123 SOXR CJSON PCRE2)
   foreach(d ${${p}_LIBRARY_DIRS})
     if(NOT d IN_LIST vox_pc_dirs)
       list(APPEND vox_pc_dirs ${d})

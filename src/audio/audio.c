@@ -21,11 +21,13 @@
  * mistral-common (and scripts/make_reference.py), which decodes once, mixes, then resamples. For
  * a 16 kHz mono PCM16 file both paths give the same samples.
  *
- * The file is read in blocks until sf_readf_float returns 0: the frame count in the header is not
+ * MPEG audio is decoded by libmpg123 directly, the rest by libsndfile (mpeg.c says why). The file
+ * is read in blocks until the decoder gives no more: the frame count in the header is not
  * trusted (unknown or approximate for MP3 and Ogg, wrong in truncated files). Decoding, mixing and
  * resampling are streamed block by block, so memory holds only the 16 kHz output, and a file over
  * the length limit is rejected as soon as the limit is passed, without decoding the rest. */
 #include "audio/audio.h"
+#include "audio/source.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -246,171 +248,7 @@ static vox_status check_limit(const char *name, double *max_seconds, vox_error *
     return VOX_OK;
 }
 
-/* Reads an opened stream (snd: NULL when libsndfile could not open it) to its end, mixing and
- * resampling block by block; shared by the file and the memory loaders. Closes nothing. */
-static vox_status decode_stream(SNDFILE *snd, const SF_INFO *info, const char *path,
-                                double max_seconds, vox_audio *out, vox_error *err) {
-    if (!snd)
-        return vox_fail(err, VOX_ERR_FORMAT, "%s: not a supported audio file (libsndfile: %s)",
-                        path, sf_strerror(NULL));
-    if (info->samplerate <= 0 || info->samplerate > MAX_SOURCE_RATE || info->channels <= 0)
-        return vox_fail(err, VOX_ERR_FORMAT, "%s: invalid header (%d Hz, %d channels)", path,
-                        info->samplerate, info->channels);
-    const int channels = info->channels;
-    const double rate = info->samplerate;
-    const double max_frames = floor(max_seconds * rate);
-
-    /* Blocks of about 64k samples whatever the channel count. */
-    size_t block = 65536 / (size_t)channels;
-    if (block < 256) block = 256;
-    float *buf = malloc(block * (size_t)channels * sizeof(float));
-    float *mono = malloc(block * sizeof(float));
-    vox_resampler rs;
-    memset(&rs, 0, sizeof rs);
-    float_vec direct = {0};
-    const int resample = info->samplerate != VOX_SAMPLE_RATE;
-    vox_status st = VOX_OK;
-    if (!buf || !mono) st = vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", path);
-    if (!st && resample) {
-        st = resampler_init(&rs, rate, VOX_SAMPLE_RATE, err);
-        if (st) vox_error_prefix(err, "%s", path);
-    }
-
-    size_t total = 0;
-    int decode_error = SF_ERR_NO_ERROR;
-    char decode_msg[256] = "";
-    while (!st) {
-        sf_count_t got = sf_readf_float(snd, buf, (sf_count_t)block);
-        /* libsndfile clears the error at the start of each read: look after every one (the
-         * frames a failing read still gave are kept: they decoded) */
-        decode_error = sf_error(snd);
-        if (decode_error != SF_ERR_NO_ERROR) {
-            snprintf(decode_msg, sizeof decode_msg, "%s", sf_strerror(snd));
-            size_t len = strlen(decode_msg);
-            while (len > 0 && (decode_msg[len - 1] == '.' || decode_msg[len - 1] == ' '))
-                decode_msg[--len] = '\0';
-        }
-        if (got <= 0) break;
-        size_t n = (size_t)got;
-        if ((double)(total + n) > max_frames) {
-            st = too_long(path, max_seconds, err);
-            break;
-        }
-        if (channels == 1) {
-            memcpy(mono, buf, n * sizeof(float));
-        } else {
-            for (size_t i = 0; i < n; i++)
-                mono[i] = (float)((double)numpy_sum(buf + i * (size_t)channels,
-                                                    (size_t)channels) / (double)channels);
-        }
-        st = check_finite(path, mono, n, total, err);
-        if (st) break;
-        if (resample) {
-            st = resampler_push(&rs, mono, n, err);
-            if (st) vox_error_prefix(err, "%s", path);
-        } else if (!vec_reserve(&direct, n)) {
-            st = vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", path);
-        } else {
-            memcpy(direct.data + direct.n, mono, n * sizeof(float));
-            direct.n += n;
-        }
-        total += n;
-        if (decode_error != SF_ERR_NO_ERROR) break;
-    }
-    /* A file that ends early (a WAV whose data chunk is shorter than its header says, a FLAC
-     * or Ogg whose decoder loses sync part way: a crash-cut recording) still has value: what is
-     * there is transcribed, with a warning that says what was expected and what was decoded.
-     * Nothing decoded at all is an error (below). libsndfile's frame count of an MP3 is an
-     * estimate: a shortfall under 1% (and 0.1 s) is no truncation. */
-    double expected_s = info->frames > 0 && info->frames < SF_COUNT_MAX ? (double)info->frames / rate : 0;
-    /* A WAV cut short: libsndfile counts only the frames present, and says in its log what the
-     * header claimed ("data : 32000 (should be 8000)", bytes) */
-    char log[2048] = "";
-    sf_command(snd, SFC_GET_LOG_INFO, log, sizeof log);
-    const char *data = strstr(log, "data : ");
-    long long claimed = 0, present = 0;
-    if (data && sscanf(data, "data : %lld (should be %lld)", &claimed, &present) == 2 &&
-        claimed > present && present > 0 && expected_s > 0)
-        expected_s *= (double)claimed / (double)present;
-    const double decoded_s = (double)total / rate;
-    if (!st && total > 0 && decode_error != SF_ERR_NO_ERROR) {
-        if (expected_s > decoded_s)
-            snprintf(out->warning, sizeof out->warning, "truncated or damaged: decoded %.2f s of "
-                     "the %.2f s its header announces (libsndfile: %s)", decoded_s, expected_s, decode_msg);
-        else
-            snprintf(out->warning, sizeof out->warning, "truncated or damaged: decoding stopped "
-                     "after %.2f s (libsndfile: %s)", decoded_s, decode_msg);
-    } else if (!st && total > 0 && expected_s - decoded_s > 0.1 && decoded_s < 0.99 * expected_s) {
-        snprintf(out->warning, sizeof out->warning, "truncated: decoded %.2f s of the %.2f s its "
-                 "header announces", decoded_s, expected_s);
-    }
-    if (!st && total == 0 && decode_error != SF_ERR_NO_ERROR)
-        st = vox_fail(err, VOX_ERR_FORMAT, "%s: decoding failed at once: %s: the file is truncated "
-                      "or damaged", path, decode_msg);
-    if (!st && total == 0)
-        st = vox_fail(err, VOX_ERR_FORMAT,
-                      "%s: no audio could be decoded (0 frames): the file is empty, truncated or "
-                      "damaged", path);
-    free(buf);
-    free(mono);
-
-    if (!st && resample) {
-        st = resampler_finish(&rs, err);
-        if (st) {
-            vox_error_prefix(err, "%s", path);
-        } else {
-            direct = rs.out;
-            rs.out.data = NULL;
-        }
-    }
-    resampler_free(&rs);
-    if (!st && direct.n == 0)
-        st = vox_fail(err, VOX_ERR_FORMAT, "%s: too short: %zu frames at %d Hz leave no sample at "
-                      "%d Hz", path, total, info->samplerate, VOX_SAMPLE_RATE);
-    for (size_t i = 0; !st && i < direct.n; i++)
-        if (!isfinite(direct.data[i]))
-            st = vox_fail(err, VOX_ERR_FORMAT, "%s: resampling overflowed: sample values near "
-                          "the float limit are not audio", path);
-    if (st) {
-        free(direct.data);
-        return st;
-    }
-    out->samples = direct.data;
-    out->n_samples = direct.n;
-    out->source_rate = info->samplerate;
-    out->source_channels = channels;
-    return VOX_OK;
-}
-
-vox_status vox_audio_load(const char *path, double max_seconds, vox_audio *out, vox_error *err) {
-    memset(out, 0, sizeof *out);
-    vox_status st = check_limit(path, &max_seconds, err);
-    if (st) return st;
-
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return vox_fail(err, VOX_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        int e = errno;
-        close(fd);
-        return vox_fail(err, VOX_ERR_IO, "%s: cannot read: %s", path, strerror(e));
-    }
-    if (S_ISDIR(sb.st_mode)) {
-        close(fd);
-        return vox_fail(err, VOX_ERR_IO, "%s: is a directory, not an audio file", path);
-    }
-    if (S_ISREG(sb.st_mode) && sb.st_size == 0) {
-        close(fd);
-        return vox_fail(err, VOX_ERR_FORMAT, "%s: empty file (0 bytes), not audio", path);
-    }
-    SF_INFO info;
-    memset(&info, 0, sizeof info);
-    SNDFILE *snd = sf_open_fd(fd, SFM_READ, &info, SF_FALSE);
-    st = decode_stream(snd, &info, path, max_seconds, out, err);
-    if (snd) sf_close(snd);
-    close(fd);
-    return st;
-}
+/* ---- libsndfile: every format but MPEG audio ------------------------------------------------- */
 
 /* libsndfile virtual I/O over a buffer in memory (read only). */
 typedef struct {
@@ -441,6 +279,261 @@ static sf_count_t mem_read(void *ptr, sf_count_t count, void *user) {
 
 static sf_count_t mem_tell(void *user) { return ((mem_file *)user)->pos; }
 
+typedef struct {
+    SNDFILE *snd;
+    mem_file mem;
+} sndfile_impl;
+
+static size_t sndfile_read(vox_audio_source *s, float *buf, size_t n) {
+    sndfile_impl *f = s->impl;
+    if (s->error[0]) return 0;
+    sf_count_t got = sf_readf_float(f->snd, buf, (sf_count_t)n);
+    /* libsndfile clears the error at the start of each read: look after every one (the frames
+     * a failing read still gave are kept: they decoded) */
+    if (sf_error(f->snd) != SF_ERR_NO_ERROR) {
+        int len = snprintf(s->error, sizeof s->error, "libsndfile: %s", sf_strerror(f->snd));
+        while (len > 0 && (size_t)len < sizeof s->error &&
+               (s->error[len - 1] == '.' || s->error[len - 1] == ' '))
+            s->error[--len] = '\0';
+    }
+    return got > 0 ? (size_t)got : 0;
+}
+
+static void sndfile_close(vox_audio_source *s) {
+    sndfile_impl *f = s->impl;
+    if (!f) return;
+    if (f->snd) sf_close(f->snd);
+    free(f);
+    s->impl = NULL;
+}
+
+/* What the header announces. A WAV cut short: libsndfile counts only the frames present, and
+ * says in its log what the header claimed ("data : 32000 (should be 8000)", bytes). */
+static double sndfile_expected_frames(SNDFILE *snd, const SF_INFO *info) {
+    double frames = info->frames > 0 && info->frames < SF_COUNT_MAX ? (double)info->frames : 0;
+    char log[2048] = "";
+    sf_command(snd, SFC_GET_LOG_INFO, log, sizeof log);
+    const char *data = strstr(log, "data : ");
+    long long claimed = 0, present = 0;
+    if (data && sscanf(data, "data : %lld (should be %lld)", &claimed, &present) == 2 &&
+        claimed > present && present > 0)
+        frames *= (double)claimed / (double)present;
+    return frames;
+}
+
+static vox_status mpeg_open(const vox_audio_input *in, const char *path, vox_audio_source *src,
+                            vox_error *err) {
+    char why[256] = "";
+    vox_status st = vox_mpeg_open(in, src, why, sizeof why);
+    if (st == VOX_ERR_NOMEM) return vox_fail(err, st, "%s: out of memory", path);
+    if (st) return vox_fail(err, st, "%s: not a supported audio file (%s)", path, why);
+    return VOX_OK;
+}
+
+/* Opens the input with libsndfile. MPEG audio it recognises where vox_mpeg_sniff did not (after
+ * junk, or by a .mp3 name) is handed to libmpg123 before a frame is decoded; only damage within
+ * the first frames of such a file could still make libsndfile's libmpg123 print. */
+static vox_status sndfile_open(const vox_audio_input *in, const char *path, vox_audio_source *src,
+                               vox_error *err) {
+    memset(src, 0, sizeof *src);
+    sndfile_impl *f = calloc(1, sizeof *f);
+    if (!f) return vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", path);
+    SF_INFO info;
+    memset(&info, 0, sizeof info);
+    if (in->fd >= 0) {
+        f->snd = sf_open_fd(in->fd, SFM_READ, &info, SF_FALSE);
+    } else {
+        static SF_VIRTUAL_IO io = {mem_get_filelen, mem_seek, mem_read, NULL, mem_tell};
+        f->mem = (mem_file){in->data, (sf_count_t)in->size, 0};
+        f->snd = sf_open_virtual(&io, SFM_READ, &info, &f->mem);
+    }
+    src->impl = f;
+    src->read = sndfile_read;
+    src->close = sndfile_close;
+    if (!f->snd) {
+        sndfile_close(src);
+        return vox_fail(err, VOX_ERR_FORMAT, "%s: not a supported audio file (libsndfile: %s)",
+                        path, sf_strerror(NULL));
+    }
+#ifdef SF_FORMAT_MPEG
+    if ((info.format & SF_FORMAT_TYPEMASK) == SF_FORMAT_MPEG) {
+        sndfile_close(src);
+        return mpeg_open(in, path, src, err);
+    }
+#endif
+    src->rate = info.samplerate;
+    src->channels = info.channels;
+    src->expected_frames = sndfile_expected_frames(f->snd, &info);
+    return VOX_OK;
+}
+
+/* The decoder for the input: libmpg123 for MPEG audio, libsndfile for the rest. */
+static vox_status source_open(const vox_audio_input *in, const char *path, vox_audio_source *src,
+                              vox_error *err) {
+    return vox_mpeg_sniff(in) ? mpeg_open(in, path, src, err) : sndfile_open(in, path, src, err);
+}
+
+/* ---- decoding -------------------------------------------------------------------------------- */
+
+/* The problem that did not stop decoding, if any: a decoder error part way (what came before it
+ * is kept), damage the decoder went past, or fewer frames than the header announced. */
+static void note_warning(const vox_audio_source *src, size_t total, vox_audio *out) {
+    const double decoded_s = (double)total / src->rate, expected_s = src->expected_frames / src->rate;
+    char of[96] = "";
+    if (expected_s > decoded_s)
+        snprintf(of, sizeof of, " of the %.2f s its header announces", expected_s);
+    if (src->error[0]) {
+        if (of[0])
+            snprintf(out->warning, sizeof out->warning, "truncated or damaged: decoded %.2f s%s (%s)",
+                     decoded_s, of, src->error);
+        else
+            snprintf(out->warning, sizeof out->warning, "truncated or damaged: decoding stopped "
+                     "after %.2f s (%s)", decoded_s, src->error);
+    } else if (src->damage[0]) {
+        snprintf(out->warning, sizeof out->warning, "damaged: %s; decoded %.2f s%s", src->damage,
+                 decoded_s, of);
+    } else if (expected_s - decoded_s > 0.1 && decoded_s < 0.99 * expected_s) {
+        /* the frame count of an MP3 or Ogg is an estimate: a shortfall under 1% (and 0.1 s)
+         * is no truncation */
+        snprintf(out->warning, sizeof out->warning, "truncated: decoded %.2f s%s", decoded_s, of);
+    }
+}
+
+/* Reads an opened source to its end, mixing and resampling block by block; shared by the file
+ * and the memory loaders. */
+static vox_status decode_source(vox_audio_source *src, const char *path, double max_seconds,
+                                vox_audio *out, vox_error *err) {
+    if (src->rate <= 0 || src->rate > MAX_SOURCE_RATE || src->channels <= 0)
+        return vox_fail(err, VOX_ERR_FORMAT, "%s: invalid header (%d Hz, %d channels)", path,
+                        src->rate, src->channels);
+    const int channels = src->channels;
+    const double rate = src->rate;
+    const double max_frames = floor(max_seconds * rate);
+
+    /* Blocks of about 64k samples whatever the channel count. */
+    size_t block = 65536 / (size_t)channels;
+    if (block < 256) block = 256;
+    float *buf = malloc(block * (size_t)channels * sizeof(float));
+    float *mono = malloc(block * sizeof(float));
+    vox_resampler rs;
+    memset(&rs, 0, sizeof rs);
+    float_vec direct = {0};
+    const int resample = src->rate != VOX_SAMPLE_RATE;
+    vox_status st = VOX_OK;
+    if (!buf || !mono) st = vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", path);
+    if (!st && resample) {
+        st = resampler_init(&rs, rate, VOX_SAMPLE_RATE, err);
+        if (st) vox_error_prefix(err, "%s", path);
+    }
+
+    size_t total = 0;
+    while (!st) {
+        size_t n = src->read(src, buf, block);
+        if (n == 0) break;
+        if ((double)(total + n) > max_frames) {
+            st = too_long(path, max_seconds, err);
+            break;
+        }
+        if (channels == 1) {
+            memcpy(mono, buf, n * sizeof(float));
+        } else {
+            for (size_t i = 0; i < n; i++)
+                mono[i] = (float)((double)numpy_sum(buf + i * (size_t)channels,
+                                                    (size_t)channels) / (double)channels);
+        }
+        st = check_finite(path, mono, n, total, err);
+        if (st) break;
+        if (resample) {
+            st = resampler_push(&rs, mono, n, err);
+            if (st) vox_error_prefix(err, "%s", path);
+        } else if (!vec_reserve(&direct, n)) {
+            st = vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", path);
+        } else {
+            memcpy(direct.data + direct.n, mono, n * sizeof(float));
+            direct.n += n;
+        }
+        total += n;
+    }
+    /* A file that ends early (a WAV whose data chunk is shorter than its header says, a FLAC
+     * or Ogg whose decoder loses sync part way: a crash-cut recording) still has value: what is
+     * there is transcribed, with a warning that says what was expected and what was decoded.
+     * Nothing decoded at all is an error. */
+    if (!st && total > 0) note_warning(src, total, out);
+    if (!st && total == 0 && src->error[0])
+        st = vox_fail(err, VOX_ERR_FORMAT, "%s: decoding failed at once (%s): the file is "
+                      "truncated or damaged", path, src->error);
+    if (!st && total == 0)
+        st = vox_fail(err, VOX_ERR_FORMAT,
+                      "%s: no audio could be decoded (0 frames): the file is empty, truncated or "
+                      "damaged", path);
+    free(buf);
+    free(mono);
+
+    if (!st && resample) {
+        st = resampler_finish(&rs, err);
+        if (st) {
+            vox_error_prefix(err, "%s", path);
+        } else {
+            direct = rs.out;
+            rs.out.data = NULL;
+        }
+    }
+    resampler_free(&rs);
+    if (!st && direct.n == 0)
+        st = vox_fail(err, VOX_ERR_FORMAT, "%s: too short: %zu frames at %d Hz leave no sample at "
+                      "%d Hz", path, total, src->rate, VOX_SAMPLE_RATE);
+    for (size_t i = 0; !st && i < direct.n; i++)
+        if (!isfinite(direct.data[i]))
+            st = vox_fail(err, VOX_ERR_FORMAT, "%s: resampling overflowed: sample values near "
+                          "the float limit are not audio", path);
+    if (st) {
+        free(direct.data);
+        return st;
+    }
+    out->samples = direct.data;
+    out->n_samples = direct.n;
+    out->source_rate = src->rate;
+    out->source_channels = channels;
+    return VOX_OK;
+}
+
+static vox_status load_input(const vox_audio_input *in, const char *name, double max_seconds,
+                             vox_audio *out, vox_error *err) {
+    vox_audio_source src;
+    vox_status st = source_open(in, name, &src, err);
+    if (st) return st;
+    st = decode_source(&src, name, max_seconds, out, err);
+    src.close(&src);
+    return st;
+}
+
+vox_status vox_audio_load(const char *path, double max_seconds, vox_audio *out, vox_error *err) {
+    memset(out, 0, sizeof *out);
+    vox_status st = check_limit(path, &max_seconds, err);
+    if (st) return st;
+
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return vox_fail(err, VOX_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        int e = errno;
+        close(fd);
+        return vox_fail(err, VOX_ERR_IO, "%s: cannot read: %s", path, strerror(e));
+    }
+    if (S_ISDIR(sb.st_mode)) {
+        close(fd);
+        return vox_fail(err, VOX_ERR_IO, "%s: is a directory, not an audio file", path);
+    }
+    if (S_ISREG(sb.st_mode) && sb.st_size == 0) {
+        close(fd);
+        return vox_fail(err, VOX_ERR_FORMAT, "%s: empty file (0 bytes), not audio", path);
+    }
+    vox_audio_input in = {.fd = fd};
+    st = load_input(&in, path, max_seconds, out, err);
+    close(fd);
+    return st;
+}
+
 vox_status vox_audio_load_memory(const void *data, size_t size, const char *name,
                                  double max_seconds, vox_audio *out, vox_error *err) {
     memset(out, 0, sizeof *out);
@@ -449,14 +542,8 @@ vox_status vox_audio_load_memory(const void *data, size_t size, const char *name
     if (size == 0)
         return vox_fail(err, VOX_ERR_FORMAT, "%s: empty file (0 bytes), not audio", name);
     if (size > INT64_MAX) return vox_fail(err, VOX_ERR_TOO_LONG, "%s: too large", name);
-    SF_VIRTUAL_IO io = {mem_get_filelen, mem_seek, mem_read, NULL, mem_tell};
-    mem_file m = {data, (sf_count_t)size, 0};
-    SF_INFO info;
-    memset(&info, 0, sizeof info);
-    SNDFILE *snd = sf_open_virtual(&io, SFM_READ, &info, &m);
-    st = decode_stream(snd, &info, name, max_seconds, out, err);
-    if (snd) sf_close(snd);
-    return st;
+    vox_audio_input in = {.fd = -1, .data = data, .size = size};
+    return load_input(&in, name, max_seconds, out, err);
 }
 
 void vox_audio_free(vox_audio *a) {

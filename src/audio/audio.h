@@ -1,6 +1,6 @@
 /* Audio input: decode a file with libsndfile (WAV in its PCM and float encodings, FLAC,
- * Ogg/Vorbis, Opus, MP3), average the channels to mono, resample to 16 kHz with libsoxr's HQ
- * recipe (as mistral-common does). */
+ * Ogg/Vorbis, Opus) or libmpg123 (MP3), average the channels to mono, resample to 16 kHz with
+ * libsoxr's HQ recipe (as mistral-common does). */
 #ifndef VOX_AUDIO_AUDIO_H
 #define VOX_AUDIO_AUDIO_H
 
@@ -24,7 +24,8 @@ typedef struct {
     int source_channels; /* channel count of the file */
     /* A problem that did not stop decoding, or "": a file that ends before its header says, or
      * whose decoder loses sync part way (a crash-cut recording), gives what is there and says
-     * how much was expected and how much decoded. */
+     * how much was expected and how much decoded; a damaged MP3 whose decoder found sync again
+     * says where and how many bytes were skipped. */
     char warning[256];
 } vox_audio;
 

@@ -87,6 +87,14 @@ bad_cases=(
 run 0 truncated -o json "$tmp/truncated.flac"
 has truncated.err "$tmp/truncated.flac: warning: truncated or damaged: decoded"
 has truncated.out '"warnings":["truncated or damaged: decoded'
+# a damaged MP3 (64 bytes zeroed in the middle: a frame header lost): decoded past the damage,
+# one warning line of ours on stderr, none of libmpg123's own ("Note: Illegal Audio-MPEG-Header")
+cp "$audio/speech.mp3" "$tmp/damaged.mp3"
+head -c 64 /dev/zero | dd of="$tmp/damaged.mp3" bs=1 seek=4400 conv=notrunc status=none
+run 0 damaged_mp3 -o json "$tmp/damaged.mp3"
+has damaged_mp3.err "voxtral_runner: $tmp/damaged.mp3: warning: damaged: the MPEG stream lost sync at byte "
+check "damaged mp3: one line on stderr" [ "$(wc -l <"$tmp/damaged_mp3.err")" -eq 1 ]
+has damaged_mp3.out '"warnings":["damaged: the MPEG stream lost sync at byte '
 run 0 whole -o json "$audio/speech.flac"
 has whole.out '"warnings":[]'
 empty whole.err

@@ -137,7 +137,7 @@ if [ "${VOX_SHARED:-OFF}" = ON ]; then
     echo "   $(wc -l <"$TMP/exported") symbols exported, the $(wc -l <"$TMP/declared") declared"
     deps=$(needed "$SO" | tr '\n' ' ')
     echo "   NEEDED: $deps"
-    for d in libsndfile libsoxr libcjson libpcre2-8; do
+    for d in libsndfile libmpg123 libsoxr libcjson libpcre2-8; do
         [[ " $deps" == *" $d.so"* ]] || fail "libvoxtral.so does not link $d: $deps"
     done
     if [ "${VOX_CUDA:-OFF}" = ON ]; then

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <math.h>
 #include <sndfile.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -449,6 +450,139 @@ static void test_bad_files(void) {
     CHECK(st == VOX_ERR_INVALID_ARG);
 }
 
+/* ---- MPEG audio: libmpg123 on a quiet handle of our own (src/audio/mpeg.c) -------------------- */
+
+/* stderr into a file (capture_begin) and back (capture_end: what was written meanwhile,
+ * malloc'ed). */
+static int capture_begin(void) {
+    fflush(stderr);
+    int saved = dup(2);
+    FILE *f = fopen(tmp_path("stderr.txt"), "w");
+    VOX_ASSERT(saved >= 0 && f);
+    dup2(fileno(f), 2);
+    fclose(f);
+    return saved;
+}
+
+static char *capture_end(int saved) {
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    const char *cap = g_files[--g_n_files]; /* capture_begin's, and its name is free again */
+    size_t len = 0;
+    char *text = test_read_file(cap, &len);
+    remove(cap);
+    return text;
+}
+
+/* vox_audio_load (data NULL) or vox_audio_load_memory; returns what it wrote to stderr. */
+static char *load_capturing_stderr(const char *path, const char *data, size_t size, vox_audio *a,
+                                   vox_status *st, vox_error *err) {
+    int saved = capture_begin();
+    *st = data ? vox_audio_load_memory(data, size, path, 0, a, err) : vox_audio_load(path, 0, a, err);
+    return capture_end(saved);
+}
+
+/* The samples libsndfile decodes from path, mixed to mono and resampled to 16 kHz the way
+ * vox_audio_load does (python soundfile, the reference, reads MP3 through libsndfile); NULL when
+ * this libsndfile cannot read MPEG audio. */
+static float *sndfile_reference(const char *path, size_t *n) {
+    SF_INFO info;
+    memset(&info, 0, sizeof info);
+    SNDFILE *s = sf_open(path, SFM_READ, &info);
+    if (!s) return NULL;
+    VOX_ASSERT(info.channels == 1);
+    size_t cap = 1 << 16, frames = 0;
+    float *x = malloc(cap * sizeof(float));
+    sf_count_t got;
+    while ((got = sf_readf_float(s, x + frames, (sf_count_t)(cap - frames))) > 0) {
+        frames += (size_t)got;
+        if (frames == cap) x = realloc(x, (cap *= 2) * sizeof(float));
+    }
+    sf_close(s);
+    float *y = NULL;
+    vox_error err = {0};
+    if (info.samplerate == VOX_SAMPLE_RATE) {
+        y = x;
+        *n = frames;
+        return y;
+    }
+    CHECK(vox_audio_resample(x, frames, info.samplerate, VOX_SAMPLE_RATE, &y, n, &err) == VOX_OK);
+    free(x);
+    return y;
+}
+
+/* An MP3 decodes to the samples libsndfile gives, from a file and from memory, and libmpg123
+ * prints nothing. A damaged one (64 bytes zeroed in the middle: a frame header lost) decodes
+ * past the damage with a warning that says where sync was lost and how much was skipped;
+ * libmpg123's own "Note: Illegal Audio-MPEG-Header ..." lines never reach stderr. */
+static void test_mpeg(void) {
+    char speech[512];
+    snprintf(speech, sizeof speech, "%s/tiny/audio/speech.mp3", VOX_FIXTURES);
+    const char *mono16 = tmp_path("tone16k_mono.mp3");
+    float *x = tone(440, VOX_SAMPLE_RATE, 3 * VOX_SAMPLE_RATE, 0.5);
+    bool wrote = write_audio(mono16, SF_FORMAT_MPEG | SF_FORMAT_MPEG_LAYER_III, VOX_SAMPLE_RATE,
+                             1, x, 3 * VOX_SAMPLE_RATE);
+    free(x);
+    const char *files[] = {speech, wrote ? mono16 : NULL};
+    for (int f = 0; f < 2 && files[f]; f++) {
+        size_t len = 0;
+        char *bytes = test_read_file(files[f], &len);
+        CHECK(bytes != NULL);
+        if (!bytes) continue;
+        for (int damaged = 0; damaged < 2; damaged++) {
+            if (damaged) memset(bytes + len / 2, 0, 64);
+            const char *path = files[f];
+            if (damaged) { /* the same damage on disk */
+                path = tmp_path(f ? "tone_damaged.mp3" : "speech_damaged.mp3");
+                FILE *o = fopen(path, "wb");
+                CHECK(o && fwrite(bytes, 1, len, o) == len);
+                if (o) fclose(o);
+            }
+            vox_audio a, m;
+            vox_error err = {0};
+            vox_status st, mst;
+            char *said = load_capturing_stderr(path, NULL, 0, &a, &st, &err);
+            CHECK_MSG(st == VOX_OK, "%s: %s", path, err.msg);
+            char *said_mem = load_capturing_stderr(path, bytes, len, &m, &mst, &err);
+            CHECK_MSG(mst == VOX_OK, "%s from memory: %s", path, err.msg);
+            CHECK_MSG(said && !*said && said_mem && !*said_mem, "%s: stderr got '%s' '%s'", path,
+                      said ? said : "?", said_mem ? said_mem : "?");
+            free(said);
+            free(said_mem);
+            if (st || mst) continue;
+            CHECK_MSG(m.n_samples == a.n_samples &&
+                          memcmp(m.samples, a.samples, a.n_samples * sizeof(float)) == 0 &&
+                          strcmp(m.warning, a.warning) == 0,
+                      "%s: memory and file differ", path);
+            if (damaged) {
+                CHECK_MSG(strstr(a.warning, "damaged: the MPEG stream lost sync at byte ") &&
+                              strstr(a.warning, "bytes skipped to find it again); decoded "),
+                          "%s: warning '%s'", path, a.warning);
+                printf("  %s: %s\n", path, a.warning);
+            } else {
+                CHECK_MSG(a.warning[0] == 0, "%s: warning '%s'", path, a.warning);
+            }
+            /* the same samples as libsndfile's decoder (skipped where it cannot read MPEG) */
+            size_t n_ref = 0;
+            int saved = capture_begin(); /* libsndfile's libmpg123 prints where sync is lost */
+            float *ref = sndfile_reference(path, &n_ref);
+            free(capture_end(saved));
+            if (ref) {
+                CHECK_MSG(n_ref == a.n_samples &&
+                              memcmp(ref, a.samples, n_ref * sizeof(float)) == 0,
+                          "%s: %zu samples differ from libsndfile's %zu", path, a.n_samples, n_ref);
+            } else if (!damaged) {
+                printf("  note: this libsndfile cannot read %s; not compared\n", path);
+            }
+            free(ref);
+            vox_audio_free(&a);
+            vox_audio_free(&m);
+        }
+        free(bytes);
+    }
+}
+
 /* A 10-hour WAV (sparse: no disk used) is refused after decoding just past the limit. */
 static void test_long_file_stops_early(void) {
     const char *path = tmp_path("ten_hours.wav");
@@ -492,6 +626,7 @@ int main(void) {
     test_resample_files();
     test_bad_files();
     test_long_file_stops_early();
+    test_mpeg();
     cleanup();
     return test_finish("test_audio");
 }

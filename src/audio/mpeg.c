@@ -1,0 +1,258 @@
+/* MPEG audio (MP3, MP2) through libmpg123, quietly.
+ *
+ * libsndfile decodes MP3 with libmpg123 too, but on a handle made with libmpg123's defaults,
+ * which print to stderr where a damaged stream loses sync ("Note: Illegal Audio-MPEG-Header
+ * 0x... at offset 4416.", "Note: Trying to resync...", "[src/libmpg123/layer3.c:...] error: ...").
+ * Nothing in libsndfile's API reaches that handle, and libmpg123 has neither a process-wide
+ * default nor a message callback: MPG123_QUIET can only be set on a handle. Redirecting fd 2
+ * around the decoding was the other way, and a worse one: fd 2 belongs to the whole process, so
+ * the messages other threads write meanwhile (the engine reports files while reader threads
+ * decode) would be swallowed too, and MP3 decoding would have to be serialised across the
+ * reader threads. So MPEG audio gets a libmpg123 handle of our own, set up as libsndfile sets
+ * its own (mpeg_decode.c: no automatic resampling, float output, gapless, no Frankenstein
+ * streams; the samples are the same to the bit, checked in tests/unit/test_audio.c) plus
+ * MPG123_QUIET. What the messages said is not lost: each frame's position in the stream is
+ * checked against the end of the one before, so the bytes skipped to find sync again are
+ * counted and reported in the file's warning. */
+#include <errno.h>
+#include <mpg123.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "audio/source.h"
+
+/* ---- recognising MPEG audio ------------------------------------------------------------------ */
+
+/* A frame header libmpg123 accepts (its head_check): frame sync, and no reserved version,
+ * layer, bitrate or sample rate. */
+static bool frame_header(const unsigned char *h) {
+    return h[0] == 0xFF && (h[1] & 0xE0) == 0xE0 && ((h[1] >> 3) & 3) != 1 &&
+           ((h[1] >> 1) & 3) != 0 && (h[2] >> 4) != 15 && ((h[2] >> 2) & 3) != 3;
+}
+
+/* n bytes at offset off; false when the input is shorter. */
+static bool peek(const vox_audio_input *in, uint64_t off, unsigned char *buf, size_t n) {
+    if (in->fd < 0) {
+        if (off > in->size || in->size - off < n) return false;
+        memcpy(buf, in->data + off, n);
+        return true;
+    }
+    ssize_t got = pread(in->fd, buf, n, (off_t)off);
+    return got == (ssize_t)n;
+}
+
+bool vox_mpeg_sniff(const vox_audio_input *in) {
+    unsigned char h[10];
+    uint64_t off = 0;
+    if (!peek(in, 0, h, sizeof h)) return false;
+    if (memcmp(h, "ID3", 3) == 0) { /* ID3v2: a 10-byte header, a syncsafe size, a footer */
+        if ((h[6] | h[7] | h[8] | h[9]) & 0x80) return false;
+        off = 10 + ((uint64_t)h[6] << 21 | (uint64_t)h[7] << 14 | (uint64_t)h[8] << 7 | h[9]);
+        if (h[5] & 0x10) off += 10;
+        if (!peek(in, off, h, 4)) return false;
+    }
+    return frame_header(h);
+}
+
+/* ---- decoding -------------------------------------------------------------------------------- */
+
+typedef struct {
+    vox_audio_input in;
+    off_t pos;              /* memory input: the read position */
+    mpg123_handle *mh;
+    const float *frame;     /* the decoded frame not yet read (libmpg123's buffer) */
+    size_t frame_left;      /* its samples not yet read */
+    bool ended;
+    off_t next_at;          /* where the next frame should start (-1: no frame yet) */
+    off_t last_size;        /* the size of the last frame */
+    long gaps;              /* places where bytes were skipped to find sync again */
+    long long skipped, first_gap_at;
+    off_t size;             /* of the input (-1: unknown) */
+} mpeg_impl;
+
+static ssize_t input_read(void *handle, void *buf, size_t n) {
+    mpeg_impl *m = handle;
+    if (m->in.fd >= 0) {
+        ssize_t got;
+        do got = read(m->in.fd, buf, n);
+        while (got < 0 && errno == EINTR);
+        return got;
+    }
+    if (m->pos < 0 || (size_t)m->pos >= m->in.size) return 0;
+    size_t left = m->in.size - (size_t)m->pos;
+    if (n > left) n = left;
+    memcpy(buf, m->in.data + m->pos, n);
+    m->pos += (off_t)n;
+    return (ssize_t)n;
+}
+
+static off_t input_seek(void *handle, off_t offset, int whence) {
+    mpeg_impl *m = handle;
+    if (m->in.fd >= 0) return lseek(m->in.fd, offset, whence);
+    off_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? m->pos : (off_t)m->in.size, to;
+    if ((whence != SEEK_SET && whence != SEEK_CUR && whence != SEEK_END) ||
+        __builtin_add_overflow(base, offset, &to) || to < 0)
+        return -1;
+    m->pos = to;
+    return to;
+}
+
+/* True when the bytes from off to the end are a tag, not audio (ID3v1, APE, Lyrics3, ID3v2). */
+static bool tag_at(const vox_audio_input *in, off_t off) {
+    unsigned char h[11];
+    return (peek(in, (uint64_t)off, h, 3) && (memcmp(h, "TAG", 3) == 0 || memcmp(h, "ID3", 3) == 0)) ||
+           (peek(in, (uint64_t)off, h, 8) && memcmp(h, "APETAGEX", 8) == 0) ||
+           (peek(in, (uint64_t)off, h, 11) && memcmp(h, "LYRICSBEGIN", 11) == 0);
+}
+
+static void note_damage(vox_audio_source *s, const mpeg_impl *m) {
+    /* Decoding that ends well before the input does: libmpg123 lost sync and found only data it
+     * would not take for the same stream (or none) after it. Less than a frame left over is a
+     * cut file's last frame (the expected length says the rest). */
+    off_t rest = m->size - m->next_at;
+    if (!s->error[0] && m->size > 0 && m->next_at > 0 && rest > m->last_size &&
+        !tag_at(&m->in, m->next_at)) {
+        snprintf(s->damage, sizeof s->damage, "the MPEG stream lost sync at byte %lld and "
+                 "decoding stopped there (%lld bytes not decoded)", (long long)m->next_at,
+                 (long long)rest);
+        return;
+    }
+    if (m->gaps == 1)
+        snprintf(s->damage, sizeof s->damage, "the MPEG stream lost sync at byte %lld (%lld "
+                 "bytes skipped to find it again)", m->first_gap_at, m->skipped);
+    else if (m->gaps > 1)
+        snprintf(s->damage, sizeof s->damage, "the MPEG stream lost sync %ld times, first at "
+                 "byte %lld (%lld bytes skipped to find it again)", m->gaps, m->first_gap_at,
+                 m->skipped);
+}
+
+/* Decodes the next frame into m->frame; false at the end of the stream or on an error. */
+static bool next_frame(vox_audio_source *s, mpeg_impl *m) {
+    for (;;) {
+        off_t num;
+        unsigned char *audio;
+        size_t bytes;
+        int r = mpg123_decode_frame(m->mh, &num, &audio, &bytes);
+        if (r == MPG123_DONE) return false;
+        if (r == MPG123_NEW_FORMAT) { /* libsndfile calls a change of format a malformed file */
+            snprintf(s->error, sizeof s->error, "libmpg123: the stream changes its format part way");
+            return false;
+        }
+        if (r != MPG123_OK) {
+            snprintf(s->error, sizeof s->error, "libmpg123: %s", mpg123_strerror(m->mh));
+            return false;
+        }
+        /* a frame that starts after the end of the one before: bytes skipped to find sync */
+        off_t at = mpg123_framepos(m->mh);
+        struct mpg123_frameinfo fi;
+        if (at >= 0 && mpg123_info(m->mh, &fi) == MPG123_OK) {
+            if (m->next_at >= 0 && at > m->next_at) {
+                if (m->gaps++ == 0) m->first_gap_at = (long long)m->next_at;
+                m->skipped += (long long)(at - m->next_at);
+            }
+            m->next_at = at + fi.framesize;
+            m->last_size = fi.framesize;
+        }
+        if (bytes == 0) continue; /* a frame gapless decoding drops whole */
+        m->frame = (const float *)audio;
+        m->frame_left = bytes / sizeof(float);
+        return true;
+    }
+}
+
+static size_t mpeg_read(vox_audio_source *s, float *buf, size_t n) {
+    mpeg_impl *m = s->impl;
+    size_t want = n * (size_t)s->channels, done = 0;
+    while (done < want && !m->ended) {
+        if (m->frame_left == 0 && !next_frame(s, m)) {
+            m->ended = true;
+            note_damage(s, m);
+            break;
+        }
+        size_t take = want - done < m->frame_left ? want - done : m->frame_left;
+        memcpy(buf + done, m->frame, take * sizeof(float));
+        m->frame += take;
+        m->frame_left -= take;
+        done += take;
+    }
+    return done / (size_t)s->channels; /* libmpg123 gives whole frames of every channel */
+}
+
+static void mpeg_close(vox_audio_source *s) {
+    mpeg_impl *m = s->impl;
+    if (!m) return;
+    if (m->mh) {
+        mpg123_close(m->mh);
+        mpg123_delete(m->mh);
+    }
+    free(m);
+    s->impl = NULL;
+}
+
+static pthread_once_t g_init_once = PTHREAD_ONCE_INIT;
+static int g_init_status;
+static void init_library(void) { g_init_status = mpg123_init(); } /* once: not thread-safe */
+
+vox_status vox_mpeg_open(const vox_audio_input *in, vox_audio_source *src, char *why, size_t n) {
+    memset(src, 0, sizeof *src);
+    pthread_once(&g_init_once, init_library);
+    if (g_init_status != MPG123_OK) {
+        snprintf(why, n, "libmpg123: %s", mpg123_plain_strerror(g_init_status));
+        return VOX_ERR_INTERNAL;
+    }
+    mpeg_impl *m = calloc(1, sizeof *m);
+    if (!m) return VOX_ERR_NOMEM;
+    m->in = *in;
+    m->next_at = -1;
+    m->size = in->fd >= 0 ? -1 : (off_t)in->size;
+    struct stat sb;
+    if (in->fd >= 0 && fstat(in->fd, &sb) == 0 && S_ISREG(sb.st_mode)) m->size = sb.st_size;
+    src->impl = m;
+    src->read = mpeg_read;
+    src->close = mpeg_close;
+    if (in->fd >= 0 && lseek(in->fd, 0, SEEK_SET) != 0) {
+        snprintf(why, n, "cannot seek: %s", strerror(errno));
+        mpeg_close(src);
+        return VOX_ERR_IO;
+    }
+    int e = MPG123_OK;
+    m->mh = mpg123_new(NULL, &e);
+    if (!m->mh) {
+        snprintf(why, n, "libmpg123: %s", mpg123_plain_strerror(e));
+        mpeg_close(src);
+        return e == MPG123_OUT_OF_MEM ? VOX_ERR_NOMEM : VOX_ERR_INTERNAL;
+    }
+    mpg123_param(m->mh, MPG123_REMOVE_FLAGS, MPG123_AUTO_RESAMPLE, 0);
+    mpg123_param(m->mh, MPG123_ADD_FLAGS, MPG123_FORCE_FLOAT | MPG123_GAPLESS | MPG123_QUIET, 0);
+#if MPG123_API_VERSION >= 45
+    mpg123_param(m->mh, MPG123_ADD_FLAGS, MPG123_NO_FRANKENSTEIN, 0);
+#endif
+    long rate = 0;
+    int channels = 0, encoding = 0;
+    if (mpg123_replace_reader_handle(m->mh, input_read, input_seek, NULL) != MPG123_OK ||
+        mpg123_open_handle(m->mh, m) != MPG123_OK ||
+        mpg123_getformat(m->mh, &rate, &channels, &encoding) != MPG123_OK) {
+        snprintf(why, n, "libmpg123: %s", mpg123_strerror(m->mh));
+        mpeg_close(src);
+        return VOX_ERR_FORMAT;
+    }
+    /* the length from the Xing/Info header, else estimated from the file size; a full scan
+     * only when neither is there (as libsndfile) */
+    off_t length = mpg123_length(m->mh);
+    if (length <= 0 && mpg123_scan(m->mh) == MPG123_OK) length = mpg123_length(m->mh);
+    if (encoding != MPG123_ENC_FLOAT_32 &&
+        mpg123_format(m->mh, rate, channels, MPG123_ENC_FLOAT_32) != MPG123_OK) {
+        snprintf(why, n, "libmpg123: %s", mpg123_strerror(m->mh));
+        mpeg_close(src);
+        return VOX_ERR_FORMAT;
+    }
+    src->rate = rate > 0 && rate <= INT32_MAX ? (int)rate : 0;
+    src->channels = channels;
+    src->expected_frames = length > 0 ? (double)length : 0;
+    return VOX_OK;
+}

@@ -1,0 +1,39 @@
+/* What audio.c decodes from (private to src/audio): one decoder library's stream of interleaved
+ * float frames. libsndfile reads every format (audio.c); MPEG audio goes to libmpg123 directly
+ * (mpeg.c), whose console messages can only be turned off on a handle of our own. */
+#ifndef VOX_AUDIO_SOURCE_H
+#define VOX_AUDIO_SOURCE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/status.h"
+
+/* Where the bytes come from: an open file (fd >= 0), or a buffer in memory (fd < 0). */
+typedef struct {
+    int fd;
+    const unsigned char *data;
+    size_t size;
+} vox_audio_input;
+
+typedef struct vox_audio_source vox_audio_source;
+struct vox_audio_source {
+    int rate, channels;
+    double expected_frames; /* what the header announces (0: unknown; an estimate for MP3, Ogg) */
+    /* Reads up to n frames into buf; returns how many, 0 at the end. A decoding error ends the
+     * stream: the frames read before it stand, and `error` says what went wrong. */
+    size_t (*read)(vox_audio_source *s, float *buf, size_t n);
+    void (*close)(vox_audio_source *s);
+    char error[200];  /* "libsndfile: ..." / "libmpg123: ...", or "" */
+    char damage[200]; /* damage the decoder went past (MPEG: where it lost sync), or "" */
+    void *impl;
+};
+
+/* True when the input holds MPEG audio at its start (after an ID3v2 tag, if any). */
+bool vox_mpeg_sniff(const vox_audio_input *in);
+
+/* Opens the input with libmpg123. VOX_ERR_FORMAT when it holds no MPEG audio (why says what
+ * libmpg123 found), VOX_ERR_NOMEM. */
+vox_status vox_mpeg_open(const vox_audio_input *in, vox_audio_source *src, char *why, size_t n);
+
+#endif
