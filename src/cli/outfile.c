@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,3 +147,5 @@ vox_status vox_write_file_atomic(const char *path, const void *data, size_t n, v
     free(tmp);
     return st;
 }
+
+void vox_output_ignore_size_signal(void) { signal(SIGXFSZ, SIG_IGN); }

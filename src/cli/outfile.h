@@ -28,7 +28,14 @@ vox_status vox_output_dir_prepare(const char *dir, vox_error *err);
 int vox_find_duplicate(char *const *paths, size_t n, size_t *a, size_t *b);
 
 /* Writes n bytes to path through a temporary file in the same directory (see above). Errors
- * name the file; the temporary file is removed. */
+ * name the file and give the reason (strerror: "No space left on device", "File too large");
+ * the temporary file is removed. */
 vox_status vox_write_file_atomic(const char *path, const void *data, size_t n, vox_error *err);
+
+/* A file-size limit (ulimit -f, RLIMIT_FSIZE) ends a process with SIGXFSZ, by default, at the
+ * write that passes it: one large output would kill the whole run. With the signal ignored that
+ * write fails with EFBIG, like a full disk, and only that file is reported. Called once at
+ * start-up. */
+void vox_output_ignore_size_signal(void);
 
 #endif

@@ -98,6 +98,7 @@ static vox_status emit(const voxtral_context *ctx, const vox_transcript *t,
         st = vox_fail(err, VOX_ERR_NOMEM, "%s: cannot format the output: out of memory", t->path);
     } else if (out_path) {
         st = vox_write_file_atomic(out_path, buf, len, err);
+        if (st) vox_error_prefix(err, "%s", t->path); /* the input it is the output of */
     } else {
         vox_progress_clear(&g_progress);
         if (fwrite(buf, 1, len, stdout) != len || fflush(stdout) != 0)
@@ -295,6 +296,7 @@ int main(int argc, char **argv) {
         load_ms += voxtral_load_ms(ctxs[i]); /* loaded one after another */
     }
     if (vox_interrupt_install() != 0) say("cannot install the SIGINT handler: %s", strerror(errno));
+    vox_output_ignore_size_signal();
 
     vox_progress_init(&g_progress, !o.no_progress && isatty(STDERR_FILENO), stderr, in.n);
     vox_output_style style = {.format = o.format, .confidence = o.print_confidence,
