@@ -265,6 +265,14 @@ static vox_seq *seq_new(vox_engine *e, vox_request *r, size_t piece, vox_error *
     return s;
 }
 
+/* Whether e's device still works after a failure: an error that is not sticky (out of memory,
+ * a bad launch) leaves it working, while a lost device (a sticky CUDA error poisons the context)
+ * fails every sync from then on. */
+static bool device_works(vox_engine *e) {
+    vox_error ignored;
+    return !vox_fault_device_lost(&e->fault) && e->ctx->be->sync(e->ctx->be, &ignored) == VOX_OK;
+}
+
 /* Runs mel, the encoder and the prompt embedding for the sequences in g (their x_prompt is
  * filled); times are shared by chunks. */
 static vox_status encode_group(vox_engine *e, vox_seq **g, int n, size_t chunks, vox_error *err) {
@@ -308,6 +316,7 @@ static vox_status encode_group(vox_engine *e, vox_seq **g, int n, size_t chunks,
     vox_tensor_free(be, &audio);
     int mk3 = be->mark(be);
     if (!st) st = be->sync(be, err);
+    if (!st) st = vox_fault_encode(&e->fault, be->name, err);
     if (st) {
         for (int i = 0; i < n; i++) vox_tensor_free(be, &g[i]->x_prompt);
         return st;
@@ -330,9 +339,7 @@ static vox_status encode_split(vox_engine *e, vox_seq **g, int n, vox_error *err
     size_t chunks = 0;
     for (int i = 0; i < n; i++) chunks += g[i]->n_chunks;
     vox_status st = encode_group(e, g, n, chunks, err);
-    if (st != VOX_ERR_DEVICE || n == 1) return st;
-    vox_error sync_err;
-    if (e->ctx->be->sync(e->ctx->be, &sync_err)) return st; /* the device itself failed */
+    if (st != VOX_ERR_DEVICE || n == 1 || !device_works(e)) return st;
     st = encode_split(e, g, n / 2, err);
     return st ? st : encode_split(e, g + n / 2, n - n / 2, err);
 }
@@ -390,6 +397,7 @@ static vox_status admit(vox_engine *e, bool *grow, vox_error *err) {
     vox_status st = VOX_OK;
     for (int i = 0; i < n; i++)
         if (!g[i]->blocks) st = vox_fail(err, VOX_ERR_NOMEM, "out of memory");
+    vox_fault_group_begin(&e->fault);
     if (!st) st = encode_split(e, g, n, err);
     pthread_mutex_lock(&q->rd.mu);
     for (int i = 0; i < n; i++) g[i]->req->encoding--;
@@ -397,10 +405,9 @@ static vox_status admit(vox_engine *e, bool *grow, vox_error *err) {
     vox_queue_release_admitted(q); /* their samples are no longer needed */
     for (int i = 0; i < n; i++) e->active[e->n_active++] = g[i];
     if (st) {
-        /* A failed group fails its requests alone; a device that no longer works fails the
-         * next sync too, and this engine stops there (the others go on). */
-        vox_error sync_err;
-        bool device_dead = e->ctx->be->sync(e->ctx->be, &sync_err) != VOX_OK;
+        /* A failed group fails its requests alone; a device that no longer works stops this
+         * engine (the others go on). */
+        bool device_dead = !device_works(e);
         char msg[VOX_ERROR_MSG_MAX];
         snprintf(msg, sizeof msg, "%s", err->msg);
         for (int i = 0; i < n; i++) seq_finish(e, g[i], st, msg);
@@ -449,6 +456,16 @@ static bool take_token(vox_engine *e, vox_seq *s, const vox_logits_stats *st) {
     if ((int64_t)s->r->n_ids >= s->max_new) return false;
     s->next_id = id;
     return true;
+}
+
+/* A decoder step failed: the n sequences it ran (e->b_seq) fail with it, their caches holding a
+ * partial step, and the others go on; unless the device no longer works, which ends the run. */
+static vox_status step_failed(vox_engine *e, int n, vox_status st, vox_error *err) {
+    if (!device_works(e)) return st;
+    char msg[VOX_ERROR_MSG_MAX];
+    snprintf(msg, sizeof msg, "a batched decoder step failed: %.900s", err->msg);
+    for (int i = 0; i < n; i++) seq_finish(e, e->b_seq[i], st, msg);
+    return VOX_OK;
 }
 
 static vox_status step(vox_engine *e, vox_error *err) {
@@ -507,14 +524,16 @@ static vox_status step(vox_engine *e, vox_error *err) {
     vox_tensor logits = vox_tensor_rows(&e->dec.logits, 0, n_logits > 0 ? n_logits : 1);
     if (!st && n_logits > 0) st = be->logits_stats(be, &logits, e->b_chosen, k_ask, e->b_stats, err);
     if (!st && n_logits == 0) st = be->sync(be, err); /* for the step's time */
-    if (st) return st;
+    if (!st) st = vox_fault_step(&e->fault, be->name, err);
+    if (st) return step_failed(e, n_seqs, st, err);
     /* --dump-tensors: the logits each dumping sequence chose from */
     for (int i = 0; i < n_logits; i++) {
         vox_seq *s = e->b_logit_seq[i];
         if (!s->dump_logits) continue;
         size_t V = (size_t)m->cfg.decoder.vocab_size;
         vox_tensor row = vox_tensor_rows(&e->dec.logits, i, 1);
-        if ((st = be->download_f32(be, s->dump_logits + s->dump_steps * V, &row, V, err))) return st;
+        if ((st = be->download_f32(be, s->dump_logits + s->dump_steps * V, &row, V, err)))
+            return step_failed(e, n_seqs, st, err);
         s->dump_steps++;
     }
 

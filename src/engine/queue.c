@@ -323,6 +323,12 @@ vox_status voxtral_queue_create_multi(voxtral_context *const *ctxs, int n,
         free(q);
         return vox_fail(err, VOX_ERR_NOMEM, "out of memory");
     }
+    vox_fault fault;
+    if (vox_fault_from_env(&fault, err)) {
+        free(q->engines);
+        free(q);
+        return err->code;
+    }
     q->qp = *params;
     q->n_engines = n;
     pthread_mutex_init(&q->done_mu, NULL);
@@ -331,6 +337,7 @@ vox_status voxtral_queue_create_multi(voxtral_context *const *ctxs, int n,
         int b = params->max_batch > 0 ? params->max_batch : vox_engine_default_batch(ctxs[i]);
         if (b > 4096) b = 4096;
         vox_engine_init(&q->engines[i], q, ctxs[i], b);
+        q->engines[i].fault = fault; /* each device counts its own steps and groups */
         total += b;
     }
     int ahead = params->read_ahead > 0 ? params->read_ahead : 2 * total;

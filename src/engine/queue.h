@@ -15,6 +15,7 @@
 #include <signal.h>
 
 #include "engine/context.h"
+#include "engine/fault.h"
 #include "engine/reader.h"
 #include "pipeline/pipeline.h"
 
@@ -61,6 +62,7 @@ typedef struct vox_engine {
 
     voxtral_queue_stats stats;
     double decode_rows_sum;
+    vox_fault fault;               /* VOX_FAULT, the test hook (fault.h) */
     /* how its run ended (a device that fails stops; the others go on) */
     vox_status status;
     vox_error err;

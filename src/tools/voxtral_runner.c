@@ -210,7 +210,9 @@ static void print_summary(const vox_run_totals *t, char **failed, size_t n_faile
     int len = 0;
     if (t->n_skipped > 0)
         len = snprintf(rest, sizeof rest, ", %d skipped (output exists)", t->n_skipped);
-    if (not_done > 0) snprintf(rest + len, sizeof rest - (size_t)len, ", %d not done (interrupted)", not_done);
+    if (not_done > 0)
+        snprintf(rest + len, sizeof rest - (size_t)len, ", %d not done%s", not_done,
+                 t->interrupted ? " (interrupted)" : "");
     else if (t->interrupted) snprintf(rest + len, sizeof rest - (size_t)len, " (interrupted)");
     say("%d of %d files transcribed, %d failed%s; %.1f s of audio in %.1f s", t->n_files,
         t->n_inputs, t->n_failed, rest, t->audio_seconds, t->wall_ms / 1e3);
@@ -336,7 +338,9 @@ int main(int argc, char **argv) {
         st = voxtral_queue_run(queue, &err);
         vox_interrupt_set_queue(NULL);
     }
-    if (st && st != VOX_ERR_INTERRUPTED) say("%s", err.msg);
+    /* the queue could not be made, or stopped with every device failed: a failed run */
+    bool run_failed = st && st != VOX_ERR_INTERRUPTED;
+    if (run_failed) say("%s", err.msg);
     if (queue) {
         voxtral_queue_stats qs;
         voxtral_queue_get_stats(queue, &qs);
@@ -371,5 +375,5 @@ int main(int argc, char **argv) {
     vox_inputs_free(&in);
     vox_cli_options_free(&o);
     if (sig) return 128 + sig;
-    return totals.n_failed || report_failed ? VOX_EXIT_SOME_FAILED : VOX_EXIT_OK;
+    return totals.n_failed || report_failed || run_failed ? VOX_EXIT_SOME_FAILED : VOX_EXIT_OK;
 }

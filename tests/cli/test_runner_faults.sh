@@ -31,7 +31,7 @@ only_outputs() {
     local dir=$1
     shift
     checks=$((checks + 1))
-    [ "$(ls -A "$dir" | sort | tr '\n' ' ')" = "$(printf '%s\n' "$@" | sort | tr '\n' ' ')" ] ||
+    [ "$(ls -A "$dir" | sort | tr '\n' ' ')" = "$( (($#)) && printf '%s\n' "$@" | sort | tr '\n' ' ')" ] ||
         fail "$dir holds '$(ls -A "$dir" | tr '\n' ' ')', want '$*'"
 }
 
@@ -65,6 +65,64 @@ if [ -w /dev/full ]; then
     has "$tmp/full.err" "$audio/speech.flac: standard output: cannot write: No space left on device"
     has "$tmp/full.err" "0 of 2 files transcribed, 2 failed"
 fi
+
+# -- a device error inside a batch (VOX_FAULT) ---------------------------------------------------
+# Eight inputs with the same audio, four in flight at a time (each needs 4 steps: its prompt, then
+# 3 decode steps), so a step or group holds some of them and the others come before or after.
+mkdir "$tmp/in"
+batch=()
+for i in $(seq 1 8); do
+    ln -s "$(realpath "$audio/short.wav")" "$tmp/in/f$i.wav"
+    batch+=("$tmp/in/f$i.wav")
+done
+F=("$exe" -m "$tmp/model" -d cpu -n 4 --batch-size 4 -o srt)
+checks=$((checks + 1))
+"${F[@]}" -O "$tmp/fault_ref" "$tmp/in/f1.wav" 2>"$tmp/fault_ref.err" ||
+    fail "fault reference: $(cat "$tmp/fault_ref.err")"
+
+# fault SPEC: the batch into a directory with VOX_FAULT=SPEC. Exit 1; every input either written,
+# whole, or reported failed with the injected fault named, never both; at least one of each; the
+# summary counts them; nothing else in the directory.
+fault() {
+    local spec=$1 out=$tmp/fault_${1//:/_} written=0 failed=0 i f
+    VOX_FAULT=$spec "${F[@]}" -O "$out" "${batch[@]}" >"$out.out" 2>"$out.err"
+    local rc=$?
+    checks=$((checks + 1))
+    [ "$rc" -eq 1 ] || fail "VOX_FAULT=$spec: exit $rc, want 1: $(cat "$out.err")"
+    for i in $(seq 1 8); do
+        f=$tmp/in/f$i.wav
+        local w=0 r=0
+        [ -e "$out/f$i.srt" ] && w=1
+        grep -qF "voxtral_runner: $f: " "$out.err" &&
+            grep -F "voxtral_runner: $f: " "$out.err" | grep -qF "injected fault (VOX_FAULT=$spec)" && r=1
+        checks=$((checks + 1))
+        [ $((w + r)) -eq 1 ] || fail "VOX_FAULT=$spec: f$i.wav written $w, reported failed $r"
+        if [ "$w" -eq 1 ]; then
+            check "VOX_FAULT=$spec: f$i.srt whole" cmp -s "$out/f$i.srt" "$tmp/fault_ref/f1.srt"
+        fi
+        written=$((written + w))
+        failed=$((failed + r))
+    done
+    checks=$((checks + 1))
+    [ "$written" -ge 1 ] && [ "$failed" -ge 1 ] ||
+        fail "VOX_FAULT=$spec: $written written, $failed failed: $(cat "$out.err")"
+    has "$out.err" "$written of 8 files transcribed, $failed failed;"
+    only_outputs "$out" $(for i in $(seq 1 8); do [ -e "$out/f$i.srt" ] && echo "f$i.srt"; done)
+    echo "VOX_FAULT=$spec: $written written, $failed failed"
+}
+# A step fails, the device works on: the step's requests fail, the others are written.
+fault step:3
+has "$tmp/fault_step_3.err" "a batched decoder step failed: cpu: decoder step 3: injected fault"
+# An encoder group fails: its requests fail (encoded in halves, down to one, first), the others
+# are written.
+fault encode:2
+# The device is lost at step 6, once the first requests are done: those stay written, what was in
+# flight and what was left fail, each file reported.
+fault step:6:sticky
+has "$tmp/fault_step_6_sticky.err" "the device is lost"
+# a hook that is not understood stops the run before anything starts
+VOX_FAULT=step:0 run 1 fault_bad "$audio/short.wav"
+has "$tmp/fault_bad.err" "VOX_FAULT=step:0: expected step:N or encode:N"
 
 echo "test_runner_faults: $checks checks, $failures failed"
 [ "$failures" -eq 0 ]
