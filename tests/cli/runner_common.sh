@@ -8,6 +8,8 @@
 #   export_tiny_model DIR     exports the tiny fixture model, or stops the test
 #   wait_until PID CMD...     polls CMD every 0.05 s (up to 240 s) while process PID lives:
 #                             status 0 once CMD succeeds, 1 if PID ended or time ran out first
+#   wait_exit PID SECONDS     waits for background process PID to end: its exit status, or 124
+#                             (after killing it) when it still runs after SECONDS: a hang
 exe=$build/voxtral_runner
 if [ ! -x "$exe" ] || [ ! -x "$build/voxtral_export" ]; then
     echo "SKIPPED: voxtral_runner or voxtral_export is not built in $build"
@@ -52,4 +54,17 @@ wait_until() {
         sleep 0.05
     done
     return 1
+}
+wait_exit() {
+    local pid=$1 i
+    for ((i = 0; i < $2 * 20; i++)); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.05
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+        kill -9 "$pid"
+        wait "$pid" 2>/dev/null
+        return 124
+    fi
+    wait "$pid"
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # voxtral_runner stopped in the middle of a batch (tiny fixture model, CPU backend): SIGINT and
-# SIGTERM abandon the files in progress (several sequences in flight), keep the finished ones complete, leave no temporary file,
-# print the summary and exit 128 + signal; SIGKILL leaves no partial output file either (each
-# file appears by rename when complete). Also: --output-dir names and the stdout case.
+# SIGTERM abandon the files in progress (several sequences in flight, encoding or decoding),
+# keep the finished ones complete, leave no temporary file, print the summary and exit
+# 128 + signal, within 60 s of the signal (no hang); SIGKILL leaves no partial output file either
+# (each file appears by rename when complete). Also: --output-dir names and the stdout case.
 # Usage: test_runner_interrupt.sh BUILD_DIR FIXTURES_DIR
 set -u
 build=$1
@@ -40,9 +41,10 @@ stop() {
     checks=$((checks + 1))
     wait_until "$pid" test -e "$out/f1.srt" || fail "$sig: no first output: $(cat "$tmp/$sig.err")"
     kill -s "$sig" "$pid"
-    wait "$pid" 2>/dev/null
+    wait_exit "$pid" 60 2>/dev/null
     local rc=$?
     pid=
+    [ "$rc" -ne 124 ] || fail "$sig: still running 60 s after the signal (a hang)"
     [ "$rc" -eq "$want" ] || fail "$sig: exit $rc, want $want: $(cat "$tmp/$sig.err")"
 
     # the visible files: f1.srt .. fK.srt, K < 12, each the complete reference
@@ -83,9 +85,10 @@ pid=$!
 checks=$((checks + 1))
 wait_until "$pid" grep -qs -- '-->' "$tmp/stdout.out"
 kill -INT "$pid"
-wait "$pid"
+wait_exit "$pid" 60
 rc=$?
 pid=
+[ "$rc" -ne 124 ] || fail "stdout: still running 60 s after SIGINT (a hang)"
 [ "$rc" -eq 130 ] || fail "stdout: exit $rc, want 130: $(cat "$tmp/stdout.err")"
 n=$(grep -c '^==> ' "$tmp/stdout.out")
 checks=$((checks + 1))
@@ -96,6 +99,41 @@ checks=$((checks + 1))
 grep -q "interrupted: abandoned, no output written for it" "$tmp/stdout.err" ||
     grep -q "$n of 12 files transcribed, 0 failed, .* not done (interrupted)" "$tmp/stdout.err" ||
     fail "stdout: no summary: $(cat "$tmp/stdout.err")"
+
+# SIGINT while sequences are decoding: a short file among long ones decoded to their whole token
+# budget (--ignore-eos: 72 tokens for short.wav, 408 for long.wav), four in flight. The short one
+# finishes first; the signal then finds three long ones in the middle of their decode loop (and
+# a newcomer being encoded): they are abandoned at once, the short one kept.
+mkdir "$tmp/mixed"
+mixed=("$tmp/mixed/s1.wav")
+ln -s "$(realpath "$short")" "$tmp/mixed/s1.wav"
+for i in $(seq 2 8); do
+    ln -s "$(realpath "$fixtures/tiny/audio/long.wav")" "$tmp/mixed/l$i.wav"
+    mixed+=("$tmp/mixed/l$i.wav")
+done
+D=("$exe" -m "$tmp/model" -d cpu --ignore-eos --batch-size 4 -o json)
+checks=$((checks + 1))
+"${D[@]}" -O "$tmp/mixed_ref" "$tmp/mixed/s1.wav" 2>"$tmp/mixed_ref.err" ||
+    fail "mixed reference: $(cat "$tmp/mixed_ref.err")"
+"${D[@]}" -O "$tmp/mixed_out" "${mixed[@]}" >"$tmp/mixed.out" 2>"$tmp/mixed.err" &
+pid=$!
+checks=$((checks + 1))
+wait_until "$pid" test -e "$tmp/mixed_out/s1.json" || fail "mixed: no first output: $(cat "$tmp/mixed.err")"
+kill -INT "$pid"
+wait_exit "$pid" 60
+rc=$?
+pid=
+checks=$((checks + 1))
+[ "$rc" -ne 124 ] || fail "mixed: still running 60 s after SIGINT (a hang)"
+[ "$rc" -eq 130 ] || fail "mixed: exit $rc, want 130: $(cat "$tmp/mixed.err")"
+checks=$((checks + 1))
+[ "$(ls -A "$tmp/mixed_out")" = "s1.json" ] || fail "mixed: the directory holds $(ls -A "$tmp/mixed_out")"
+checks=$((checks + 1))
+[ "$(sed -E 's/"latency_ms":\{[^}]*\}//' "$tmp/mixed_out/s1.json")" = \
+  "$(sed -E 's/"latency_ms":\{[^}]*\}//' "$tmp/mixed_ref/s1.json")" ] || fail "mixed: s1.json is not the whole output"
+checks=$((checks + 1))
+grep -q "1 of 8 files transcribed, 0 failed, 7 not done (interrupted)" "$tmp/mixed.err" ||
+    fail "mixed: no summary: $(cat "$tmp/mixed.err")"
 
 echo "test_runner_interrupt: $checks checks, $failures failed"
 [ "$failures" -eq 0 ]
