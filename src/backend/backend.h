@@ -105,6 +105,7 @@ typedef struct vox_projection {
 
 struct vox_backend {
     const char *name;   /* "cpu" or "cuda:N" */
+    const char *product; /* the device's own name ("NVIDIA H200"), or NULL */
     vox_dtype act_type; /* dtype of activations (F32 on cpu, BF16 on cuda) */
     void *impl;
 
@@ -124,6 +125,10 @@ struct vox_backend {
                          int ndim, const int64_t *shape, bool keep_f32, vox_error *err);
     /* Releases what weight() made (nothing for a view). */
     void (*free_weight)(vox_backend *be, vox_tensor *t);
+    /* Device memory weight() takes for a tensor of that type and shape: the model checks that
+     * its weights fit before it uploads any. NULL where weights take none (cpu: views). */
+    size_t (*weight_bytes)(vox_backend *be, vox_dtype src_type, int ndim, const int64_t *shape,
+                           bool keep_f32);
     /* Host float32 -> t (converted to t's dtype), n elements from the start of t. */
     void (*upload_f32)(vox_backend *be, vox_tensor *t, const float *src, size_t n);
     /* t -> host float32, n elements from the start of t (synchronises). */

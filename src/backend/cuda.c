@@ -37,6 +37,7 @@ typedef struct {
 typedef struct {
     int device;
     char name[32];
+    char product[256];       /* cudaDeviceProp.name */
     cudaStream_t stream;
     cudaMemPool_t pool;
     bool plain_malloc;
@@ -916,6 +917,15 @@ static double cu_elapsed_ms(vox_backend *be, int a, int b) {
     return ms;
 }
 
+/* What cu_weight allocates for such a tensor: BF16, or F32 for the tables kept in float32. */
+static size_t cu_weight_bytes(vox_backend *be, vox_dtype type, int ndim, const int64_t *shape,
+                              bool keep_f32) {
+    (void)be, (void)type;
+    size_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= (size_t)shape[i];
+    return n * vox_dtype_size(keep_f32 ? VOX_DTYPE_F32 : VOX_DTYPE_BF16);
+}
+
 static void cu_mem_info(vox_backend *be, size_t *free_bytes, size_t *total_bytes) {
     (void)be;
     if (cudaMemGetInfo(free_bytes, total_bytes) != cudaSuccess) *free_bytes = *total_bytes = 0;
@@ -1003,6 +1013,9 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
     } while (0)
 
     TRY(cudaSetDevice(device), s->name);
+    struct cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, device) == cudaSuccess)
+        snprintf(s->product, sizeof s->product, "%s", prop.name);
     TRY(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking), "stream");
     if (!s->plain_malloc) {
         TRY(cudaDeviceGetDefaultMemPool(&s->pool, device), "memory pool");
@@ -1023,11 +1036,13 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
 #undef TRY
 
     be->name = s->name;
+    be->product = s->product[0] ? s->product : NULL;
     be->act_type = VOX_DTYPE_BF16;
     be->alloc = cu_alloc;
     be->free = cu_free;
     be->weight = cu_weight;
     be->free_weight = cu_free_weight;
+    be->weight_bytes = cu_weight_bytes;
     be->upload_f32 = cu_upload_f32;
     be->download_f32 = cu_download_f32;
     be->sync = cu_sync;

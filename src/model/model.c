@@ -1,5 +1,6 @@
 /* Loading an exported model directory (see format/manifest.h for the names and shapes). */
 #include "model/model.h"
+#include "model/fit.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -148,6 +149,12 @@ static vox_status check_weights(const weight_list *l, vox_error *err) {
     return VOX_OK;
 }
 
+/* Device memory the weight takes once made (0: a view of the file). */
+static size_t device_bytes(vox_backend *be, const weight_spec *w) {
+    const vox_st_tensor *t = vox_st_find(w->blob, w->name);
+    return be->weight_bytes ? be->weight_bytes(be, t->dtype, t->ndim, t->shape, w->keep_f32) : 0;
+}
+
 static vox_status open_blob(const vox_model *m, const char *file, vox_safetensors **out,
                             vox_error *err) {
     char path[VOX_PATH_MAX + 300];
@@ -178,14 +185,20 @@ vox_status vox_model_load(const char *dir, vox_backend *be, vox_model **out, vox
     }
     if ((st = list_weights(m, &list, err))) goto fail;
     if ((st = check_weights(&list, err))) goto fail;
+    /* the device memory the weights take, checked against what is free before any upload */
+    size_t need = 0, done = 0;
+    for (size_t i = 0; i < list.n; i++) need += device_bytes(be, &list.items[i]);
+    if ((st = vox_model_check_fit(be, need, err))) goto fail;
     for (size_t i = 0; i < list.n; i++) {
         const weight_spec *w = &list.items[i];
         const vox_st_tensor *t = vox_st_find(w->blob, w->name);
         st = be->weight(be, w->dst, t->data, t->dtype, t->ndim, t->shape, w->keep_f32, err);
         if (st) {
             vox_error_prefix(err, "%s: tensor '%s'", vox_st_path(w->blob), w->name);
+            if (st == VOX_ERR_DEVICE) vox_model_explain_fit(be, need, done, err);
             goto fail;
         }
+        done += device_bytes(be, w);
     }
     free(list.items);
     /* CPU weights are views of the mappings, so these stay open for the model's lifetime. */
