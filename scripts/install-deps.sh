@@ -5,7 +5,8 @@
 set -euo pipefail
 packages=(
   build-essential cmake pkg-config
-  libsndfile1-dev   # audio decoding: WAV, FLAC, Ogg/Vorbis, Opus, MP3
+  libsndfile1-dev   # audio decoding: WAV, FLAC, Ogg/Vorbis, Opus
+  libmpg123-dev     # MP3, on a quiet handle of our own (src/audio/mpeg.c)
   libsoxr-dev       # resampling to 16 kHz (the engine mistral-common uses)
   libcjson-dev      # safetensors headers, manifest, tekken.json, JSON output
   libpcre2-dev      # the tokenizer's pre-tokenization regex (Unicode properties)
