@@ -10,6 +10,7 @@
 #                             status 0 once CMD succeeds, 1 if PID ended or time ran out first
 #   wait_exit PID SECONDS     waits for background process PID to end: its exit status, or 124
 #                             (after killing it) when it still runs after SECONDS: a hang
+#   same_json A B             files A and B hold the same json apart from the latency numbers
 exe=$build/voxtral_runner
 if [ ! -x "$exe" ] || [ ! -x "$build/voxtral_export" ]; then
     echo "SKIPPED: voxtral_runner or voxtral_export is not built in $build"
@@ -67,4 +68,7 @@ wait_exit() {
         return 124
     fi
     wait "$pid"
+}
+same_json() {
+    [ "$(sed -E 's/"latency_ms":\{[^}]*\}//' "$1")" = "$(sed -E 's/"latency_ms":\{[^}]*\}//' "$2")" ]
 }

@@ -22,10 +22,6 @@ has() { # has FILE TEXT
     checks=$((checks + 1))
     grep -qF -- "$2" "$1" || fail "$1 lacks '$2': $(head -c 2000 "$1")"
 }
-# same_json A B: the same json apart from the latency numbers
-same_json() {
-    [ "$(sed -E 's/"latency_ms":\{[^}]*\}//' "$1")" = "$(sed -E 's/"latency_ms":\{[^}]*\}//' "$2")" ]
-}
 # only_outputs DIR NAME...: DIR holds exactly these files (no temporary ones)
 only_outputs() {
     local dir=$1
