@@ -62,8 +62,10 @@ vox_status voxtral_init(const voxtral_context_params *p, voxtral_context **out, 
         wp.max_new_tokens = 4;
         wp.ignore_eos = true;
         voxtral_result *r = NULL;
+        ctx->warming_up = true;
         st = silence ? voxtral_transcribe_pcm(ctx, silence, VOX_SAMPLE_RATE, &wp, &r, err)
                      : vox_fail(err, VOX_ERR_NOMEM, "out of memory");
+        ctx->warming_up = false;
         if (st) vox_error_prefix(err, "warm-up");
         voxtral_result_free(r);
         free(silence);

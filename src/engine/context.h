@@ -13,6 +13,7 @@ struct voxtral_context {
     vox_model *model;
     vox_tokenizer *tok;
     double load_ms;
+    bool warming_up; /* voxtral_init's warm-up runs: VOX_FAULT (fault.h) leaves it alone */
 };
 
 /* Monotonic wall clock in milliseconds. */

@@ -10,7 +10,8 @@
  * step: only the requests that step or group touched fail. With it, every later check of the
  * device fails, as after an illegal memory access, which leaves a CUDA context unusable: what
  * the device had in flight fails, and the requests left go to the other devices (or fail when
- * there are none). Unset or empty: no fault. */
+ * there are none). Unset or empty: no fault. The counts start with each queue; voxtral_init's
+ * warm-up on a GPU is left alone. */
 #ifndef VOX_ENGINE_FAULT_H
 #define VOX_ENGINE_FAULT_H
 

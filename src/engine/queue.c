@@ -323,8 +323,8 @@ vox_status voxtral_queue_create_multi(voxtral_context *const *ctxs, int n,
         free(q);
         return vox_fail(err, VOX_ERR_NOMEM, "out of memory");
     }
-    vox_fault fault;
-    if (vox_fault_from_env(&fault, err)) {
+    vox_fault fault = {0};
+    if (!ctxs[0]->warming_up && vox_fault_from_env(&fault, err)) {
         free(q->engines);
         free(q);
         return err->code;
