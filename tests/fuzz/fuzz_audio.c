@@ -1,5 +1,6 @@
 /* Fuzzes audio decoding from memory (vox_audio_load_memory: libsndfile virtual I/O, every format
- * libsndfile detects) through the mono mix, the resampling to 16 kHz and the log-mel features.
+ * libsndfile detects; libmpg123 for MPEG audio) through the mono mix, the resampling to 16 kHz
+ * and the log-mel features.
  * An input is either refused with a message that names it, or gives finite 16 kHz samples and
  * finite features inside the range the log-mel recipe allows; the same bytes read from a file
  * with vox_audio_load give the same result. Inputs are limited to 40 s of audio (at most two
