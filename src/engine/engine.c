@@ -663,6 +663,7 @@ void vox_engine_run(vox_engine *e) {
         }
         bool grow = false;
         if ((st = admit(e, &grow, err))) break;
+        if (q->cancel) break; /* an admission can take long (the CPU encoder): no step after it */
         if (grow && e->n_active == 0) {
             unsize(e); /* sized again from the pieces now known */
             continue;
