@@ -324,10 +324,11 @@ vox_status voxtral_queue_create_multi(voxtral_context *const *ctxs, int n,
         return vox_fail(err, VOX_ERR_NOMEM, "out of memory");
     }
     vox_fault fault = {0};
-    if (!ctxs[0]->warming_up && vox_fault_from_env(&fault, err)) {
+    vox_status fst = ctxs[0]->warming_up ? VOX_OK : vox_fault_from_env(&fault, err);
+    if (fst) {
         free(q->engines);
         free(q);
-        return err->code;
+        return fst;
     }
     q->qp = *params;
     q->n_engines = n;
