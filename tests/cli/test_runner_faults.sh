@@ -32,15 +32,10 @@ only_outputs() {
 }
 
 # -- writing an output fails ----------------------------------------------------------------------
-# The reference outputs (json: long.wav's, with its 408 tokens, is over 2 KiB; the others under 1).
-inputs=("$audio/short.wav" "$audio/long.wav" "$audio/speech.flac")
-run 0 ref -o json -O "$tmp/ref" "${inputs[@]}"
-for n in short long speech; do
-    checks=$((checks + 1))
-    [ -s "$tmp/ref/$n.json" ] || fail "no reference $n.json"
-done
-# A file-size limit of 2 KiB (ulimit -f counts 1024-byte blocks): long.json cannot be written.
+# json outputs: long.wav's (408 tokens) is over 2 KiB, the others under 1. A file-size limit of
+# 2 KiB (ulimit -f counts 1024-byte blocks): long.json cannot be written, the others are, whole.
 # stderr goes through a pipe, which the limit does not cover.
+inputs=("$audio/short.wav" "$audio/long.wav" "$audio/speech.flac")
 checks=$((checks + 1))
 (ulimit -f 2 && exec "${R[@]}" -o json -O "$tmp/fsize" "${inputs[@]}" 2>&1) | cat >"$tmp/fsize.err"
 rc=${PIPESTATUS[0]}
@@ -48,8 +43,13 @@ rc=${PIPESTATUS[0]}
 has "$tmp/fsize.err" "voxtral_runner: $audio/long.wav: $tmp/fsize/long.json: cannot write: File too large"
 has "$tmp/fsize.err" "2 of 3 files transcribed, 1 failed"
 only_outputs "$tmp/fsize" short.json speech.json
-for n in short speech; do
-    check "file-size limit: $n.json complete" same_json "$tmp/fsize/$n.json" "$tmp/ref/$n.json"
+for n in short speech; do # whole: one json line that ends the object
+    check "file-size limit: $n.json whole" [ "$(wc -l <"$tmp/fsize/$n.json")" -eq 1 ]
+    checks=$((checks + 1))
+    tail -c 3 "$tmp/fsize/$n.json" | grep -q ']}' || fail "file-size limit: $n.json is cut short"
+    if command -v python3 >/dev/null; then
+        check "file-size limit: $n.json parses" python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$tmp/fsize/$n.json"
+    fi
 done
 # A full disk under standard output: each file fails with the reason.
 if [ -w /dev/full ]; then
@@ -63,15 +63,15 @@ if [ -w /dev/full ]; then
 fi
 
 # -- a device error inside a batch (VOX_FAULT) ---------------------------------------------------
-# Eight inputs with the same audio, four in flight at a time (each needs 4 steps: its prompt, then
+# Six inputs with the same audio, three in flight at a time (each needs 4 steps: its prompt, then
 # 3 decode steps), so a step or group holds some of them and the others come before or after.
 mkdir "$tmp/in"
 batch=()
-for i in $(seq 1 8); do
+for i in $(seq 1 6); do
     ln -s "$(realpath "$audio/short.wav")" "$tmp/in/f$i.wav"
     batch+=("$tmp/in/f$i.wav")
 done
-F=("$exe" -m "$tmp/model" -d cpu -n 4 --batch-size 4 -o srt)
+F=("$exe" -m "$tmp/model" -d cpu -n 4 --batch-size 3 -o srt)
 checks=$((checks + 1))
 "${F[@]}" -O "$tmp/fault_ref" "$tmp/in/f1.wav" 2>"$tmp/fault_ref.err" ||
     fail "fault reference: $(cat "$tmp/fault_ref.err")"
@@ -85,7 +85,7 @@ fault() {
     local rc=$?
     checks=$((checks + 1))
     [ "$rc" -eq 1 ] || fail "VOX_FAULT=$spec: exit $rc, want 1: $(cat "$out.err")"
-    for i in $(seq 1 8); do
+    for i in $(seq 1 6); do
         f=$tmp/in/f$i.wav
         local w=0 r=0
         [ -e "$out/f$i.srt" ] && w=1
@@ -102,8 +102,8 @@ fault() {
     checks=$((checks + 1))
     [ "$written" -ge 1 ] && [ "$failed" -ge 1 ] ||
         fail "VOX_FAULT=$spec: $written written, $failed failed: $(cat "$out.err")"
-    has "$out.err" "$written of 8 files transcribed, $failed failed;"
-    only_outputs "$out" $(for i in $(seq 1 8); do [ -e "$out/f$i.srt" ] && echo "f$i.srt"; done)
+    has "$out.err" "$written of 6 files transcribed, $failed failed;"
+    only_outputs "$out" $(for i in $(seq 1 6); do [ -e "$out/f$i.srt" ] && echo "f$i.srt"; done)
     echo "VOX_FAULT=$spec: $written written, $failed failed"
 }
 # A step fails, the device works on: the step's requests fail, the others are written.

@@ -2,7 +2,8 @@
 # voxtral_runner stopped in the middle of a batch (tiny fixture model, CPU backend): SIGINT and
 # SIGTERM abandon the files in progress (several sequences in flight, encoding or decoding),
 # keep the finished ones complete, leave no temporary file, print the summary and exit
-# 128 + signal, within 60 s of the signal (no hang); SIGKILL leaves no partial output file either
+# 128 + signal, within 120 s of the signal (no hang: the CPU reference under a sanitizer
+# finishes the stage in progress first); SIGKILL leaves no partial output file either
 # (each file appears by rename when complete). Also: --output-dir names and the stdout case.
 # Usage: test_runner_interrupt.sh BUILD_DIR FIXTURES_DIR
 set -u
@@ -41,10 +42,10 @@ stop() {
     checks=$((checks + 1))
     wait_until "$pid" test -e "$out/f1.srt" || fail "$sig: no first output: $(cat "$tmp/$sig.err")"
     kill -s "$sig" "$pid"
-    wait_exit "$pid" 60 2>/dev/null
+    wait_exit "$pid" 120 2>/dev/null
     local rc=$?
     pid=
-    [ "$rc" -ne 124 ] || fail "$sig: still running 60 s after the signal (a hang)"
+    [ "$rc" -ne 124 ] || fail "$sig: still running 120 s after the signal (a hang)"
     [ "$rc" -eq "$want" ] || fail "$sig: exit $rc, want $want: $(cat "$tmp/$sig.err")"
 
     # the visible files: f1.srt .. fK.srt, K < 12, each the complete reference
@@ -85,10 +86,10 @@ pid=$!
 checks=$((checks + 1))
 wait_until "$pid" grep -qs -- '-->' "$tmp/stdout.out"
 kill -INT "$pid"
-wait_exit "$pid" 60
+wait_exit "$pid" 120
 rc=$?
 pid=
-[ "$rc" -ne 124 ] || fail "stdout: still running 60 s after SIGINT (a hang)"
+[ "$rc" -ne 124 ] || fail "stdout: still running 120 s after SIGINT (a hang)"
 [ "$rc" -eq 130 ] || fail "stdout: exit $rc, want 130: $(cat "$tmp/stdout.err")"
 n=$(grep -c '^==> ' "$tmp/stdout.out")
 checks=$((checks + 1))
@@ -100,14 +101,14 @@ grep -q "interrupted: abandoned, no output written for it" "$tmp/stdout.err" ||
     grep -q "$n of 12 files transcribed, 0 failed, .* not done (interrupted)" "$tmp/stdout.err" ||
     fail "stdout: no summary: $(cat "$tmp/stdout.err")"
 
-# SIGINT while sequences are decoding: a short file among long ones decoded to their whole token
-# budget (--ignore-eos: 72 tokens for short.wav, 408 for long.wav), four in flight. The short one
-# finishes first; the signal then finds three long ones in the middle of their decode loop (and
-# a newcomer being encoded): they are abandoned at once, the short one kept.
+# SIGINT while sequences are decoding: a short file and three long ones, decoded to their whole
+# token budget (--ignore-eos: 72 tokens for short.wav, 408 for long.wav), all four in flight. The
+# short one finishes first; the signal then finds the long ones in the middle of their decode
+# loop: they are abandoned at once, the short one kept.
 mkdir "$tmp/mixed"
 mixed=("$tmp/mixed/s1.wav")
 ln -s "$(realpath "$short")" "$tmp/mixed/s1.wav"
-for i in $(seq 2 8); do
+for i in $(seq 2 4); do
     ln -s "$(realpath "$fixtures/tiny/audio/long.wav")" "$tmp/mixed/l$i.wav"
     mixed+=("$tmp/mixed/l$i.wav")
 done
@@ -120,17 +121,17 @@ pid=$!
 checks=$((checks + 1))
 wait_until "$pid" test -e "$tmp/mixed_out/s1.json" || fail "mixed: no first output: $(cat "$tmp/mixed.err")"
 kill -INT "$pid"
-wait_exit "$pid" 60
+wait_exit "$pid" 120
 rc=$?
 pid=
 checks=$((checks + 1))
-[ "$rc" -ne 124 ] || fail "mixed: still running 60 s after SIGINT (a hang)"
+[ "$rc" -ne 124 ] || fail "mixed: still running 120 s after SIGINT (a hang)"
 [ "$rc" -eq 130 ] || fail "mixed: exit $rc, want 130: $(cat "$tmp/mixed.err")"
 checks=$((checks + 1))
 [ "$(ls -A "$tmp/mixed_out")" = "s1.json" ] || fail "mixed: the directory holds $(ls -A "$tmp/mixed_out")"
 check "mixed: s1.json whole" same_json "$tmp/mixed_out/s1.json" "$tmp/mixed_ref/s1.json"
 checks=$((checks + 1))
-grep -q "1 of 8 files transcribed, 0 failed, 7 not done (interrupted)" "$tmp/mixed.err" ||
+grep -q "1 of 4 files transcribed, 0 failed, 3 not done (interrupted)" "$tmp/mixed.err" ||
     fail "mixed: no summary: $(cat "$tmp/mixed.err")"
 
 echo "test_runner_interrupt: $checks checks, $failures failed"
