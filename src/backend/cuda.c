@@ -17,13 +17,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend/backend.h"
+#include "backend/cuda_upload.h"
+#include "common/clock.h"
 #include "kernels.h"
 #include "mel/mel.h"
 
 #define CUDA_MAX_MARKS 512
-#define STAGING_BYTES (64u << 20) /* two pinned buffers for weight uploads */
+/* Pinned host staging: one allocation cut into buffers. upload_staged double-buffers through the
+ * first two; loading weights gives each reader thread two (so at most STAGING_BUFFERS / 2
+ * readers). 8 MiB a copy is past the size where a host-to-device copy reaches full speed; 128
+ * MiB in all is what two 64 MiB buffers took before, and pinning more costs load time. */
+#define STAGING_BUFFERS 16
+#define STAGING_BYTES (8u << 20)
 #define GEMM_WORKSPACE_BYTES (32u << 20)
 #define GEMM_CACHE_SIZE 256
 
@@ -47,9 +55,18 @@ typedef struct {
     cudaEvent_t marks[CUDA_MAX_MARKS];
     int n_marks;
     /* pinned host staging for uploads, and its reuse guards */
-    void *staging[2];
-    cudaEvent_t staging_done[2];
+    char *staging_block;
+    char *staging[STAGING_BUFFERS];
+    cudaEvent_t staging_done[STAGING_BUFFERS];
     int staging_next;
+    /* loading weights (weights_begin .. weights_end): copies of file bytes deferred to readers */
+    int load_threads;         /* VOX_LOAD_THREADS; 0: weight() uploads each weight itself */
+    size_t load_span;         /* VOX_LOAD_CHUNK_BYTES: bytes a read (tests make it small) */
+    bool deferring;
+    const vox_weight_file *load_files;
+    int n_load_files;
+    vox_read_piece *pieces;
+    size_t n_pieces, cap_pieces;
     /* small pinned host buffers for ids and the logits result */
     int32_t *ids_host;
     size_t ids_cap;
@@ -189,6 +206,38 @@ static vox_status upload_staged(cuda_state *s, void *dst, const void *src, size_
     return VOX_OK;
 }
 
+/* ---- loading many weights: reads on several threads (cuda_upload.h) ------------------------- */
+
+static void cu_weights_begin(vox_backend *be, const vox_weight_file *files, int n_files) {
+    cuda_state *s = S(be);
+    s->deferring = s->load_threads > 0;
+    s->load_files = files;
+    s->n_load_files = n_files;
+    s->n_pieces = 0;
+}
+
+/* Remembers that src's n bytes go to dst, when src lies in one of the files; false when it does
+ * not (or no load is under way, or memory is short): the caller uploads it now. */
+static bool defer_copy(cuda_state *s, void *dst, const void *src, size_t n) {
+    if (!s->deferring) return false;
+    uintptr_t p = (uintptr_t)src;
+    for (int f = 0; f < s->n_load_files; f++) {
+        const vox_weight_file *w = &s->load_files[f];
+        uintptr_t base = (uintptr_t)w->map;
+        if (p < base || p - base > w->size || n > w->size - (p - base)) continue;
+        if (s->n_pieces == s->cap_pieces) {
+            size_t cap = s->cap_pieces ? 2 * s->cap_pieces : 1024;
+            vox_read_piece *grown = realloc(s->pieces, cap * sizeof *grown);
+            if (!grown) return false;
+            s->pieces = grown;
+            s->cap_pieces = cap;
+        }
+        s->pieces[s->n_pieces++] = (vox_read_piece){.file = f, .offset = p - base, .nbytes = n, .dst = dst};
+        return true;
+    }
+    return false;
+}
+
 static vox_status cu_weight(vox_backend *be, vox_tensor *dst, const void *src, vox_dtype type,
                             int ndim, const int64_t *shape, bool keep_f32, vox_error *err) {
     cuda_state *s = S(be);
@@ -211,9 +260,38 @@ static vox_status cu_weight(vox_backend *be, vox_tensor *dst, const void *src, v
             return vox_fail(err, VOX_ERR_UNSUPPORTED, "weights of type %s are not supported",
                             vox_dtype_name(type));
     }
+    double t0 = vox_wall_ms();
     vox_status st = dev_alloc(s, &dst->data, vox_tensor_nbytes(dst), err);
+    double t1 = vox_wall_ms();
+    be->load.alloc_ms += t1 - t0;
     if (st) return st;
-    return upload_staged(s, dst->data, src, vox_tensor_numel(dst), vox_dtype_size(dst->dtype), fill, err);
+    /* the file's bytes are the weight's bytes: a reader thread copies them in weights_end */
+    if (dst->dtype == type && defer_copy(s, dst->data, src, vox_tensor_nbytes(dst))) return VOX_OK;
+    st = upload_staged(s, dst->data, src, vox_tensor_numel(dst), vox_dtype_size(dst->dtype), fill, err);
+    be->load.serial_ms += vox_wall_ms() - t1;
+    return st;
+}
+
+/* Makes the deferred copies: every reader thread reads spans of the files into its two staging
+ * buffers and uploads them on its own stream. */
+static vox_status cu_weights_end(vox_backend *be, bool copy, vox_error *err) {
+    cuda_state *s = S(be);
+    size_t n = s->n_pieces;
+    s->deferring = false;
+    s->n_pieces = 0;
+    if (!copy || n == 0) return VOX_OK;
+    /* the readers' streams may use the weights once their pool allocations (and the converted
+     * weights' uploads) are done on this stream */
+    cudaError_t e = cudaStreamSynchronize(s->stream);
+    if (e) return cuda_fail(err, e, "weight upload");
+    vox_read_file files[8];
+    VOX_ASSERT(s->n_load_files <= 8);
+    for (int f = 0; f < s->n_load_files; f++)
+        files[f] = (vox_read_file){.fd = s->load_files[f].fd, .path = s->load_files[f].path};
+    vox_cuda_staging staging = {.device = s->device, .buffers = s->staging, .done = s->staging_done,
+                                .n_buffers = STAGING_BUFFERS, .buffer_bytes = STAGING_BYTES};
+    return vox_cuda_upload_pieces(&staging, s->pieces, n, files, s->n_load_files, s->load_threads,
+                                  s->load_span, &be->load, err);
 }
 
 static void cu_free_weight(vox_backend *be, vox_tensor *t) { cu_free(be, t); }
@@ -950,10 +1028,10 @@ static void cu_destroy(vox_backend *be) {
     cudaFree(s->mel_basis);
     cudaFree(s->mel_window);
     cudaFree(s->mel_filters);
-    for (int i = 0; i < 2; i++) {
-        cudaFreeHost(s->staging[i]);
+    cudaFreeHost(s->staging_block);
+    for (int i = 0; i < STAGING_BUFFERS; i++)
         if (s->staging_done[i]) cudaEventDestroy(s->staging_done[i]);
-    }
+    free(s->pieces);
     cudaFreeHost(s->ids_host);
     cudaFreeHost(s->logits_host);
     if (s->ids_done) cudaEventDestroy(s->ids_done);
@@ -966,8 +1044,29 @@ static void cu_destroy(vox_backend *be) {
     free(be);
 }
 
+/* A size from the environment (VAR=N), within [lo, hi]; `fallback` when unset or malformed. */
+static size_t env_size(const char *var, size_t fallback, size_t lo, size_t hi) {
+    const char *v = getenv(var);
+    if (!v || !*v) return fallback;
+    char *end;
+    unsigned long long n = strtoull(v, &end, 10);
+    if (*end || n < lo || n > hi) return fallback;
+    return (size_t)n;
+}
+
+/* Reader threads for loading weights (VOX_LOAD_THREADS=N, 0 for the one-by-one upload): half
+ * the cores, 1 to STAGING_BUFFERS / 2. One thread reads about 5-10 GB/s from the page cache;
+ * a PCIe 5 link takes about 50 GB/s, so a few threads keep it busy. */
+static int default_load_threads(void) {
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t half = cores > 1 ? (size_t)cores / 2 : 1;
+    if (half > STAGING_BUFFERS / 2) half = STAGING_BUFFERS / 2;
+    return (int)env_size("VOX_LOAD_THREADS", half, 0, STAGING_BUFFERS / 2);
+}
+
 vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err) {
     *out = NULL;
+    double t0 = vox_wall_ms();
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess)
@@ -991,6 +1090,8 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
     s->no_matvec = no_matvec && *no_matvec && strcmp(no_matvec, "0") != 0;
     const char *plain = getenv("VOX_CUDA_PLAIN_MALLOC");
     s->plain_malloc = plain && *plain && strcmp(plain, "0") != 0;
+    s->load_threads = default_load_threads();
+    s->load_span = env_size("VOX_LOAD_CHUNK_BYTES", STAGING_BYTES, 1, STAGING_BYTES);
 
 #define TRY(call, what)                                                                         \
     do {                                                                                        \
@@ -1002,6 +1103,7 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
         }                                                                                       \
     } while (0)
 
+    /* setting the device creates its context (CUDA 12 on) */
     TRY(cudaSetDevice(device), s->name);
     TRY(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking), "stream");
     if (!s->plain_malloc) {
@@ -1009,17 +1111,24 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
         uint64_t keep = UINT64_MAX; /* never give freed memory back to the driver mid-run */
         TRY(cudaMemPoolSetAttribute(s->pool, cudaMemPoolAttrReleaseThreshold, &keep), "memory pool");
     }
+    double t1 = vox_wall_ms();
+    be->load.context_ms = t1 - t0;
     if (cublasLtCreate(&s->lt) != CUBLAS_STATUS_SUCCESS) {
         cu_destroy(be);
         return vox_fail(err, VOX_ERR_DEVICE, "%s: cannot initialise cuBLASLt", "cuda");
     }
     TRY(cudaMalloc(&s->gemm_ws, GEMM_WORKSPACE_BYTES), "GEMM workspace");
+    double t2 = vox_wall_ms();
+    be->load.blas_ms = t2 - t1;
     TRY(cudaEventCreateWithFlags(&s->batch_done, cudaEventDisableTiming), "event");
-    for (int i = 0; i < 2; i++) {
-        TRY(cudaMallocHost(&s->staging[i], STAGING_BYTES), "pinned staging");
+    TRY(cudaMallocHost((void **)&s->staging_block, (size_t)STAGING_BUFFERS * STAGING_BYTES),
+        "pinned staging");
+    for (int i = 0; i < STAGING_BUFFERS; i++) {
+        s->staging[i] = s->staging_block + (size_t)i * STAGING_BYTES;
         TRY(cudaEventCreateWithFlags(&s->staging_done[i], cudaEventDisableTiming), "event");
     }
     TRY(cudaEventCreateWithFlags(&s->ids_done, cudaEventDisableTiming), "event");
+    be->load.staging_ms = vox_wall_ms() - t2;
 #undef TRY
 
     be->name = s->name;
@@ -1028,6 +1137,8 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
     be->free = cu_free;
     be->weight = cu_weight;
     be->free_weight = cu_free_weight;
+    be->weights_begin = cu_weights_begin;
+    be->weights_end = cu_weights_end;
     be->upload_f32 = cu_upload_f32;
     be->download_f32 = cu_download_f32;
     be->sync = cu_sync;
