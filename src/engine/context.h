@@ -14,6 +14,7 @@ struct voxtral_context {
     vox_model *model;
     vox_tokenizer *tok;
     double load_ms;
+    voxtral_load_timings load;
 };
 
 /* The transcription prompt (voxtral-spec.md section 5): <s>[INST][BEGIN_AUDIO][AUDIO] x n_audio
