@@ -98,10 +98,11 @@ typedef struct {
  * the weights are made, the device synchronised and the warm-up run. */
 typedef struct {
     double total_ms;           /* all of voxtral_init (voxtral_load_ms) */
-    double device_ms;          /* device thread: backend creation (cuda: the three below) */
+    double device_ms;          /* device thread: backend creation (cuda: context and staging) */
     double context_ms;         /*   driver start, context, stream, memory pool */
-    double blas_ms;            /*   cuBLASLt handle and GEMM workspace */
-    double staging_ms;         /*   pinned staging buffers */
+    double staging_ms;         /*   GEMM workspace, pinned staging buffers */
+    double blas_ms;            /* cuBLASLt thread: loading the library (0.1 s of static
+                                  initialisers), its handle; beside the weights */
     double model_files_ms;     /* manifest, blob headers (opened and mapped), weight checks */
     double tokenizer_ms;       /* tokenizer thread: tekken.json */
     double device_wait_ms;     /* this thread waiting for the device thread after the files */
@@ -116,6 +117,7 @@ typedef struct {
     double upload_after_reads_ms; /*  of which after the last read (the uploads reads did not hide) */
     double bytes;              /*     bytes read and uploaded by the readers */
     int threads;               /*     reader threads (0: none) */
+    double blas_wait_ms;       /* waiting for the cuBLASLt thread after the weights */
     double tokenizer_wait_ms;  /* waiting for the tokenizer thread after the weights */
     double sync_ms;            /* the device finishing what the load enqueued */
     double warmup_ms;          /* the warm-up clip (0 when off) */

@@ -69,7 +69,8 @@ typedef struct {
  * weights cost. cpu leaves it zero (its weights are views). */
 typedef struct {
     double context_ms;    /* the driver, the device's context, the stream and memory pool */
-    double blas_ms;       /* the cuBLASLt handle and GEMM workspace */
+    double blas_ms;       /* loading cuBLASLt and its handle (a thread beside the weights) */
+    double blas_wait_ms;  /* waiting for that thread once the weights were there */
     double staging_ms;    /* pinned host staging buffers */
     double alloc_ms;      /* device memory for the weights */
     double serial_ms;     /* weights weight() uploaded itself, one by one: those converted on

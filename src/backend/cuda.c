@@ -13,6 +13,7 @@
 
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "backend/cublaslt_loader.h"
 #include "backend/cuda_upload.h"
 #include "common/clock.h"
 #include "kernels.h"
@@ -49,6 +51,13 @@ typedef struct {
     cudaMemPool_t pool;
     bool plain_malloc;
     cublasLtHandle_t lt;
+    /* cuBLASLt loads and starts on a thread of its own while the weights load (blas_ready) */
+    pthread_t blas_thread;
+    bool blas_pending; /* started, not joined */
+    vox_status blas_st;
+    vox_error blas_err;
+    double blas_ms;
+    vox_load_stats *load; /* the backend's */
     void *gemm_ws;
     gemm_plan plans[GEMM_CACHE_SIZE];
     size_t live, peak;
@@ -118,6 +127,33 @@ static void note_error(cuda_state *s, cudaError_t e, const char *where) {
 static vox_status cuda_fail(vox_error *err, cudaError_t e, const char *what) {
     return vox_fail(err, VOX_ERR_DEVICE, "%s: CUDA error %s (%s)", what, cudaGetErrorName(e),
                     cudaGetErrorString(e));
+}
+
+/* ---- cuBLASLt: loaded and started beside the weights --------------------------------------- */
+
+static void *blas_start(void *arg) {
+    cuda_state *s = arg;
+    double t0 = vox_wall_ms();
+    cudaError_t e = cudaSetDevice(s->device);
+    if (e) s->blas_st = cuda_fail(&s->blas_err, e, s->name);
+    else s->blas_st = vox_cublaslt_load(&s->blas_err);
+    if (!s->blas_st && cublasLtCreate(&s->lt) != CUBLAS_STATUS_SUCCESS)
+        s->blas_st = vox_fail(&s->blas_err, VOX_ERR_DEVICE, "%s: cannot initialise cuBLASLt", s->name);
+    s->blas_ms = vox_wall_ms() - t0;
+    return NULL;
+}
+
+/* Waits for the cuBLASLt thread (once); its failure, if any. err may be NULL. */
+static vox_status blas_ready(cuda_state *s, vox_error *err) {
+    if (s->blas_pending) {
+        double t0 = vox_wall_ms();
+        pthread_join(s->blas_thread, NULL);
+        s->blas_pending = false;
+        s->load->blas_wait_ms += vox_wall_ms() - t0;
+        s->load->blas_ms = s->blas_ms;
+    }
+    if (s->blas_st && err) *err = s->blas_err;
+    return s->blas_st;
 }
 
 int vox_cuda_device_count(void);
@@ -279,7 +315,8 @@ static vox_status cu_weights_end(vox_backend *be, bool copy, vox_error *err) {
     size_t n = s->n_pieces;
     s->deferring = false;
     s->n_pieces = 0;
-    if (!copy || n == 0) return VOX_OK;
+    /* cuBLASLt has loaded beside the weights: a failure to load it fails the model's load */
+    if (!copy || n == 0) return copy ? blas_ready(s, err) : VOX_OK;
     /* the readers' streams may use the weights once their pool allocations (and the converted
      * weights' uploads) are done on this stream */
     cudaError_t e = cudaStreamSynchronize(s->stream);
@@ -290,8 +327,9 @@ static vox_status cu_weights_end(vox_backend *be, bool copy, vox_error *err) {
         files[f] = (vox_read_file){.fd = s->load_files[f].fd, .path = s->load_files[f].path};
     vox_cuda_staging staging = {.device = s->device, .buffers = s->staging, .done = s->staging_done,
                                 .n_buffers = STAGING_BUFFERS, .buffer_bytes = STAGING_BYTES};
-    return vox_cuda_upload_pieces(&staging, s->pieces, n, files, s->n_load_files, s->load_threads,
-                                  s->load_span, &be->load, err);
+    vox_status st = vox_cuda_upload_pieces(&staging, s->pieces, n, files, s->n_load_files,
+                                           s->load_threads, s->load_span, &be->load, err);
+    return st ? st : blas_ready(s, err);
 }
 
 static void cu_free_weight(vox_backend *be, vox_tensor *t) { cu_free(be, t); }
@@ -393,6 +431,10 @@ static gemm_plan *gemm_plan_for(cuda_state *s, int64_t M, int64_t N, int64_t K, 
 static void lt_matmul(cuda_state *s, cudaDataType_t ab, cudaDataType_t c, int64_t M, int64_t N,
                       int64_t K, const void *w, const void *x, void *y, const void *bias, int tag,
                       bool accumulate) {
+    if (blas_ready(s, NULL)) { /* a model load reports why (weights_end) */
+        note_error(s, cudaErrorSharedObjectInitFailed, "cuBLASLt");
+        return;
+    }
     cublasLtMatmulDesc_t desc = NULL;
     cublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL;
     cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
@@ -1012,6 +1054,7 @@ static void cu_destroy(vox_backend *be) {
         free(be);
         return;
     }
+    if (s->blas_pending) pthread_join(s->blas_thread, NULL);
     cudaSetDevice(s->device); /* this thread may have worked on another device last */
     if (s->stream) cudaStreamSynchronize(s->stream);
     dev_free(s, s->ids_dev, s->ids_dev_cap * sizeof(int32_t));
@@ -1113,13 +1156,11 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
     }
     double t1 = vox_wall_ms();
     be->load.context_ms = t1 - t0;
-    if (cublasLtCreate(&s->lt) != CUBLAS_STATUS_SUCCESS) {
-        cu_destroy(be);
-        return vox_fail(err, VOX_ERR_DEVICE, "%s: cannot initialise cuBLASLt", "cuda");
-    }
+    s->load = &be->load;
+    s->blas_pending = pthread_create(&s->blas_thread, NULL, blas_start, s) == 0;
+    if (!s->blas_pending) blas_start(s); /* no thread: here and now */
     TRY(cudaMalloc(&s->gemm_ws, GEMM_WORKSPACE_BYTES), "GEMM workspace");
     double t2 = vox_wall_ms();
-    be->load.blas_ms = t2 - t1;
     TRY(cudaEventCreateWithFlags(&s->batch_done, cudaEventDisableTiming), "event");
     TRY(cudaMallocHost((void **)&s->staging_block, (size_t)STAGING_BUFFERS * STAGING_BYTES),
         "pinned staging");
@@ -1128,7 +1169,7 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
         TRY(cudaEventCreateWithFlags(&s->staging_done[i], cudaEventDisableTiming), "event");
     }
     TRY(cudaEventCreateWithFlags(&s->ids_done, cudaEventDisableTiming), "event");
-    be->load.staging_ms = vox_wall_ms() - t2;
+    be->load.staging_ms = vox_wall_ms() - t2; /* with the GEMM workspace */
 #undef TRY
 
     be->name = s->name;

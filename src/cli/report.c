@@ -33,11 +33,11 @@ static const struct {
     size_t at;
 } load_parts[] = {
 #define PART(f) {#f, offsetof(voxtral_load_timings, f##_ms)}
-    PART(device),      PART(context),   PART(blas),        PART(staging),
+    PART(device),      PART(context),   PART(staging),     PART(blas),
     PART(model_files), PART(tokenizer), PART(device_wait), PART(weights),
     PART(alloc),       PART(serial),    PART(bulk),        PART(read),
-    PART(buffer_wait), PART(upload),    PART(upload_after_reads), PART(tokenizer_wait),
-    PART(sync),        PART(warmup),
+    PART(buffer_wait), PART(upload),    PART(upload_after_reads), PART(blas_wait),
+    PART(tokenizer_wait), PART(sync),   PART(warmup),
 #undef PART
 };
 
@@ -58,8 +58,10 @@ static void write_load_lines(FILE *out, const voxtral_load_timings *l) {
     const char *f = "  %-22s %10.2f";
     double gb = l->bytes / 1e9;
     fprintf(out, f, "load: device", l->device_ms);
-    fprintf(out, "   (own thread: context %.1f, cuBLASLt %.1f, pinned staging %.1f)\n",
-            l->context_ms, l->blas_ms, l->staging_ms);
+    fprintf(out, "   (own thread: context %.1f, pinned staging %.1f)\n", l->context_ms,
+            l->staging_ms);
+    fprintf(out, f, "load: cuBLASLt", l->blas_ms);
+    fprintf(out, "   (own thread: the library and its handle)\n");
     fprintf(out, f, "load: model files", l->model_files_ms);
     fprintf(out, "   (manifest, blob headers, weight checks)\n");
     fprintf(out, f, "load: tokenizer", l->tokenizer_ms);
@@ -77,6 +79,8 @@ static void write_load_lines(FILE *out, const voxtral_load_timings *l) {
     fprintf(out, f, "load: uploads", l->upload_ms);
     fprintf(out, "   (device time copying: %.1f GB/s; %.1f of it after the last read)\n",
             l->upload_ms > 0 ? gb / (l->upload_ms / 1e3) : 0.0, l->upload_after_reads_ms);
+    fprintf(out, f, "load: cuBLASLt wait", l->blas_wait_ms);
+    fputc('\n', out);
     fprintf(out, f, "load: tokenizer wait", l->tokenizer_wait_ms);
     fputc('\n', out);
     fprintf(out, f, "load: sync", l->sync_ms);

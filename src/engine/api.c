@@ -165,6 +165,7 @@ vox_status voxtral_init(const voxtral_context_params *p, voxtral_context **out, 
     lt->device_ms = dev.ms;
     lt->context_ms = b->context_ms;
     lt->blas_ms = b->blas_ms;
+    lt->blas_wait_ms = b->blas_wait_ms;
     lt->staging_ms = b->staging_ms;
     lt->tokenizer_ms = tok.ms;
     lt->alloc_ms = b->alloc_ms;
