@@ -160,7 +160,7 @@ has json.err "(2 files, "
 has json.err "whole run with load and output; 2 requests, 1 failed"
 has json.err "real-time factor wall"
 # the load breakdown and the teardown: lines added after `load` and `wall`, the old ones kept
-for line in "load: device " "load: model files " "load: tokenizer " "load: weights " \
+for line in "load: device " "load: cuBLASLt " "load: model files " "load: tokenizer " "load: weights " \
     "load: reads " "load: uploads " "load: warm-up " "teardown "; do
     checks=$((checks + 1))
     grep -qE "^  $line +[0-9]+\.[0-9]{2}" "$tmp/json.err" || fail "no '$line' line: $(cat "$tmp/json.err")"
