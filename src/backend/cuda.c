@@ -56,7 +56,6 @@ typedef struct {
     bool blas_pending; /* started, not joined */
     vox_status blas_st;
     vox_error blas_err;
-    double blas_ms;
     vox_load_stats *load; /* the backend's */
     void *gemm_ws;
     gemm_plan plans[GEMM_CACHE_SIZE];
@@ -139,7 +138,7 @@ static void *blas_start(void *arg) {
     else s->blas_st = vox_cublaslt_load(&s->blas_err);
     if (!s->blas_st && cublasLtCreate(&s->lt) != CUBLAS_STATUS_SUCCESS)
         s->blas_st = vox_fail(&s->blas_err, VOX_ERR_DEVICE, "%s: cannot initialise cuBLASLt", s->name);
-    s->blas_ms = vox_wall_ms() - t0;
+    s->load->blas_ms = vox_wall_ms() - t0; /* read after the join */
     return NULL;
 }
 
@@ -150,7 +149,6 @@ static vox_status blas_ready(cuda_state *s, vox_error *err) {
         pthread_join(s->blas_thread, NULL);
         s->blas_pending = false;
         s->load->blas_wait_ms += vox_wall_ms() - t0;
-        s->load->blas_ms = s->blas_ms;
     }
     if (s->blas_st && err) *err = s->blas_err;
     return s->blas_st;
@@ -1159,8 +1157,8 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
     s->load = &be->load;
     s->blas_pending = pthread_create(&s->blas_thread, NULL, blas_start, s) == 0;
     if (!s->blas_pending) blas_start(s); /* no thread: here and now */
-    TRY(cudaMalloc(&s->gemm_ws, GEMM_WORKSPACE_BYTES), "GEMM workspace");
     double t2 = vox_wall_ms();
+    TRY(cudaMalloc(&s->gemm_ws, GEMM_WORKSPACE_BYTES), "GEMM workspace");
     TRY(cudaEventCreateWithFlags(&s->batch_done, cudaEventDisableTiming), "event");
     TRY(cudaMallocHost((void **)&s->staging_block, (size_t)STAGING_BUFFERS * STAGING_BYTES),
         "pinned staging");
