@@ -58,8 +58,10 @@ static void write_load_lines(FILE *out, const voxtral_load_timings *l) {
     const char *f = "  %-22s %10.2f";
     double gb = l->bytes / 1e9;
     fprintf(out, f, "load: device", l->device_ms);
-    fprintf(out, "   (own thread: context %.1f, pinned staging %.1f)\n", l->context_ms,
-            l->staging_ms);
+    /* the rest of the device thread's time: finding a GPU (the driver's start) before creation */
+    double rest = l->device_ms - l->context_ms - l->staging_ms;
+    fprintf(out, "   (own thread: driver check %.1f, context %.1f, pinned staging %.1f)\n",
+            rest > 0 ? rest : 0.0, l->context_ms, l->staging_ms);
     fprintf(out, f, "load: cuBLASLt", l->blas_ms);
     fprintf(out, "   (own thread: the library and its handle)\n");
     fprintf(out, f, "load: model files", l->model_files_ms);
