@@ -7,7 +7,10 @@
  *   BF16 (float32 for the positions), as the backend converts it;
  * - the breakdown says what ran: parallel bytes = the bytes of the weights not converted;
  * - a blob truncated between open and upload: VOX_ERR_IO naming it, no crash (the one-by-one
- *   path would fault on the mapping instead: it is not run on a truncated file). */
+ *   path would fault on the mapping instead: it is not run on a truncated file).
+ * The two exports are the build's (ctest makes them); VOX_TINY_MODEL and VOX_TINY_MODEL_BF16 in
+ * the environment name others (a GPU machine where the build directory has another path:
+ * `voxtral_export [--dtype bf16] --from tests/fixtures/tiny/checkpoint_hf --out DIR`). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,9 +145,15 @@ static void check_truncated(const char *dir) {
     rmdir(tmp);
 }
 
+static const char *model_dir(const char *env, const char *built) {
+    const char *v = getenv(env);
+    return v && *v ? v : built;
+}
+
 int main(void) {
     gtu_require_device();
-    const char *dirs[] = {VOX_TINY_MODEL, VOX_TINY_MODEL_BF16};
+    const char *dirs[] = {model_dir("VOX_TINY_MODEL", VOX_TINY_MODEL),
+                          model_dir("VOX_TINY_MODEL_BF16", VOX_TINY_MODEL_BF16)};
     const struct {
         const char *threads, *span;
     } settings[] = {{"0", NULL}, {"1", NULL}, {"3", "3001"}, {"8", "65536"}, {"8", NULL}};
@@ -160,6 +169,6 @@ int main(void) {
         vox_model_free(mc);
         vox_backend_destroy(bc);
     }
-    check_truncated(VOX_TINY_MODEL_BF16);
+    check_truncated(dirs[1]);
     return test_finish("cuda_load");
 }
