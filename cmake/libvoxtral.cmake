@@ -69,11 +69,15 @@ foreach(p SNDFILE MPG123 SOXR CJSON PCRE2)
 endforeach()
 if("vox_kernels" IN_LIST VOX_LIB_MODULES)
   # The shared CUDA runtime (the tools link it statically); the kernels' host code is C++.
-  list(APPEND vox_lib_deps CUDA::cudart CUDA::cublasLt stdc++)
+  # cuBLASLt is loaded at run time (src/backend/cublaslt_loader.h), with dlopen.
+  list(APPEND vox_lib_deps CUDA::cudart stdc++ ${CMAKE_DL_LIBS})
   if(NOT CUDAToolkit_LIBRARY_DIR IN_LIST vox_pc_dirs)
     string(APPEND vox_pc_libs " -L${CUDAToolkit_LIBRARY_DIR}")
   endif()
-  string(APPEND vox_pc_libs " -lcudart -lcublasLt -lstdc++")
+  string(APPEND vox_pc_libs " -lcudart -lstdc++")
+  foreach(l ${CMAKE_DL_LIBS})
+    string(APPEND vox_pc_libs " -l${l}")
+  endforeach()
 endif()
 if(TARGET OpenMP::OpenMP_C)
   list(APPEND vox_lib_deps OpenMP::OpenMP_C)
@@ -123,7 +127,8 @@ set(vox_tools "")
 foreach(t voxtral_runner voxtral_export voxtral_tokenize)
   if(TARGET ${t})
     list(APPEND vox_tools ${t})
-    # the tools link cuBLASLt from the CUDA directory: keep it in the installed RUNPATH
+    # the tools load cuBLASLt from the CUDA directory (dlopen searches the caller's RUNPATH):
+    # keep it in the installed RUNPATH
     set_target_properties(${t} PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
   endif()
 endforeach()

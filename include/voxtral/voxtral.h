@@ -39,8 +39,10 @@ typedef struct voxtral_context voxtral_context;
 typedef struct {
     const char *model_dir; /* exported model directory (voxtral.json, blobs, tekken.json) */
     const char *device;    /* "cpu", "cuda", "cuda:N"; NULL: cuda:0 when usable, else cpu */
-    bool warmup;           /* GPU: run a 1 s silent clip at load, so the first file does not pay
-                              for kernel loading, GEMM plans and graph capture (default true) */
+    bool warmup;           /* GPU: run a 1 s silent clip at load (prefill and one decode step), so
+                              that the first file does not pay for kernel loading, GEMM plans and
+                              the memory pool's growth (default true; VOX_NO_WARMUP=1 turns it
+                              off for measurements) */
 } voxtral_context_params;
 
 /* Called after each generated token; return false to stop (the result keeps what was made). */
@@ -91,6 +93,36 @@ typedef struct {
     size_t peak_device_bytes;  /* peak bytes of the tensor pool (weights included) */
 } voxtral_timings;
 
+/* Where the time of voxtral_init went (wall clock, milliseconds). The device starts on a thread
+ * of its own while this one opens the model's files, and the tokenizer loads on a third; then
+ * the weights are made, the device synchronised and the warm-up run. */
+typedef struct {
+    double total_ms;           /* all of voxtral_init (voxtral_load_ms) */
+    double device_ms;          /* device thread: backend creation (cuda: context and staging) */
+    double context_ms;         /*   driver start, context, stream, memory pool */
+    double staging_ms;         /*   GEMM workspace, pinned staging buffers */
+    double blas_ms;            /* cuBLASLt thread: loading the library (0.1 s of static
+                                  initialisers), its handle; beside the weights */
+    double model_files_ms;     /* manifest, blob headers (opened and mapped), weight checks */
+    double tokenizer_ms;       /* tokenizer thread: tekken.json */
+    double device_wait_ms;     /* this thread waiting for the device thread after the files */
+    double weights_ms;         /* making every weight on the device, start to finish: */
+    double alloc_ms;           /*   device allocations */
+    double serial_ms;          /*   weights uploaded one by one (converted from F32/F16 files;
+                                    all of them with VOX_LOAD_THREADS=0) */
+    double bulk_ms;            /*   the parallel reads and uploads of the rest, start to finish */
+    double read_ms;            /*     time in pread, mean over the reader threads */
+    double buffer_wait_ms;     /*     readers waiting for a staging buffer (uploads behind), mean */
+    double upload_ms;          /*     device time with a host-to-device copy in flight */
+    double upload_after_reads_ms; /*  of which after the last read (the uploads reads did not hide) */
+    double bytes;              /*     bytes read and uploaded by the readers */
+    int threads;               /*     reader threads (0: none) */
+    double blas_wait_ms;       /* waiting for the cuBLASLt thread after the weights */
+    double tokenizer_wait_ms;  /* waiting for the tokenizer thread after the weights */
+    double sync_ms;            /* the device finishing what the load enqueued */
+    double warmup_ms;          /* the warm-up clip (0 when off) */
+} voxtral_load_timings;
+
 typedef struct voxtral_result voxtral_result;
 
 /* A piece of a segmented request: where its speech starts and ends in the audio (seconds). */
@@ -128,6 +160,8 @@ const char *voxtral_device_name(const voxtral_context *ctx);
 /* CUDA devices usable by this build (0 without the CUDA backend or a GPU). */
 int voxtral_cuda_device_count(void);
 double voxtral_load_ms(const voxtral_context *ctx);
+/* Where the load's time went. */
+voxtral_load_timings voxtral_load_breakdown(const voxtral_context *ctx);
 
 /* Transcribes a file (decoded, mixed to mono, resampled to 16 kHz). */
 vox_status voxtral_transcribe_file(voxtral_context *ctx, const char *path,

@@ -56,6 +56,34 @@ typedef struct {
 
 typedef struct vox_backend vox_backend;
 
+/* A mapped file that weight() sources may point into (see weights_begin): byte i of the file is
+ * map[i]; fd is open for reading. */
+typedef struct {
+    const char *path;
+    int fd;
+    const void *map;
+    size_t size;
+} vox_weight_file;
+
+/* Where the backend's part of loading a model went (wall clock, ms): what its creation and the
+ * weights cost. cpu leaves it zero (its weights are views). */
+typedef struct {
+    double context_ms;    /* the driver, the device's context, the stream and memory pool */
+    double blas_ms;       /* loading cuBLASLt and its handle (a thread beside the weights) */
+    double blas_wait_ms;  /* waiting for that thread once the weights were there */
+    double staging_ms;    /* pinned host staging buffers */
+    double alloc_ms;      /* device memory for the weights */
+    double serial_ms;     /* weights weight() uploaded itself, one by one: those converted on
+                             the host (F32/F16 files); all of them when VOX_LOAD_THREADS=0 */
+    double bulk_ms;       /* weights_end: the parallel reads and uploads, start to finish */
+    double read_ms;       /*   time in pread, mean over the reader threads */
+    double buffer_wait_ms; /*  waiting for a free staging buffer (uploads behind), mean */
+    double upload_ms;     /*   device time with a host-to-device copy in flight */
+    double upload_after_reads_ms; /* of which after the last read ended (not overlapped) */
+    double bytes;         /*   bytes read and uploaded */
+    int threads;          /*   reader threads; 0: every weight uploaded by weight() itself */
+} vox_load_stats;
+
 /* One forward step of the text decoder over rows from many sequences (pipeline/ builds it; the
  * engine decides which sequences take part). Rows of one sequence are consecutive; the first
  * n_decode sequences are decode steps (one row each: rows 0 .. n_decode - 1, fed token ids[i]),
@@ -129,6 +157,15 @@ struct vox_backend {
      * its weights fit before it uploads any. NULL where weights take none (cpu: views). */
     size_t (*weight_bytes)(vox_backend *be, vox_dtype src_type, int ndim, const int64_t *shape,
                            bool keep_f32);
+    /* Optional (NULL where weight() is cheap: cpu's views). Between weights_begin and
+     * weights_end, weight() may only allocate a weight whose source lies in one of `files` and
+     * needs no conversion, and remember where its bytes are; weights_end(copy = true) then
+     * reads all of them from the files on several threads into pinned buffers and uploads
+     * them while the next are read. The weights hold their values once weights_end returned
+     * VOX_OK; copy = false forgets the remembered copies (a load that failed before the end).
+     * The files must stay open until weights_end returns. */
+    void (*weights_begin)(vox_backend *be, const vox_weight_file *files, int n_files);
+    vox_status (*weights_end)(vox_backend *be, bool copy, vox_error *err);
     /* Host float32 -> t (converted to t's dtype), n elements from the start of t. */
     void (*upload_f32)(vox_backend *be, vox_tensor *t, const float *src, size_t n);
     /* t -> host float32, n elements from the start of t (synchronises). */
@@ -235,6 +272,8 @@ struct vox_backend {
     void (*mem_info)(vox_backend *be, size_t *free_bytes, size_t *total_bytes);
     /* Live and peak bytes held by the allocator (tensors and weights). */
     void (*memory)(vox_backend *be, size_t *live, size_t *peak);
+
+    vox_load_stats load; /* filled by creation, weight() and weights_end */
 };
 
 /* Creates a backend by device name: "cpu", "cuda", "cuda:N". */

@@ -13,17 +13,27 @@
 
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend/backend.h"
+#include "backend/cublaslt_loader.h"
+#include "backend/cuda_upload.h"
+#include "common/clock.h"
 #include "kernels.h"
 #include "mel/mel.h"
 
 #define CUDA_MAX_MARKS 512
-#define STAGING_BYTES (64u << 20) /* two pinned buffers for weight uploads */
+/* Pinned host staging: one allocation cut into buffers. upload_staged double-buffers through the
+ * first two; loading weights gives each reader thread two (so at most STAGING_BUFFERS / 2
+ * readers). 8 MiB a copy is past the size where a host-to-device copy reaches full speed; 128
+ * MiB in all is what two 64 MiB buffers took before, and pinning more costs load time. */
+#define STAGING_BUFFERS 16
+#define STAGING_BYTES (8u << 20)
 #define GEMM_WORKSPACE_BYTES (32u << 20)
 #define GEMM_CACHE_SIZE 256
 
@@ -42,15 +52,30 @@ typedef struct {
     cudaMemPool_t pool;
     bool plain_malloc;
     cublasLtHandle_t lt;
+    /* cuBLASLt loads and starts on a thread of its own while the weights load (blas_ready) */
+    pthread_t blas_thread;
+    bool blas_pending; /* started, not joined */
+    vox_status blas_st;
+    vox_error blas_err;
+    vox_load_stats *load; /* the backend's */
     void *gemm_ws;
     gemm_plan plans[GEMM_CACHE_SIZE];
     size_t live, peak;
     cudaEvent_t marks[CUDA_MAX_MARKS];
     int n_marks;
     /* pinned host staging for uploads, and its reuse guards */
-    void *staging[2];
-    cudaEvent_t staging_done[2];
+    char *staging_block;
+    char *staging[STAGING_BUFFERS];
+    cudaEvent_t staging_done[STAGING_BUFFERS];
     int staging_next;
+    /* loading weights (weights_begin .. weights_end): copies of file bytes deferred to readers */
+    int load_threads;         /* VOX_LOAD_THREADS; 0: weight() uploads each weight itself */
+    size_t load_span;         /* VOX_LOAD_CHUNK_BYTES: bytes a read (tests make it small) */
+    bool deferring;
+    const vox_weight_file *load_files;
+    int n_load_files;
+    vox_read_piece *pieces;
+    size_t n_pieces, cap_pieces;
     /* small pinned host buffers for ids and the logits result */
     int32_t *ids_host;
     size_t ids_cap;
@@ -102,6 +127,32 @@ static void note_error(cuda_state *s, cudaError_t e, const char *where) {
 static vox_status cuda_fail(vox_error *err, cudaError_t e, const char *what) {
     return vox_fail(err, VOX_ERR_DEVICE, "%s: CUDA error %s (%s)", what, cudaGetErrorName(e),
                     cudaGetErrorString(e));
+}
+
+/* ---- cuBLASLt: loaded and started beside the weights --------------------------------------- */
+
+static void *blas_start(void *arg) {
+    cuda_state *s = arg;
+    double t0 = vox_wall_ms();
+    cudaError_t e = cudaSetDevice(s->device);
+    if (e) s->blas_st = cuda_fail(&s->blas_err, e, s->name);
+    else s->blas_st = vox_cublaslt_load(&s->blas_err);
+    if (!s->blas_st && cublasLtCreate(&s->lt) != CUBLAS_STATUS_SUCCESS)
+        s->blas_st = vox_fail(&s->blas_err, VOX_ERR_DEVICE, "%s: cannot initialise cuBLASLt", s->name);
+    s->load->blas_ms = vox_wall_ms() - t0; /* read after the join */
+    return NULL;
+}
+
+/* Waits for the cuBLASLt thread (once); its failure, if any. err may be NULL. */
+static vox_status blas_ready(cuda_state *s, vox_error *err) {
+    if (s->blas_pending) {
+        double t0 = vox_wall_ms();
+        pthread_join(s->blas_thread, NULL);
+        s->blas_pending = false;
+        s->load->blas_wait_ms += vox_wall_ms() - t0;
+    }
+    if (s->blas_st && err) *err = s->blas_err;
+    return s->blas_st;
 }
 
 int vox_cuda_device_count(void);
@@ -190,6 +241,38 @@ static vox_status upload_staged(cuda_state *s, void *dst, const void *src, size_
     return VOX_OK;
 }
 
+/* ---- loading many weights: reads on several threads (cuda_upload.h) ------------------------- */
+
+static void cu_weights_begin(vox_backend *be, const vox_weight_file *files, int n_files) {
+    cuda_state *s = S(be);
+    s->deferring = s->load_threads > 0;
+    s->load_files = files;
+    s->n_load_files = n_files;
+    s->n_pieces = 0;
+}
+
+/* Remembers that src's n bytes go to dst, when src lies in one of the files; false when it does
+ * not (or no load is under way, or memory is short): the caller uploads it now. */
+static bool defer_copy(cuda_state *s, void *dst, const void *src, size_t n) {
+    if (!s->deferring) return false;
+    uintptr_t p = (uintptr_t)src;
+    for (int f = 0; f < s->n_load_files; f++) {
+        const vox_weight_file *w = &s->load_files[f];
+        uintptr_t base = (uintptr_t)w->map;
+        if (p < base || p - base > w->size || n > w->size - (p - base)) continue;
+        if (s->n_pieces == s->cap_pieces) {
+            size_t cap = s->cap_pieces ? 2 * s->cap_pieces : 1024;
+            vox_read_piece *grown = realloc(s->pieces, cap * sizeof *grown);
+            if (!grown) return false;
+            s->pieces = grown;
+            s->cap_pieces = cap;
+        }
+        s->pieces[s->n_pieces++] = (vox_read_piece){.file = f, .offset = p - base, .nbytes = n, .dst = dst};
+        return true;
+    }
+    return false;
+}
+
 static vox_status cu_weight(vox_backend *be, vox_tensor *dst, const void *src, vox_dtype type,
                             int ndim, const int64_t *shape, bool keep_f32, vox_error *err) {
     cuda_state *s = S(be);
@@ -212,9 +295,40 @@ static vox_status cu_weight(vox_backend *be, vox_tensor *dst, const void *src, v
             return vox_fail(err, VOX_ERR_UNSUPPORTED, "weights of type %s are not supported",
                             vox_dtype_name(type));
     }
+    double t0 = vox_wall_ms();
     vox_status st = dev_alloc(s, &dst->data, vox_tensor_nbytes(dst), err);
+    double t1 = vox_wall_ms();
+    be->load.alloc_ms += t1 - t0;
     if (st) return st;
-    return upload_staged(s, dst->data, src, vox_tensor_numel(dst), vox_dtype_size(dst->dtype), fill, err);
+    /* the file's bytes are the weight's bytes: a reader thread copies them in weights_end */
+    if (dst->dtype == type && defer_copy(s, dst->data, src, vox_tensor_nbytes(dst))) return VOX_OK;
+    st = upload_staged(s, dst->data, src, vox_tensor_numel(dst), vox_dtype_size(dst->dtype), fill, err);
+    be->load.serial_ms += vox_wall_ms() - t1;
+    return st;
+}
+
+/* Makes the deferred copies: every reader thread reads spans of the files into its two staging
+ * buffers and uploads them on its own stream. */
+static vox_status cu_weights_end(vox_backend *be, bool copy, vox_error *err) {
+    cuda_state *s = S(be);
+    size_t n = s->n_pieces;
+    s->deferring = false;
+    s->n_pieces = 0;
+    /* cuBLASLt has loaded beside the weights: a failure to load it fails the model's load */
+    if (!copy || n == 0) return copy ? blas_ready(s, err) : VOX_OK;
+    /* the readers' streams may use the weights once their pool allocations (and the converted
+     * weights' uploads) are done on this stream */
+    cudaError_t e = cudaStreamSynchronize(s->stream);
+    if (e) return cuda_fail(err, e, "weight upload");
+    vox_read_file files[8];
+    VOX_ASSERT(s->n_load_files <= 8);
+    for (int f = 0; f < s->n_load_files; f++)
+        files[f] = (vox_read_file){.fd = s->load_files[f].fd, .path = s->load_files[f].path};
+    vox_cuda_staging staging = {.device = s->device, .buffers = s->staging, .done = s->staging_done,
+                                .n_buffers = STAGING_BUFFERS, .buffer_bytes = STAGING_BYTES};
+    vox_status st = vox_cuda_upload_pieces(&staging, s->pieces, n, files, s->n_load_files,
+                                           s->load_threads, s->load_span, &be->load, err);
+    return st ? st : blas_ready(s, err);
 }
 
 static void cu_free_weight(vox_backend *be, vox_tensor *t) { cu_free(be, t); }
@@ -316,6 +430,10 @@ static gemm_plan *gemm_plan_for(cuda_state *s, int64_t M, int64_t N, int64_t K, 
 static void lt_matmul(cuda_state *s, cudaDataType_t ab, cudaDataType_t c, int64_t M, int64_t N,
                       int64_t K, const void *w, const void *x, void *y, const void *bias, int tag,
                       bool accumulate) {
+    if (blas_ready(s, NULL)) { /* a model load reports why (weights_end) */
+        note_error(s, cudaErrorSharedObjectInitFailed, "cuBLASLt");
+        return;
+    }
     cublasLtMatmulDesc_t desc = NULL;
     cublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL;
     cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
@@ -944,6 +1062,7 @@ static void cu_destroy(vox_backend *be) {
         free(be);
         return;
     }
+    if (s->blas_pending) pthread_join(s->blas_thread, NULL);
     cudaSetDevice(s->device); /* this thread may have worked on another device last */
     if (s->stream) cudaStreamSynchronize(s->stream);
     dev_free(s, s->ids_dev, s->ids_dev_cap * sizeof(int32_t));
@@ -960,10 +1079,10 @@ static void cu_destroy(vox_backend *be) {
     cudaFree(s->mel_basis);
     cudaFree(s->mel_window);
     cudaFree(s->mel_filters);
-    for (int i = 0; i < 2; i++) {
-        cudaFreeHost(s->staging[i]);
+    cudaFreeHost(s->staging_block);
+    for (int i = 0; i < STAGING_BUFFERS; i++)
         if (s->staging_done[i]) cudaEventDestroy(s->staging_done[i]);
-    }
+    free(s->pieces);
     cudaFreeHost(s->ids_host);
     cudaFreeHost(s->logits_host);
     if (s->ids_done) cudaEventDestroy(s->ids_done);
@@ -976,8 +1095,29 @@ static void cu_destroy(vox_backend *be) {
     free(be);
 }
 
+/* A size from the environment (VAR=N), within [lo, hi]; `fallback` when unset or malformed. */
+static size_t env_size(const char *var, size_t fallback, size_t lo, size_t hi) {
+    const char *v = getenv(var);
+    if (!v || !*v) return fallback;
+    char *end;
+    unsigned long long n = strtoull(v, &end, 10);
+    if (*end || n < lo || n > hi) return fallback;
+    return (size_t)n;
+}
+
+/* Reader threads for loading weights (VOX_LOAD_THREADS=N, 0 for the one-by-one upload): half
+ * the cores, 1 to STAGING_BUFFERS / 2. One thread reads about 5-10 GB/s from the page cache;
+ * a PCIe 5 link takes about 50 GB/s, so a few threads keep it busy. */
+static int default_load_threads(void) {
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t half = cores > 1 ? (size_t)cores / 2 : 1;
+    if (half > STAGING_BUFFERS / 2) half = STAGING_BUFFERS / 2;
+    return (int)env_size("VOX_LOAD_THREADS", half, 0, STAGING_BUFFERS / 2);
+}
+
 vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err) {
     *out = NULL;
+    double t0 = vox_wall_ms();
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess)
@@ -1001,6 +1141,8 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
     s->no_matvec = no_matvec && *no_matvec && strcmp(no_matvec, "0") != 0;
     const char *plain = getenv("VOX_CUDA_PLAIN_MALLOC");
     s->plain_malloc = plain && *plain && strcmp(plain, "0") != 0;
+    s->load_threads = default_load_threads();
+    s->load_span = env_size("VOX_LOAD_CHUNK_BYTES", STAGING_BYTES, 1, STAGING_BYTES);
 
 #define TRY(call, what)                                                                         \
     do {                                                                                        \
@@ -1012,6 +1154,7 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
         }                                                                                       \
     } while (0)
 
+    /* setting the device creates its context (CUDA 12 on) */
     TRY(cudaSetDevice(device), s->name);
     struct cudaDeviceProp prop;
     if (cudaGetDeviceProperties(&prop, device) == cudaSuccess)
@@ -1022,17 +1165,22 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
         uint64_t keep = UINT64_MAX; /* never give freed memory back to the driver mid-run */
         TRY(cudaMemPoolSetAttribute(s->pool, cudaMemPoolAttrReleaseThreshold, &keep), "memory pool");
     }
-    if (cublasLtCreate(&s->lt) != CUBLAS_STATUS_SUCCESS) {
-        cu_destroy(be);
-        return vox_fail(err, VOX_ERR_DEVICE, "%s: cannot initialise cuBLASLt", "cuda");
-    }
+    double t1 = vox_wall_ms();
+    be->load.context_ms = t1 - t0;
+    s->load = &be->load;
+    s->blas_pending = pthread_create(&s->blas_thread, NULL, blas_start, s) == 0;
+    if (!s->blas_pending) blas_start(s); /* no thread: here and now */
+    double t2 = vox_wall_ms();
     TRY(cudaMalloc(&s->gemm_ws, GEMM_WORKSPACE_BYTES), "GEMM workspace");
     TRY(cudaEventCreateWithFlags(&s->batch_done, cudaEventDisableTiming), "event");
-    for (int i = 0; i < 2; i++) {
-        TRY(cudaMallocHost(&s->staging[i], STAGING_BYTES), "pinned staging");
+    TRY(cudaMallocHost((void **)&s->staging_block, (size_t)STAGING_BUFFERS * STAGING_BYTES),
+        "pinned staging");
+    for (int i = 0; i < STAGING_BUFFERS; i++) {
+        s->staging[i] = s->staging_block + (size_t)i * STAGING_BYTES;
         TRY(cudaEventCreateWithFlags(&s->staging_done[i], cudaEventDisableTiming), "event");
     }
     TRY(cudaEventCreateWithFlags(&s->ids_done, cudaEventDisableTiming), "event");
+    be->load.staging_ms = vox_wall_ms() - t2; /* with the GEMM workspace */
 #undef TRY
 
     be->name = s->name;
@@ -1043,6 +1191,8 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
     be->weight = cu_weight;
     be->free_weight = cu_free_weight;
     be->weight_bytes = cu_weight_bytes;
+    be->weights_begin = cu_weights_begin;
+    be->weights_end = cu_weights_end;
     be->upload_f32 = cu_upload_f32;
     be->download_f32 = cu_download_f32;
     be->sync = cu_sync;

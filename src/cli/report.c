@@ -1,6 +1,7 @@
 #include "cli/report.h"
 
 #include <cjson/cJSON.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +27,70 @@ void vox_run_totals_add(vox_run_totals *t, const vox_transcript *tr) {
     t->n_requests += (int)tr->n_segs;
 }
 
+/* The load breakdown's times: JSON key (in "load_breakdown_ms") and field. */
+static const struct {
+    const char *key;
+    size_t at;
+} load_parts[] = {
+#define PART(f) {#f, offsetof(voxtral_load_timings, f##_ms)}
+    PART(device),      PART(context),   PART(staging),     PART(blas),
+    PART(model_files), PART(tokenizer), PART(device_wait), PART(weights),
+    PART(alloc),       PART(serial),    PART(bulk),        PART(read),
+    PART(buffer_wait), PART(upload),    PART(upload_after_reads), PART(blas_wait),
+    PART(tokenizer_wait), PART(sync),   PART(warmup),
+#undef PART
+};
+
+static double load_part(const voxtral_load_timings *l, size_t i) {
+    return *(const double *)((const char *)l + load_parts[i].at);
+}
+
+void vox_run_totals_add_load(vox_run_totals *t, const voxtral_load_timings *l) {
+    for (size_t i = 0; i < sizeof load_parts / sizeof *load_parts; i++)
+        *(double *)((char *)&t->load + load_parts[i].at) += load_part(l, i);
+    t->load.total_ms += l->total_ms;
+    t->load.bytes += l->bytes;
+    if (l->threads > t->load.threads) t->load.threads = l->threads;
+}
+
+/* Where the load went, as lines after `load`. */
+static void write_load_lines(FILE *out, const voxtral_load_timings *l) {
+    const char *f = "  %-22s %10.2f";
+    double gb = l->bytes / 1e9;
+    fprintf(out, f, "load: device", l->device_ms);
+    /* the rest of the device thread's time: finding a GPU (the driver's start) before creation */
+    double rest = l->device_ms - l->context_ms - l->staging_ms;
+    fprintf(out, "   (own thread: driver check %.1f, context %.1f, pinned staging %.1f)\n",
+            rest > 0 ? rest : 0.0, l->context_ms, l->staging_ms);
+    fprintf(out, f, "load: cuBLASLt", l->blas_ms);
+    fprintf(out, "   (own thread: the library and its handle)\n");
+    fprintf(out, f, "load: model files", l->model_files_ms);
+    fprintf(out, "   (manifest, blob headers, weight checks)\n");
+    fprintf(out, f, "load: tokenizer", l->tokenizer_ms);
+    fprintf(out, "   (own thread)\n");
+    fprintf(out, f, "load: device wait", l->device_wait_ms);
+    fprintf(out, "   (for the device thread, after the model files)\n");
+    fprintf(out, f, "load: weights", l->weights_ms);
+    fprintf(out, "   (%.2f GB read in parallel: allocation %.1f, one by one %.1f, parallel %.1f)\n",
+            gb, l->alloc_ms, l->serial_ms, l->bulk_ms);
+    fprintf(out, f, "load: reads", l->read_ms);
+    fprintf(out, "   (mean in pread over %d threads: %.1f GB/s in all)\n", l->threads,
+            l->read_ms > 0 ? gb / (l->read_ms / 1e3) : 0.0);
+    fprintf(out, f, "load: buffer waits", l->buffer_wait_ms);
+    fprintf(out, "   (mean a thread: its uploads were behind its reads)\n");
+    fprintf(out, f, "load: uploads", l->upload_ms);
+    fprintf(out, "   (device time copying: %.1f GB/s; %.1f of it after the last read)\n",
+            l->upload_ms > 0 ? gb / (l->upload_ms / 1e3) : 0.0, l->upload_after_reads_ms);
+    fprintf(out, f, "load: cuBLASLt wait", l->blas_wait_ms);
+    fputc('\n', out);
+    fprintf(out, f, "load: tokenizer wait", l->tokenizer_wait_ms);
+    fputc('\n', out);
+    fprintf(out, f, "load: sync", l->sync_ms);
+    fputc('\n', out);
+    fprintf(out, f, "load: warm-up", l->warmup_ms);
+    fputc('\n', out);
+}
+
 /* Tokens that came from the decode loop: the first of each request comes from prefill. */
 static int decoded_tokens(const vox_run_totals *t) {
     int d = t->sum.n_generated - t->n_requests;
@@ -39,6 +104,7 @@ void vox_write_latency_table(FILE *out, const vox_run_totals *t, const char *dev
     int decoded = decoded_tokens(t);
     fprintf(out, "Run latency (ms):\n");
     fprintf(out, "  %-22s %10.2f\n", "load", t->load_ms);
+    write_load_lines(out, &t->load);
     fprintf(out, "  %-22s %10.2f\n", "audio", s->audio_ms);
     fprintf(out, "  %-22s %10.2f\n", "mel", s->mel_ms);
     fprintf(out, "  %-22s %10.2f\n", "audio_encoder", s->audio_encoder_ms);
@@ -51,6 +117,8 @@ void vox_write_latency_table(FILE *out, const vox_run_totals *t, const char *dev
             t->n_files, t->audio_seconds);
     fprintf(out, "  %-22s %10.2f   (whole run with load and output; %d requests, %d failed%s)\n",
             "wall", t->wall_ms, t->n_requests, t->n_failed, t->interrupted ? ", interrupted" : "");
+    fprintf(out, "  %-22s %10.2f   (freeing the models and devices after the run)\n", "teardown",
+            t->teardown_ms);
     fprintf(out, "  %-22s %10.2f\n", "tokens/s", per_second(s->n_generated, s->total_ms));
     fprintf(out, "  %-22s %10.2f   (RTFx: seconds of audio per second)\n", "real-time factor",
             per_second(t->audio_seconds, s->total_ms));
@@ -93,6 +161,13 @@ vox_status vox_write_latency_json(const char *path, const vox_run_totals *t, con
     cJSON_AddNumberToObject(o, "audio_seconds", t->audio_seconds);
     cJSON_AddNumberToObject(o, "load_ms", t->load_ms);
     cJSON_AddNumberToObject(o, "wall_ms", t->wall_ms);
+    cJSON *lb = cJSON_AddObjectToObject(o, "load_breakdown_ms");
+    for (size_t i = 0; i < sizeof load_parts / sizeof *load_parts; i++)
+        cJSON_AddNumberToObject(lb, load_parts[i].key, load_part(&t->load, i));
+    cJSON_AddNumberToObject(o, "load_bytes", t->load.bytes);
+    cJSON_AddNumberToObject(o, "load_threads", t->load.threads);
+    cJSON_AddNumberToObject(o, "teardown_ms", t->teardown_ms);
+    cJSON_AddNumberToObject(o, "main_start_monotonic_ms", t->main_start_ms);
     cJSON *ms = cJSON_AddObjectToObject(o, "latency_ms");
     cJSON_AddNumberToObject(ms, "audio", s->audio_ms);
     cJSON_AddNumberToObject(ms, "mel", s->mel_ms);

@@ -5,7 +5,11 @@
  * decoder step's time is shared by its rows (decode rows count as decode, prompt rows as
  * prefill), an encoder group's by its chunks, so each file carries its share and the stages
  * summed over the files are the device time of the run. `audio` is the readers' decoding time
- * (threads running beside the device). `total` is the sum of the stages. */
+ * (threads running beside the device). `total` is the sum of the stages.
+ *
+ * Lines named "load: ..." follow `load` and say where it went (voxtral_load_timings: some parts
+ * run side by side, so they do not add up to it); `teardown` (after `wall`) is what freeing the
+ * models and devices cost once the run was over. */
 #ifndef VOX_CLI_REPORT_H
 #define VOX_CLI_REPORT_H
 
@@ -19,6 +23,9 @@
 
 typedef struct {
     double load_ms;
+    voxtral_load_timings load; /* where load_ms went, summed over the devices */
+    double main_start_ms;      /* CLOCK_MONOTONIC at the start of main (an outside timer's zero) */
+    double teardown_ms;        /* freeing the models and devices after the run */
     voxtral_timings sum;  /* stage times and token counts added up; peak is the maximum */
     double audio_seconds; /* of the files transcribed */
     double wall_ms;       /* the whole run: model load, every file, the outputs */
@@ -36,6 +43,8 @@ typedef struct {
 } vox_run_totals;
 
 void vox_run_totals_add(vox_run_totals *t, const vox_transcript *tr);
+/* Adds one device's load breakdown (devices load one after another). */
+void vox_run_totals_add_load(vox_run_totals *t, const voxtral_load_timings *l);
 
 void vox_write_latency_table(FILE *out, const vox_run_totals *t, const char *device);
 /* The same numbers as JSON, written whole or not at all. */

@@ -2,10 +2,10 @@
  * audio input, which runs as a queue of one (engine.c does the work: mel -> audio_encoder ->
  * prompt with [AUDIO] rows replaced -> text_decoder prefill -> greedy (or forced) decode -> text). */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "audio/audio.h"
 #include "engine/context.h"
@@ -36,45 +36,150 @@ int voxtral_default_max_new_tokens(double audio_seconds) {
     return n > 32768 ? 32768 : (int)n;
 }
 
+/* ---- loading: the device, the model's files and the tokenizer at once --------------------- */
+
+/* Runs fn(arg) on a thread of its own, or here and now where no thread can be started. */
+static bool start_thread(pthread_t *t, void *(*fn)(void *), void *arg) {
+    if (pthread_create(t, NULL, fn, arg) == 0) return true;
+    fn(arg);
+    return false;
+}
+
+/* The device (driver, context, handles: hundreds of ms on a GPU) starts while the host reads
+ * the model's headers. */
+typedef struct {
+    const char *name; /* NULL: cuda:0 when usable, else cpu */
+    vox_backend *be;
+    vox_status st;
+    vox_error err;
+    double ms;
+} device_job;
+
+static void *start_device(void *arg) {
+    device_job *d = arg;
+    double t0 = vox_wall_ms();
+    const char *name = d->name ? d->name : vox_backend_cuda_available() ? "cuda:0" : "cpu";
+    d->st = vox_backend_create(name, &d->be, &d->err);
+    d->ms = vox_wall_ms() - t0;
+    return NULL;
+}
+
+/* tekken.json (a full vocabulary takes about 0.1 s to parse) loads while the weights do. */
+typedef struct {
+    char path[VOX_PATH_MAX + 300];
+    vox_tokenizer *tok;
+    vox_status st;
+    vox_error err;
+    double ms;
+} tokenizer_job;
+
+static void *load_tokenizer(void *arg) {
+    tokenizer_job *j = arg;
+    double t0 = vox_wall_ms();
+    j->st = vox_tokenizer_load(j->path, &j->tok, &j->err);
+    j->ms = vox_wall_ms() - t0;
+    return NULL;
+}
+
+/* One-time costs of the device path (lazy kernel loading, GEMM plans, the pool's first growth)
+ * paid here rather than by the first file: a 1 s silent clip, its prefill and one decode step.
+ * No more steps: a decode step is recorded as a graph on its second run, and that graph belongs
+ * to the queue that records it (its buffers' addresses are in it), so one recorded here would
+ * be thrown away and recorded again by the first file. VOX_WARMUP_TOKENS=N changes the count
+ * (N = 4 records one, for comparison), VOX_NO_WARMUP=1 skips it. */
+static vox_status warm_up(voxtral_context *ctx, vox_error *err) {
+    const char *tokens = getenv("VOX_WARMUP_TOKENS");
+    float *silence = calloc(VOX_SAMPLE_RATE, sizeof(float));
+    if (!silence) return vox_fail(err, VOX_ERR_NOMEM, "out of memory");
+    voxtral_transcribe_params wp = voxtral_transcribe_default_params();
+    wp.max_new_tokens = tokens && atoi(tokens) > 0 ? atoi(tokens) : 2;
+    wp.ignore_eos = true;
+    voxtral_result *r = NULL;
+    ctx->warming_up = true; /* VOX_FAULT (fault.h) leaves the warm-up's steps alone */
+    vox_status st = voxtral_transcribe_pcm(ctx, silence, VOX_SAMPLE_RATE, &wp, &r, err);
+    ctx->warming_up = false;
+    if (st) vox_error_prefix(err, "warm-up");
+    voxtral_result_free(r);
+    free(silence);
+    return st;
+}
+
+static bool env_on(const char *name) {
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0;
+}
+
 vox_status voxtral_init(const voxtral_context_params *p, voxtral_context **out, vox_error *err) {
     *out = NULL;
     double t0 = vox_wall_ms();
     voxtral_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx) return vox_fail(err, VOX_ERR_NOMEM, "out of memory");
-    const char *device = p->device ? p->device : (vox_backend_cuda_available() ? "cuda:0" : "cpu");
-    vox_status st = vox_backend_create(device, &ctx->be, err);
-    if (!st) st = vox_model_load(p->model_dir, ctx->be, &ctx->model, err);
+    voxtral_load_timings *lt = &ctx->load;
+    device_job dev = {.name = p->device};
+    pthread_t dev_thread, tok_thread;
+    bool dev_threaded = start_thread(&dev_thread, start_device, &dev), tok_threaded = false;
+    tokenizer_job tok = {0};
+
+    vox_status st = vox_model_open(p->model_dir, &ctx->model, err);
+    lt->model_files_ms = vox_wall_ms() - t0;
     if (!st) {
-        char path[VOX_PATH_MAX + 300];
-        snprintf(path, sizeof path, "%s/%s", p->model_dir, ctx->model->cfg.tokenizer.file);
-        st = vox_tokenizer_load(path, &ctx->tok, err);
+        snprintf(tok.path, sizeof tok.path, "%s/%s", p->model_dir, ctx->model->cfg.tokenizer.file);
+        tok_threaded = start_thread(&tok_thread, load_tokenizer, &tok);
+    }
+    double t1 = vox_wall_ms();
+    if (dev_threaded) pthread_join(dev_thread, NULL);
+    lt->device_wait_ms = vox_wall_ms() - t1;
+    ctx->be = dev.be;
+    if (dev.st) { /* the device's failure comes first, as when it was created first */
+        st = dev.st;
+        *err = dev.err;
+    }
+    if (!st) {
+        if (ctx->be->bind_thread) ctx->be->bind_thread(ctx->be); /* it started on another thread */
+        double t2 = vox_wall_ms();
+        st = vox_model_upload(ctx->model, ctx->be, err);
+        lt->weights_ms = vox_wall_ms() - t2;
+    }
+    double t3 = vox_wall_ms();
+    if (tok_threaded) pthread_join(tok_thread, NULL);
+    lt->tokenizer_wait_ms = vox_wall_ms() - t3;
+    ctx->tok = tok.tok;
+    if (!st && tok.st) {
+        st = tok.st;
+        *err = tok.err;
     }
     if (!st && vox_tokenizer_vocab_size(ctx->tok) > ctx->model->cfg.decoder.vocab_size)
         st = vox_fail(err, VOX_ERR_FORMAT, "%s: tokenizer has %d ids but the decoder only %d",
                       p->model_dir, vox_tokenizer_vocab_size(ctx->tok), ctx->model->cfg.decoder.vocab_size);
+    double t4 = vox_wall_ms();
     if (!st) st = ctx->be->sync(ctx->be, err);
-    if (!st && p->warmup && ctx->be->graph_begin) {
-        /* One-time costs of the device path (lazy kernel loading, GEMM plans, the pool's first
-         * growth, the decode graph) are paid here rather than by the first file: a 1 s silent
-         * clip and four decode steps, so that the decode step is recorded and replayed once. */
-        float *silence = calloc(VOX_SAMPLE_RATE, sizeof(float));
-        voxtral_transcribe_params wp = voxtral_transcribe_default_params();
-        wp.max_new_tokens = 4;
-        wp.ignore_eos = true;
-        voxtral_result *r = NULL;
-        ctx->warming_up = true;
-        st = silence ? voxtral_transcribe_pcm(ctx, silence, VOX_SAMPLE_RATE, &wp, &r, err)
-                     : vox_fail(err, VOX_ERR_NOMEM, "out of memory");
-        ctx->warming_up = false;
-        if (st) vox_error_prefix(err, "warm-up");
-        voxtral_result_free(r);
-        free(silence);
+    lt->sync_ms = vox_wall_ms() - t4;
+    if (!st && p->warmup && ctx->be->graph_begin && !env_on("VOX_NO_WARMUP")) {
+        double t5 = vox_wall_ms();
+        st = warm_up(ctx, err);
+        lt->warmup_ms = vox_wall_ms() - t5;
     }
     if (st) {
         voxtral_free(ctx);
         return st;
     }
-    ctx->load_ms = vox_wall_ms() - t0;
+    const vox_load_stats *b = &ctx->be->load;
+    lt->device_ms = dev.ms;
+    lt->context_ms = b->context_ms;
+    lt->blas_ms = b->blas_ms;
+    lt->blas_wait_ms = b->blas_wait_ms;
+    lt->staging_ms = b->staging_ms;
+    lt->tokenizer_ms = tok.ms;
+    lt->alloc_ms = b->alloc_ms;
+    lt->serial_ms = b->serial_ms;
+    lt->bulk_ms = b->bulk_ms;
+    lt->read_ms = b->read_ms;
+    lt->buffer_wait_ms = b->buffer_wait_ms;
+    lt->upload_ms = b->upload_ms;
+    lt->upload_after_reads_ms = b->upload_after_reads_ms;
+    lt->bytes = b->bytes;
+    lt->threads = b->threads;
+    lt->total_ms = ctx->load_ms = vox_wall_ms() - t0;
     *out = ctx;
     return VOX_OK;
 }
@@ -90,6 +195,7 @@ void voxtral_free(voxtral_context *ctx) {
 const char *voxtral_device_name(const voxtral_context *ctx) { return ctx->be->name; }
 int voxtral_cuda_device_count(void) { return vox_backend_cuda_count(); }
 double voxtral_load_ms(const voxtral_context *ctx) { return ctx->load_ms; }
+voxtral_load_timings voxtral_load_breakdown(const voxtral_context *ctx) { return ctx->load; }
 
 const char *voxtral_token_text(const voxtral_context *ctx, int32_t id, size_t *len) {
     return vox_tokenizer_piece(ctx->tok, id, len);

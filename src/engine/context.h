@@ -4,6 +4,7 @@
 #define VOX_ENGINE_CONTEXT_H
 
 #include "backend/backend.h"
+#include "common/clock.h"
 #include "model/model.h"
 #include "tokenizer/tekken.h"
 #include "voxtral/voxtral.h"
@@ -14,10 +15,8 @@ struct voxtral_context {
     vox_tokenizer *tok;
     double load_ms;
     bool warming_up; /* voxtral_init's warm-up runs: VOX_FAULT (fault.h) leaves it alone */
+    voxtral_load_timings load;
 };
-
-/* Monotonic wall clock in milliseconds. */
-double vox_wall_ms(void);
 
 /* The transcription prompt (voxtral-spec.md section 5): <s>[INST][BEGIN_AUDIO][AUDIO] x n_audio
  * [/INST](lang:xx)[TRANSCRIBE]; *audio_at = index of the first [AUDIO]. *ids_out is malloc'ed. */

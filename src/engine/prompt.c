@@ -2,15 +2,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "engine/context.h"
-
-double vox_wall_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 vox_status vox_prompt_build(const voxtral_context *ctx, size_t n_audio, const char *language,
                             int32_t **ids_out, size_t *n_out, size_t *audio_at, vox_error *err) {

@@ -31,6 +31,7 @@
 
 struct vox_safetensors {
     char *path;
+    int fd; /* open while st is: see vox_st_fd */
     void *map;
     size_t map_size;
     vox_st_tensor *tensors; /* file order: by data offset */
@@ -474,7 +475,7 @@ vox_status vox_st_open(const char *path, vox_safetensors **out, vox_error *err) 
         return vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", path);
     }
     vox_status s = VOX_OK;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = st->fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat sb;
     if (fd < 0) {
         s = vox_fail(err, VOX_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
@@ -495,7 +496,6 @@ vox_status vox_st_open(const char *path, vox_safetensors **out, vox_error *err) 
             st->map_size = (size_t)sb.st_size;
         }
     }
-    if (fd >= 0) close(fd); /* the mapping stays valid */
     if (s == VOX_OK) s = parse(st, err);
     if (s != VOX_OK) {
         vox_st_close(st);
@@ -508,6 +508,7 @@ vox_status vox_st_open(const char *path, vox_safetensors **out, vox_error *err) 
 void vox_st_close(vox_safetensors *st) {
     if (!st) return;
     if (st->map) munmap(st->map, st->map_size);
+    if (st->fd >= 0) close(st->fd);
     for (size_t i = 0; i < st->n_tensors; i++) free(st->tensors[i].name);
     for (size_t i = 0; i < 2 * st->n_meta; i++) free(st->meta[i]);
     free(st->meta);
@@ -518,6 +519,9 @@ void vox_st_close(vox_safetensors *st) {
 }
 
 size_t vox_st_count(const vox_safetensors *st) { return st->n_tensors; }
+int vox_st_fd(const vox_safetensors *st) { return st->fd; }
+const void *vox_st_base(const vox_safetensors *st) { return st->map; }
+size_t vox_st_size(const vox_safetensors *st) { return st->map_size; }
 
 const vox_st_tensor *vox_st_at(const vox_safetensors *st, size_t i) {
     return i < st->n_tensors ? &st->tensors[i] : NULL;

@@ -21,7 +21,12 @@
  * Do not assume more than 1-byte alignment: check ((uintptr_t)t->data % align) or memcpy.
  *
  * The mapping is MAP_PRIVATE and read-only: a file replaced by rename (as the writer does) is
- * safe, but one truncated in place while open makes later reads of its data fault (SIGBUS). */
+ * safe, but one truncated in place while open makes later reads of its data fault (SIGBUS).
+ *
+ * The file also stays open while st is (vox_st_fd): a loader that copies the data elsewhere (the
+ * CUDA backend) reads it with pread, which costs no page-table work and reports a file truncated
+ * meanwhile as an error instead of a fault. Tensor data is at file offset
+ * (const char *)t->data - (const char *)vox_st_base(st). */
 #ifndef VOX_FORMAT_SAFETENSORS_H
 #define VOX_FORMAT_SAFETENSORS_H
 
@@ -56,6 +61,10 @@ size_t vox_st_count(const vox_safetensors *st);
 const vox_st_tensor *vox_st_at(const vox_safetensors *st, size_t i); /* in file order */
 const vox_st_tensor *vox_st_find(const vox_safetensors *st, const char *name); /* NULL if absent */
 const char *vox_st_path(const vox_safetensors *st);
+/* The open file (read-only), its mapping's first byte (file offset 0) and its size in bytes. */
+int vox_st_fd(const vox_safetensors *st);
+const void *vox_st_base(const vox_safetensors *st);
+size_t vox_st_size(const vox_safetensors *st);
 /* Value of a __metadata__ entry, or NULL. */
 const char *vox_st_metadata(const vox_safetensors *st, const char *key);
 

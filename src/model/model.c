@@ -7,18 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One weight the forward pass needs: where it lives, its expected shape, where it goes. */
 typedef struct {
-    vox_safetensors *blob;
-    char name[96];
-    int ndim;
-    int64_t shape[3];
-    bool keep_f32;
-    vox_tensor *dst;
-} weight_spec;
-
-typedef struct {
-    weight_spec *items;
+    vox_weight_spec *items;
     size_t n, cap;
 } weight_list;
 
@@ -31,12 +21,12 @@ static vox_status want(weight_list *l, vox_safetensors *blob, vox_tensor *dst, b
                        const char *fmt, ...) {
     if (l->n == l->cap) {
         size_t cap = l->cap ? 2 * l->cap : 256;
-        weight_spec *p = realloc(l->items, cap * sizeof *p);
+        vox_weight_spec *p = realloc(l->items, cap * sizeof *p);
         if (!p) return vox_fail(err, VOX_ERR_NOMEM, "out of memory listing weights");
         l->items = p;
         l->cap = cap;
     }
-    weight_spec *w = &l->items[l->n++];
+    vox_weight_spec *w = &l->items[l->n++];
     memset(w, 0, sizeof *w);
     va_list ap;
     va_start(ap, fmt);
@@ -123,7 +113,7 @@ static void shape_str(char *buf, size_t n, int ndim, const int64_t *shape) {
 /* Every tensor present, float, of the expected shape; checked before anything is allocated. */
 static vox_status check_weights(const weight_list *l, vox_error *err) {
     for (size_t i = 0; i < l->n; i++) {
-        const weight_spec *w = &l->items[i];
+        const vox_weight_spec *w = &l->items[i];
         const vox_st_tensor *t = vox_st_find(w->blob, w->name);
         const char *path = vox_st_path(w->blob);
         if (!t)
@@ -150,7 +140,7 @@ static vox_status check_weights(const weight_list *l, vox_error *err) {
 }
 
 /* Device memory the weight takes once made (0: a view of the file). */
-static size_t device_bytes(vox_backend *be, const weight_spec *w) {
+static size_t device_bytes(vox_backend *be, const vox_weight_spec *w) {
     const vox_st_tensor *t = vox_st_find(w->blob, w->name);
     return be->weight_bytes ? be->weight_bytes(be, t->dtype, t->ndim, t->shape, w->keep_f32) : 0;
 }
@@ -165,11 +155,10 @@ static vox_status open_blob(const vox_model *m, const char *file, vox_safetensor
     return vox_st_open(path, out, err);
 }
 
-vox_status vox_model_load(const char *dir, vox_backend *be, vox_model **out, vox_error *err) {
+vox_status vox_model_open(const char *dir, vox_model **out, vox_error *err) {
     *out = NULL;
     vox_model *m = calloc(1, sizeof *m);
     if (!m) return vox_fail(err, VOX_ERR_NOMEM, "out of memory");
-    m->be = be;
     snprintf(m->dir, sizeof m->dir, "%s", dir);
     weight_list list = {0};
     vox_status st = vox_manifest_read(dir, &m->cfg, err);
@@ -185,23 +174,8 @@ vox_status vox_model_load(const char *dir, vox_backend *be, vox_model **out, vox
     }
     if ((st = list_weights(m, &list, err))) goto fail;
     if ((st = check_weights(&list, err))) goto fail;
-    /* the device memory the weights take, checked against what is free before any upload */
-    size_t need = 0, done = 0;
-    for (size_t i = 0; i < list.n; i++) need += device_bytes(be, &list.items[i]);
-    if ((st = vox_model_check_fit(be, need, err))) goto fail;
-    for (size_t i = 0; i < list.n; i++) {
-        const weight_spec *w = &list.items[i];
-        const vox_st_tensor *t = vox_st_find(w->blob, w->name);
-        st = be->weight(be, w->dst, t->data, t->dtype, t->ndim, t->shape, w->keep_f32, err);
-        if (st) {
-            vox_error_prefix(err, "%s: tensor '%s'", vox_st_path(w->blob), w->name);
-            if (st == VOX_ERR_DEVICE) vox_model_explain_fit(be, need, done, err);
-            goto fail;
-        }
-        done += device_bytes(be, w);
-    }
-    free(list.items);
-    /* CPU weights are views of the mappings, so these stay open for the model's lifetime. */
+    m->weights = list.items;
+    m->n_weights = list.n;
     *out = m;
     return VOX_OK;
 fail:
@@ -210,26 +184,59 @@ fail:
     return st;
 }
 
-static void free_weight(vox_model *m, vox_tensor *t) {
-    if (t->data) m->be->free_weight(m->be, t);
-    t->data = NULL;
+vox_status vox_model_upload(vox_model *m, vox_backend *be, vox_error *err) {
+    VOX_ASSERT(!m->be && m->weights);
+    m->be = be;
+    vox_safetensors *blobs[] = {m->blob_encoder, m->blob_embedding, m->blob_decoder};
+    vox_weight_file files[3];
+    for (int i = 0; i < 3; i++)
+        files[i] = (vox_weight_file){.path = vox_st_path(blobs[i]), .fd = vox_st_fd(blobs[i]),
+                                     .map = vox_st_base(blobs[i]), .size = vox_st_size(blobs[i])};
+    /* the device memory the weights take, checked against what is free before any upload */
+    size_t need = 0, done = 0;
+    for (size_t i = 0; i < m->n_weights; i++) need += device_bytes(be, &m->weights[i]);
+    vox_status st = vox_model_check_fit(be, need, err);
+    if (st) return st;
+    if (be->weights_begin) be->weights_begin(be, files, 3);
+    for (size_t i = 0; i < m->n_weights && !st; i++) {
+        const vox_weight_spec *w = &m->weights[i];
+        const vox_st_tensor *t = vox_st_find(w->blob, w->name);
+        st = be->weight(be, w->dst, t->data, t->dtype, t->ndim, t->shape, w->keep_f32, err);
+        if (st) {
+            vox_error_prefix(err, "%s: tensor '%s'", vox_st_path(w->blob), w->name);
+            if (st == VOX_ERR_DEVICE) vox_model_explain_fit(be, need, done, err);
+        } else {
+            done += device_bytes(be, w);
+        }
+    }
+    if (be->weights_end) {
+        vox_status end = be->weights_end(be, st == VOX_OK, err);
+        if (!st) st = end;
+    }
+    /* CPU weights are views of the mappings, so these stay open for the model's lifetime. */
+    return st;
+}
+
+vox_status vox_model_load(const char *dir, vox_backend *be, vox_model **out, vox_error *err) {
+    vox_model *m;
+    vox_status st = vox_model_open(dir, &m, err);
+    if (st) return st;
+    if ((st = vox_model_upload(m, be, err))) {
+        vox_model_free(m);
+        return st;
+    }
+    *out = m;
+    return VOX_OK;
 }
 
 void vox_model_free(vox_model *m) {
     if (!m) return;
-    /* Every vox_tensor in the struct is a weight: walk them generically. */
-    vox_tensor *fixed[] = {&m->conv1_w, &m->conv1_b,    &m->conv2_w,    &m->conv2_b,
-                           &m->positions, &m->enc_norm_w, &m->enc_norm_b, &m->proj1,
-                           &m->proj2,   &m->embedding,  &m->dec_norm,   &m->lm_head};
-    for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++) free_weight(m, fixed[i]);
-    for (int l = 0; m->enc_layers && l < m->cfg.encoder.layers; l++) {
-        vox_tensor *t = (vox_tensor *)&m->enc_layers[l];
-        for (size_t i = 0; i < sizeof(vox_encoder_layer) / sizeof(vox_tensor); i++) free_weight(m, &t[i]);
+    for (size_t i = 0; m->be && i < m->n_weights; i++) {
+        vox_tensor *t = m->weights[i].dst;
+        if (t->data) m->be->free_weight(m->be, t);
+        t->data = NULL;
     }
-    for (int l = 0; m->dec_layers && l < m->cfg.decoder.layers; l++) {
-        vox_tensor *t = (vox_tensor *)&m->dec_layers[l];
-        for (size_t i = 0; i < sizeof(vox_decoder_layer) / sizeof(vox_tensor); i++) free_weight(m, &t[i]);
-    }
+    free(m->weights);
     free(m->enc_layers);
     free(m->dec_layers);
     vox_st_close(m->blob_encoder);

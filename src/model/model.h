@@ -1,9 +1,12 @@
 /* The exported model in memory: the manifest, the mapped blobs and the weights on a backend.
  *
- * Loading reads DIR/voxtral.json, maps the three blobs, checks that every tensor the forward
- * pass needs is present with the manifest's shape and a float dtype and that the weights fit in
- * the device's free memory (fit.h), and only then makes the backend weights (cpu: views of the
- * mapping; cuda: one upload). */
+ * Loading comes in two steps, so that the first can run while a device starts:
+ *   open:   reads DIR/voxtral.json, maps the three blobs and checks that every tensor the
+ *           forward pass needs is present with the manifest's shape and a float dtype;
+ *   upload: checks that the weights fit in the device's free memory (fit.h), and only then
+ *           makes the backend weights (cpu: views of the mapping; cuda: the blobs
+ *           read on several threads and uploaded as they are read, see backend.h's
+ *           weights_begin). */
 #ifndef VOX_MODEL_MODEL_H
 #define VOX_MODEL_MODEL_H
 
@@ -32,6 +35,17 @@ typedef struct {
     vox_tensor down;                         /* [hidden, ffn] */
 } vox_decoder_layer;
 
+/* One weight the forward pass needs: its tensor in a blob, the shape the manifest implies, and
+ * the model field it becomes. */
+typedef struct {
+    vox_safetensors *blob;
+    char name[96];
+    int ndim;
+    int64_t shape[3];
+    bool keep_f32; /* float32 on every backend (the encoder positions) */
+    vox_tensor *dst;
+} vox_weight_spec;
+
 typedef struct {
     char dir[VOX_PATH_MAX];
     vox_manifest cfg;
@@ -51,8 +65,16 @@ typedef struct {
     vox_decoder_layer *dec_layers;
     vox_tensor dec_norm;                     /* [hidden] */
     vox_tensor lm_head;                      /* [vocab, hidden] */
+    /* every weight above, as open listed and checked them (in blob order) */
+    vox_weight_spec *weights;
+    size_t n_weights;
 } vox_model;
 
+/* Open and check (be is set by upload). */
+vox_status vox_model_open(const char *dir, vox_model **out, vox_error *err);
+/* Makes every weight on be; on failure, free the model (with what was made). */
+vox_status vox_model_upload(vox_model *m, vox_backend *be, vox_error *err);
+/* Both. */
 vox_status vox_model_load(const char *dir, vox_backend *be, vox_model **out, vox_error *err);
 void vox_model_free(vox_model *m);
 

@@ -290,12 +290,14 @@ int main(int argc, char **argv) {
     }
     voxtral_context *ctx = ctxs[0]; /* the tokenizer the writers use (the same on every device) */
     char device_names[512] = "";
-    double load_ms = 0;
+    vox_run_totals totals = {.n_inputs = (int)in.n, .main_start_ms = t_start};
     for (int i = 0; i < n_ctx; i++) {
         size_t len = strlen(device_names);
         snprintf(device_names + len, sizeof device_names - len, "%s%s", i ? "," : "",
                  voxtral_device_name(ctxs[i]));
-        load_ms += voxtral_load_ms(ctxs[i]); /* loaded one after another */
+        totals.load_ms += voxtral_load_ms(ctxs[i]); /* loaded one after another */
+        voxtral_load_timings lt = voxtral_load_breakdown(ctxs[i]);
+        vox_run_totals_add_load(&totals, &lt);
     }
     if (vox_interrupt_install() != 0) say("cannot install the SIGINT handler: %s", strerror(errno));
     vox_output_ignore_size_signal();
@@ -308,7 +310,6 @@ int main(int argc, char **argv) {
     voxtral_transcribe_params tp = run_params(&o);
     tp.on_token = on_token;
     tp.user_data = &g_progress;
-    vox_run_totals totals = {.load_ms = load_ms, .n_inputs = (int)in.n};
     run_state rs = {.o = &o, .in = &in, .out_paths = out_paths, .ctx = ctx, .style = style,
                     .logprobs = tp.logprobs > 0 || tp.n_force_ids > 0, .totals = &totals};
     rs.slot = calloc(in.n, sizeof *rs.slot);
@@ -358,6 +359,17 @@ int main(int argc, char **argv) {
     vox_progress_clear(&g_progress);
     totals.interrupted = vox_interrupted();
     totals.wall_ms = now_ms() - t_start;
+    /* the contexts go before the report, so that it can say what freeing them cost (the device
+     * names it prints are the contexts': copied first) */
+    char dev_name_copy[VOX_RUN_MAX_DEVICES][32];
+    for (int i = 0; i < totals.n_devices && i < VOX_RUN_MAX_DEVICES; i++) {
+        snprintf(dev_name_copy[i], sizeof dev_name_copy[i], "%s",
+                 totals.device_name[i] ? totals.device_name[i] : "");
+        totals.device_name[i] = dev_name_copy[i];
+    }
+    double t_free = now_ms();
+    for (int i = 0; i < n_ctx; i++) voxtral_free(ctxs[i]);
+    totals.teardown_ms = now_ms() - t_free;
 
     bool report_failed = false;
     if (o.latency) vox_write_latency_table(stderr, &totals, device_names);
@@ -370,7 +382,6 @@ int main(int argc, char **argv) {
     free_paths(failed, n_failed);
     free(rs.slot);
     free(rs.held);
-    for (int i = 0; i < n_ctx; i++) voxtral_free(ctxs[i]);
     free_paths(out_paths, in.n);
     vox_inputs_free(&in);
     vox_cli_options_free(&o);

@@ -167,8 +167,18 @@ has json.err "Run latency (ms):"
 has json.err "(2 files, "
 has json.err "whole run with load and output; 2 requests, 1 failed"
 has json.err "real-time factor wall"
+# the load breakdown and the teardown: lines added after `load` and `wall`, the old ones kept
+for line in "load: device " "load: cuBLASLt " "load: model files " "load: tokenizer " "load: weights " \
+    "load: reads " "load: uploads " "load: warm-up " "teardown "; do
+    checks=$((checks + 1))
+    grep -qE "^  $line +[0-9]+\.[0-9]{2}" "$tmp/json.err" || fail "no '$line' line: $(cat "$tmp/json.err")"
+done
+checks=$((checks + 1))
+grep -qE '^  load +[0-9]+\.[0-9]{2}$' "$tmp/json.err" || fail "the load line changed: $(cat "$tmp/json.err")"
 for field in '"files":\s*2,' '"failed":\s*1,' '"inputs":\s*3,' '"requests":\s*2,' \
-    '"interrupted":\s*false' '"wall_ms":' '"rtfx":' '"rtfx_wall":' '"text_decoder_decode":'; do
+    '"interrupted":\s*false' '"wall_ms":' '"rtfx":' '"rtfx_wall":' '"text_decoder_decode":' \
+    '"load_breakdown_ms":\s*\{' '"model_files":' '"tokenizer":' '"warmup":' '"load_bytes":' \
+    '"teardown_ms":' '"main_start_monotonic_ms":'; do
     checks=$((checks + 1))
     grep -qP -- "$field" "$tmp/latency.json" || fail "latency.json lacks $field: $(cat "$tmp/latency.json")"
 done

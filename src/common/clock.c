@@ -1,0 +1,9 @@
+#include "common/clock.h"
+
+#include <time.h>
+
+double vox_wall_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
