@@ -1,4 +1,6 @@
-// Decode-shaped projections: y = epilogue(prologue(x) @ W^T) for a few rows of x (m <= 4).
+// Decode-shaped projections: y = epilogue(prologue(x) @ W^T) for a few rows of x (m <= 4), as
+// one kernel template over the weights' format: bf16 (instantiated by matvec.cu) or F8_E4M3 with
+// row scales (fp8_matvec.cu). Each .cu file includes this header and instantiates its own.
 //
 // At m = 1 a projection is one pass over its weights (7.2 GB a decoded token in all), so what
 // counts is how close each pass runs to the card's read bandwidth and how little time passes
@@ -30,12 +32,27 @@
 // kernels do (norm.cu's RMSNorm; RoPE and SwiGLU through the same helpers as fused.cu, in
 // common.cuh; an add of the bf16 product), so the fused path equals the unfused one up to the
 // order of the fp32 summation.
+//
+// FP8 weights (the fp8_dynamic scheme, common/fp8.h): a 16-byte vector holds 16 codes, so a
+// slice is 512 * NCH columns; the codes become floats in registers (fp8.cuh). The prologue
+// then also quantizes each staged input row as vox_k_fp8_quantize_rows does (same codes: the
+// max is exact whatever the order) and keeps the codes' values in shared memory (bf16 holds
+// them exactly); a row's sums are multiplied by s_x * s_w before the epilogue, as the CPU does.
+#ifndef VOX_KERNELS_MATVEC_CUH
+#define VOX_KERNELS_MATVEC_CUH
+
 #include "common.cuh"
+#include "fp8.cuh"
 #include "kernels.h"
+
+// The FP8 instantiation's entry (fp8_matvec.cu), which vox_k_matvec_variant hands F8 weights to.
+extern "C" int vox_k_fp8_matvec_variant(int variant, const vox_k_matvec_args *a,
+                                        cudaStream_t stream);
 
 namespace {
 
-// The kernel takes vox_k_matvec_args (kernels.h) by value; its pointers are bf16 matrices.
+// The kernel takes vox_k_matvec_args (kernels.h) by value; its pointers are bf16 matrices, but
+// for w when FP8 (uint8_t codes).
 static __device__ __forceinline__ const vk_bf16 *bf(const void *p) { return (const vk_bf16 *)p; }
 static __device__ __forceinline__ vk_bf16 *bf(void *p) { return (vk_bf16 *)p; }
 
@@ -53,7 +70,10 @@ __device__ __forceinline__ float dot8(uint4 w, const float x[8]) {
 
 // Weights are read once a token and never fit in L2: stream them (evict-first), which keeps
 // the activations and the KV cache resident instead.
-__device__ __forceinline__ uint4 load_weights(const vk_bf16 *p) { return __ldcs((const uint4 *)p); }
+__device__ __forceinline__ uint4 load_weights(const void *p) { return __ldcs((const uint4 *)p); }
+
+// Elements of a weight vector (16 bytes).
+template <bool FP8> constexpr int kVec = FP8 ? 16 : 8;
 
 // The epilogue of row mm of x for `nr` weight rows with their finished sums: STORE/ADD write
 // each row's output; SWIGLU and QKV_ROPE_CACHE take (row[0], row[1]) = (gate j, up F + j) or
@@ -122,23 +142,28 @@ __host__ __device__ __forceinline__ int64_t n_groups(const vox_k_matvec_args &p,
 }
 
 // This lane's NCH vectors of each row of the group in the slice of columns from s0.
-template <int R, int NCH>
+template <int R, int NCH, bool FP8>
 __device__ __forceinline__ void load_warp_slice(uint4 (&wv)[R][NCH], const vox_k_matvec_args &p,
                                                 const int64_t (&row)[R], int64_t s0, int lane) {
 #pragma unroll
     for (int r = 0; r < R; r++)
 #pragma unroll
         for (int c = 0; c < NCH; c++) {
-            const int64_t e = s0 + (int64_t)(c * 32 + lane) * 8;
-            wv[r][c] = row[r] >= 0 && e < p.k ? load_weights(bf(p.w) + row[r] * p.k + e)
-                                              : make_uint4(0, 0, 0, 0);
+            const int64_t e = s0 + (int64_t)(c * 32 + lane) * kVec<FP8>;
+            const int64_t at = row[r] * p.k + e;
+            wv[r][c] = row[r] >= 0 && e < p.k
+                           ? load_weights(FP8 ? (const void *)((const uint8_t *)p.w + at)
+                                              : (const void *)(bf(p.w) + at))
+                           : make_uint4(0, 0, 0, 0);
         }
 }
 
-// xs [M][k] = the input rows, RMSNorm'd (as vox_k_rms_norm rounds them) when norm_w is set.
+// xs [M][k] = the input rows, RMSNorm'd (as vox_k_rms_norm rounds them) when norm_w is set;
+// FP8: then quantized by the scheme, xs holding the codes' values and sx the rows' scales.
 // Every thread of the block calls it; it ends with a barrier.
-template <int M, int WARPS>
-__device__ void stage_input(const vox_k_matvec_args &p, vk_bf16 *xs, float (&red)[WARPS][M]) {
+template <int M, int WARPS, bool FP8>
+__device__ void stage_input(const vox_k_matvec_args &p, vk_bf16 *xs, float (&red)[WARPS][M],
+                            float (&sx)[M]) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     float inv[M];
 #pragma unroll
@@ -184,12 +209,48 @@ __device__ void stage_input(const vox_k_matvec_args &p, vk_bf16 *xs, float (&red
             vk_store8(xs + mm * p.k + e, xf); // h = bf16(w * bf16(x * inv))
         }
     }
+    if constexpr (FP8) {
+        // each thread reads back only what it wrote; the barrier is for `red`, still being read
+        __syncthreads();
+        float mx[M];
+#pragma unroll
+        for (int mm = 0; mm < M; mm++) mx[mm] = 0.0f;
+        for (int64_t e = (int64_t)threadIdx.x * 8; e < p.k; e += WARPS * 32 * 8)
+#pragma unroll
+            for (int mm = 0; mm < M; mm++) {
+                float xf[8];
+                vk_load8(xs + mm * p.k + e, xf);
+#pragma unroll
+                for (int j = 0; j < 8; j++) mx[mm] = fmaxf(mx[mm], fabsf(xf[j]));
+            }
+#pragma unroll
+        for (int mm = 0; mm < M; mm++) {
+            const float v = vk_warp_max(mx[mm]);
+            if (lane == 0) red[warp][mm] = v;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int mm = 0; mm < M; mm++) {
+            float t = 0.0f;
+            for (int w = 0; w < WARPS; w++) t = fmaxf(t, red[w][mm]);
+            sx[mm] = vk_fp8_scale(t);
+        }
+        for (int64_t e = (int64_t)threadIdx.x * 8; e < p.k; e += WARPS * 32 * 8)
+#pragma unroll
+            for (int mm = 0; mm < M; mm++) {
+                float xf[8];
+                vk_load8(xs + mm * p.k + e, xf);
+#pragma unroll
+                for (int j = 0; j < 8; j++) xf[j] = vk_e4m3_value(vk_fp8_quantize(xf[j], sx[mm]));
+                vk_store8(xs + mm * p.k + e, xf); // exact: bf16 holds every E4M3 value
+            }
+    }
     __syncthreads();
 }
 
-template <int M, int R, int NCH, int WARPS>
+template <int M, int R, int NCH, int WARPS, bool FP8>
 __global__ void __launch_bounds__(WARPS * 32) matvec_kernel(const vox_k_matvec_args p) {
-    constexpr int SLICE = NCH * 256;
+    constexpr int SLICE = NCH * 32 * kVec<FP8>;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     vk_bf16 *xs = reinterpret_cast<vk_bf16 *>(smem_raw); // [M][k]
     __shared__ float red[WARPS][M];
@@ -201,10 +262,11 @@ __global__ void __launch_bounds__(WARPS * 32) matvec_kernel(const vox_k_matvec_a
     uint4 wv[R][NCH];
     if (g < groups) {
         group_rows<R>(p, g, row);
-        load_warp_slice<R, NCH>(wv, p, row, 0, lane);
+        load_warp_slice<R, NCH, FP8>(wv, p, row, 0, lane);
     }
     vk_pdl_wait(); // x is the previous kernel's output
-    stage_input<M, WARPS>(p, xs, red);
+    float sx[M]; // FP8: the input rows' scales
+    stage_input<M, WARPS, FP8>(p, xs, red, sx);
 
     while (g < groups) {
         float acc[M][R];
@@ -215,33 +277,40 @@ __global__ void __launch_bounds__(WARPS * 32) matvec_kernel(const vox_k_matvec_a
         for (int64_t s0 = 0;;) {
 #pragma unroll
             for (int c = 0; c < NCH; c++) {
-                const int64_t e = s0 + (int64_t)(c * 32 + lane) * 8;
+                const int64_t e = s0 + (int64_t)(c * 32 + lane) * kVec<FP8>;
                 if (e < p.k) {
 #pragma unroll
                     for (int mm = 0; mm < M; mm++) {
-                        float xf[8];
+                        float xf[kVec<FP8>];
                         vk_load8(xs + mm * p.k + e, xf);
+                        if constexpr (FP8) vk_load8(xs + mm * p.k + e + 8, xf + 8);
 #pragma unroll
-                        for (int r = 0; r < R; r++) acc[mm][r] += dot8(wv[r][c], xf);
+                        for (int r = 0; r < R; r++)
+                            acc[mm][r] += FP8 ? vk_dot16_e4m3(wv[r][c], xf) : dot8(wv[r][c], xf);
                     }
                 }
             }
             s0 += SLICE;
             if (s0 >= p.k) break;
-            load_warp_slice<R, NCH>(wv, p, row, s0, lane);
+            load_warp_slice<R, NCH, FP8>(wv, p, row, s0, lane);
         }
         // the next group's first slice is in flight while this one is reduced and written
         const int64_t g_next = g + stride;
         int64_t row_next[R];
         if (g_next < groups) {
             group_rows<R>(p, g_next, row_next);
-            load_warp_slice<R, NCH>(wv, p, row_next, 0, lane);
+            load_warp_slice<R, NCH, FP8>(wv, p, row_next, 0, lane);
         }
 #pragma unroll
         for (int mm = 0; mm < M; mm++) {
 #pragma unroll
             for (int r = 0; r < R; r++) acc[mm][r] = vk_warp_sum(acc[mm][r]);
-            if (lane == mm) finish_rows(p, mm, row, acc[mm], R);
+            if (lane == mm) {
+                if constexpr (FP8) // the scheme: the codes' sum times s_x * s_w
+                    for (int r = 0; r < R; r++)
+                        if (row[r] >= 0) acc[mm][r] *= sx[mm] * p.w_scale[row[r]];
+                finish_rows(p, mm, row, acc[mm], R);
+            }
         }
         g = g_next;
 #pragma unroll
@@ -276,9 +345,9 @@ int sm_count() {
 // (q|k|v) and 2112 resident warps, a full grid leaves half the warps one group and half two,
 // so the launch lasts two rounds at 73% of the warps' worth of work; 1536 warps take two each
 // (decode 2.685 against 2.711 ms a token with the full grid, same run).
-template <int M, int R, int NCH, int WARPS>
+template <int M, int R, int NCH, int WARPS, bool FP8>
 void launch_m(const vox_k_matvec_args &p, cudaStream_t stream) {
-    auto kernel = matvec_kernel<M, R, NCH, WARPS>;
+    auto kernel = matvec_kernel<M, R, NCH, WARPS, FP8>;
     const size_t smem = (size_t)M * p.k * sizeof(vk_bf16);
     // beyond 48 KB of shared memory in all (the input here, plus the kernel's static reduction
     // array) a kernel must opt in, on each device: a host call, not a stream operation, so also
@@ -303,28 +372,32 @@ void launch_m(const vox_k_matvec_args &p, cudaStream_t stream) {
     VOX_K_LAUNCH_CHECK();
 }
 
-template <int R, int NCH, int WARPS>
+template <int R, int NCH, int WARPS, bool FP8>
 void launch(const vox_k_matvec_args &p, cudaStream_t stream) {
     switch (p.m) {
-    case 1: launch_m<1, R, NCH, WARPS>(p, stream); break;
-    case 2: launch_m<2, R, NCH, WARPS>(p, stream); break;
-    case 3: launch_m<3, R, NCH, WARPS>(p, stream); break;
-    default: launch_m<4, R, NCH, WARPS>(p, stream); break;
+    case 1: launch_m<1, R, NCH, WARPS, FP8>(p, stream); break;
+    case 2: launch_m<2, R, NCH, WARPS, FP8>(p, stream); break;
+    case 3: launch_m<3, R, NCH, WARPS, FP8>(p, stream); break;
+    default: launch_m<4, R, NCH, WARPS, FP8>(p, stream); break;
     }
 }
 
+template <bool FP8>
 void launch_config(int i, const vox_k_matvec_args &p, cudaStream_t stream) {
     if (i == 1)
-        launch<2, 12, 4>(p, stream);
+        launch<2, 12, 4, FP8>(p, stream);
     else
-        launch<2, 8, 4>(p, stream);
+        launch<2, 8, 4, FP8>(p, stream);
 }
 
 // The kernel holds the input in shared memory: m * k bf16 must fit.
 constexpr int64_t kMaxSmem = 200 * 1024;
 
+template <bool FP8>
 bool takes(const vox_k_matvec_args *a) {
-    if (a->m < 1 || a->m > VOX_K_MATVEC_MAX_M || a->n <= 0 || a->k <= 0 || a->k % 8 != 0) return false;
+    if (a->m < 1 || a->m > VOX_K_MATVEC_MAX_M || a->n <= 0 || a->k <= 0 || a->k % kVec<FP8> != 0)
+        return false;
+    if (FP8 != (a->w_scale != nullptr)) return false;
     if (!vk_aligned16(a->w) || !vk_aligned16(a->x) || !a->y) return false;
     if (a->norm_w && !vk_aligned16(a->norm_w)) return false;
     if ((int64_t)a->m * a->k * 2 > kMaxSmem) return false;
@@ -340,18 +413,11 @@ bool takes(const vox_k_matvec_args *a) {
     return false;
 }
 
-} // namespace
-
-extern "C" {
-
-int vox_k_matvec_variant_count(void) { return kNumConfigs; }
-const char *vox_k_matvec_variant_name(int variant) {
-    return variant >= 0 && variant < kNumConfigs ? kConfigs[variant].name : "auto";
-}
-
-/* variant < 0: the configuration the launcher picks (VOX_MATVEC_VARIANT=i in the environment
- * picks i instead, for comparisons); else that one. 0 when the arguments are not taken. */
-int vox_k_matvec_variant(int variant, const vox_k_matvec_args *a, cudaStream_t stream) {
+// variant < 0: the configuration the launcher picks (VOX_MATVEC_VARIANT=i in the environment
+// picks i instead, for comparisons); else that one. 0, launching nothing, when the arguments
+// are not taken.
+template <bool FP8>
+int launch_variant(int variant, const vox_k_matvec_args *a, cudaStream_t stream) {
     if (variant < 0) {
         static int forced = -2;
         if (forced == -2) {
@@ -360,13 +426,11 @@ int vox_k_matvec_variant(int variant, const vox_k_matvec_args *a, cudaStream_t s
         }
         variant = forced >= 0 && forced < kNumConfigs ? forced : 0;
     }
-    if (variant >= kNumConfigs || !takes(a)) return 0;
-    launch_config(variant, *a, stream);
+    if (variant >= kNumConfigs || !takes<FP8>(a)) return 0;
+    launch_config<FP8>(variant, *a, stream);
     return 1;
 }
 
-int vox_k_matvec(const vox_k_matvec_args *a, cudaStream_t stream) {
-    return vox_k_matvec_variant(-1, a, stream);
-}
+} // namespace
 
-} // extern "C"
+#endif

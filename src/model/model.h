@@ -1,7 +1,8 @@
 /* The exported model in memory: the manifest, the mapped blobs and the weights on a backend.
  *
  * Loading reads DIR/voxtral.json, maps the three blobs, checks that every tensor the forward
- * pass needs is present with the manifest's shape and a float dtype, and only then makes the
+ * pass needs is present with the manifest's shape and a float dtype (the decoder's linear
+ * layers F8_E4M3 with row scales under the fp8_dynamic scheme), and only then makes the
  * backend weights (cpu: views of the mapping; cuda: one upload). */
 #ifndef VOX_MODEL_MODEL_H
 #define VOX_MODEL_MODEL_H
