@@ -285,8 +285,10 @@ __global__ void __launch_bounds__(WARPS * 32) matvec_kernel(const vox_k_matvec_a
                         vk_load8(xs + mm * p.k + e, xf);
                         if constexpr (FP8) vk_load8(xs + mm * p.k + e + 8, xf + 8);
 #pragma unroll
-                        for (int r = 0; r < R; r++)
-                            acc[mm][r] += FP8 ? vk_dot16_e4m3(wv[r][c], xf) : dot8(wv[r][c], xf);
+                        for (int r = 0; r < R; r++) {
+                            if constexpr (FP8) acc[mm][r] += vk_dot16_e4m3(wv[r][c], xf);
+                            else acc[mm][r] += dot8(wv[r][c], xf);
+                        }
                     }
                 }
             }
