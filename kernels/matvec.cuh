@@ -158,13 +158,32 @@ __device__ __forceinline__ void load_warp_slice(uint4 (&wv)[R][NCH], const vox_k
         }
 }
 
+// The block-wide sum (or max) of one value per input row, every thread getting the result:
+// warp reductions into red, a barrier, then each thread folds red in the same order. Every
+// thread of the block calls it; red must be free (no thread still reading it).
+template <int M, int WARPS, bool MAX>
+__device__ __forceinline__ void block_reduce_rows(float (&v)[M], float (&red)[WARPS][M]) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+#pragma unroll
+    for (int mm = 0; mm < M; mm++) {
+        const float r = MAX ? vk_warp_max(v[mm]) : vk_warp_sum(v[mm]);
+        if (lane == 0) red[warp][mm] = r;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int mm = 0; mm < M; mm++) {
+        float t = 0.0f;
+        for (int w = 0; w < WARPS; w++) t = MAX ? fmaxf(t, red[w][mm]) : t + red[w][mm];
+        v[mm] = t;
+    }
+}
+
 // xs [M][k] = the input rows, RMSNorm'd (as vox_k_rms_norm rounds them) when norm_w is set;
 // FP8: then quantized by the scheme, xs holding the codes' values and sx the rows' scales.
 // Every thread of the block calls it; it ends with a barrier.
 template <int M, int WARPS, bool FP8>
 __device__ void stage_input(const vox_k_matvec_args &p, vk_bf16 *xs, float (&red)[WARPS][M],
                             float (&sx)[M]) {
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     float inv[M];
 #pragma unroll
     for (int mm = 0; mm < M; mm++) inv[mm] = 1.0f;
@@ -180,18 +199,9 @@ __device__ void stage_input(const vox_k_matvec_args &p, vk_bf16 *xs, float (&red
 #pragma unroll
                 for (int j = 0; j < 8; j++) ss[mm] = fmaf(xf[j], xf[j], ss[mm]);
             }
+        block_reduce_rows<M, WARPS, false>(ss, red);
 #pragma unroll
-        for (int mm = 0; mm < M; mm++) {
-            const float v = vk_warp_sum(ss[mm]);
-            if (lane == 0) red[warp][mm] = v;
-        }
-        __syncthreads();
-#pragma unroll
-        for (int mm = 0; mm < M; mm++) {
-            float t = 0.0f;
-            for (int w = 0; w < WARPS; w++) t += red[w][mm];
-            inv[mm] = rsqrtf(t / (float)p.k + p.eps);
-        }
+        for (int mm = 0; mm < M; mm++) inv[mm] = rsqrtf(ss[mm] / (float)p.k + p.eps);
     }
     for (int64_t e = (int64_t)threadIdx.x * 8; e < p.k; e += WARPS * 32 * 8) {
         float g[8];
@@ -223,18 +233,9 @@ __device__ void stage_input(const vox_k_matvec_args &p, vk_bf16 *xs, float (&red
 #pragma unroll
                 for (int j = 0; j < 8; j++) mx[mm] = fmaxf(mx[mm], fabsf(xf[j]));
             }
+        block_reduce_rows<M, WARPS, true>(mx, red);
 #pragma unroll
-        for (int mm = 0; mm < M; mm++) {
-            const float v = vk_warp_max(mx[mm]);
-            if (lane == 0) red[warp][mm] = v;
-        }
-        __syncthreads();
-#pragma unroll
-        for (int mm = 0; mm < M; mm++) {
-            float t = 0.0f;
-            for (int w = 0; w < WARPS; w++) t = fmaxf(t, red[w][mm]);
-            sx[mm] = vk_fp8_scale(t);
-        }
+        for (int mm = 0; mm < M; mm++) sx[mm] = vk_fp8_scale(mx[mm]);
         for (int64_t e = (int64_t)threadIdx.x * 8; e < p.k; e += WARPS * 32 * 8)
 #pragma unroll
             for (int mm = 0; mm < M; mm++) {
