@@ -178,6 +178,19 @@ __device__ __forceinline__ void block_reduce_rows(float (&v)[M], float (&red)[WA
     }
 }
 
+// f(mm, e, xf) for each of this thread's 8-element chunks (from column e) of each of the M rows
+// of src [M][k], xf holding the chunk as floats: the threads of a block cover every column.
+template <int M, int WARPS, typename F>
+__device__ __forceinline__ void each_chunk(const vk_bf16 *src, int64_t k, F f) {
+    for (int64_t e = (int64_t)threadIdx.x * 8; e < k; e += WARPS * 32 * 8)
+#pragma unroll
+        for (int mm = 0; mm < M; mm++) {
+            float xf[8];
+            vk_load8(src + mm * k + e, xf);
+            f(mm, e, xf);
+        }
+}
+
 // xs [M][k] = the input rows, RMSNorm'd (as vox_k_rms_norm rounds them) when norm_w is set;
 // FP8: then quantized by the scheme, xs holding the codes' values and sx the rows' scales.
 // Every thread of the block calls it; it ends with a barrier.
@@ -191,14 +204,10 @@ __device__ void stage_input(const vox_k_matvec_args &p, vk_bf16 *xs, float (&red
         float ss[M];
 #pragma unroll
         for (int mm = 0; mm < M; mm++) ss[mm] = 0.0f;
-        for (int64_t e = (int64_t)threadIdx.x * 8; e < p.k; e += WARPS * 32 * 8)
+        each_chunk<M, WARPS>(bf(p.x), p.k, [&](int mm, int64_t, float(&xf)[8]) {
 #pragma unroll
-            for (int mm = 0; mm < M; mm++) {
-                float xf[8];
-                vk_load8(bf(p.x) + mm * p.k + e, xf);
-#pragma unroll
-                for (int j = 0; j < 8; j++) ss[mm] = fmaf(xf[j], xf[j], ss[mm]);
-            }
+            for (int j = 0; j < 8; j++) ss[mm] = fmaf(xf[j], xf[j], ss[mm]);
+        });
         block_reduce_rows<M, WARPS, false>(ss, red);
 #pragma unroll
         for (int mm = 0; mm < M; mm++) inv[mm] = rsqrtf(ss[mm] / (float)p.k + p.eps);
@@ -225,26 +234,18 @@ __device__ void stage_input(const vox_k_matvec_args &p, vk_bf16 *xs, float (&red
         float mx[M];
 #pragma unroll
         for (int mm = 0; mm < M; mm++) mx[mm] = 0.0f;
-        for (int64_t e = (int64_t)threadIdx.x * 8; e < p.k; e += WARPS * 32 * 8)
+        each_chunk<M, WARPS>(xs, p.k, [&](int mm, int64_t, float(&xf)[8]) {
 #pragma unroll
-            for (int mm = 0; mm < M; mm++) {
-                float xf[8];
-                vk_load8(xs + mm * p.k + e, xf);
-#pragma unroll
-                for (int j = 0; j < 8; j++) mx[mm] = fmaxf(mx[mm], fabsf(xf[j]));
-            }
+            for (int j = 0; j < 8; j++) mx[mm] = fmaxf(mx[mm], fabsf(xf[j]));
+        });
         block_reduce_rows<M, WARPS, true>(mx, red);
 #pragma unroll
         for (int mm = 0; mm < M; mm++) sx[mm] = vk_fp8_scale(mx[mm]);
-        for (int64_t e = (int64_t)threadIdx.x * 8; e < p.k; e += WARPS * 32 * 8)
+        each_chunk<M, WARPS>(xs, p.k, [&](int mm, int64_t e, float(&xf)[8]) {
 #pragma unroll
-            for (int mm = 0; mm < M; mm++) {
-                float xf[8];
-                vk_load8(xs + mm * p.k + e, xf);
-#pragma unroll
-                for (int j = 0; j < 8; j++) xf[j] = vk_e4m3_value(vk_fp8_quantize(xf[j], sx[mm]));
-                vk_store8(xs + mm * p.k + e, xf); // exact: bf16 holds every E4M3 value
-            }
+            for (int j = 0; j < 8; j++) xf[j] = vk_e4m3_value(vk_fp8_quantize(xf[j], sx[mm]));
+            vk_store8(xs + mm * p.k + e, xf); // exact: bf16 holds every E4M3 value
+        });
     }
     __syncthreads();
 }

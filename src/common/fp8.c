@@ -6,7 +6,7 @@
 #include <string.h>
 
 float vox_e4m3_to_f32(uint8_t code) {
-    uint32_t sign = (uint32_t)(code & 0x80) << 24, e = (code >> 3) & 0xf, m = code & 7;
+    uint32_t e = (code >> 3) & 0xf, m = code & 7;
     float v;
     if (e == 15 && m == 7) {
         v = NAN;
@@ -16,11 +16,7 @@ float vox_e4m3_to_f32(uint8_t code) {
         uint32_t u = ((e + 120) << 23) | (m << 20); /* (1 + m/8) * 2^(e - 7) */
         memcpy(&v, &u, sizeof v);
     }
-    uint32_t u;
-    memcpy(&u, &v, sizeof u);
-    u |= sign;
-    memcpy(&v, &u, sizeof v);
-    return v;
+    return (code & 0x80) ? -v : v; /* 0x80 is -0 */
 }
 
 uint8_t vox_f32_to_e4m3(float f) {
