@@ -26,9 +26,14 @@
  * 4. The backend: be->matmul with F8 weights on the CUDA backend (input rows quantized by
  *    kernel 1, cuBLASLt's FP8 GEMM with outer-vector scales, or the scale kernel after a
  *    float32 GEMM with VOX_FP8_GEMM=epilogue; both run here) against the CPU backend's
- *    matmul on the same bf16 values: same codes, so the same bound e plus one bf16 rounding;
- *    M = 1, 3, 5, 17, 64, 388 (prefill) and the decoder's N x K. Weights whose dimensions are
- *    not multiples of 16 are refused with a message.
+ *    matmul on the same bf16 values: the same codes (kernel 1 is exact), so only the sums
+ *    differ, plus one bf16 rounding. The tensor cores' FP8 products are exact, but their
+ *    accumulator keeps about 14 bits between cuBLASLt's promotions to float32 (DeepSeek-V3's
+ *    report measured it on Hopper, section 3.3.2): |delta| <= 2^-12 sum_i |a_i b_i| <=
+ *    2^-12 |a| |b| (the rows' code values times their scales). That does not see a single
+ *    wrong code (kernel 1's test does); it sees a wrong scale, row or layout, which moves
+ *    outputs by their own size. M = 1, 3, 5, 17, 64, 388 (prefill) and the decoder's N x K.
+ *    Weights whose dimensions are not multiples of 16 are refused with a message.
  * Timing is printed for the decoder's shapes at m = 1 (--no-timing skips it), not asserted. */
 #include <math.h>
 #include <stdint.h>
@@ -364,7 +369,7 @@ static void test_backend(const char *mode) {
         cpu->matmul(cpu, &yc, &xc, &wc, NULL);
         gpu->matmul(gpu, &yg, &xg, &wg, NULL);
         CHECK_MSG(gpu->download_f32(gpu, yg_f, &yg, (size_t)(M * N), &err) == VOX_OK, "%s", err.msg);
-        /* e from norms: sqrt(sum (a_i b_i)^2) <= |a| |b| (the codes' values, times the scales) */
+        /* the accumulation bound from norms: sum |a_i b_i| <= |a| |b| (codes' values times scales) */
         float *bound = gtu_malloc((size_t)(M * N) * 4), *v = gtu_malloc((size_t)K * 4);
         uint8_t *q = gtu_malloc((size_t)K);
         double *wn = gtu_malloc((size_t)N * 8);
@@ -380,7 +385,7 @@ static void test_backend(const char *mode) {
             double s2 = 0;
             for (int64_t i = 0; i < K; i++) s2 += (double)v[i] * v[i];
             for (int64_t r = 0; r < N; r++)
-                bound[mm * N + r] = (float)(2e-5 * sqrt(s2) * sx * wn[r] + (STEP + 5e-7) * fabs(yc_f[mm * N + r]));
+                bound[mm * N + r] = (float)(0.000244140625 * sqrt(s2) * sx * wn[r] + (STEP + 5e-7) * fabs(yc_f[mm * N + r]));
         }
         char what[128];
         snprintf(what, sizeof what, "matmul %s M=%lld N=%lld K=%lld", mode ? "epilogue" : "auto",
