@@ -11,7 +11,7 @@
  * 3. vox_k_matvec with F8 weights (w_scale set), every configuration (the launcher's pick, then
  *    each variant of the test hook), m = 1..4, with and without the RMSNorm prologue, every
  *    epilogue, awkward shapes (n = 5, 37, 1029; k = 16, 48, 144, 1040, 4112: not multiples of a
- *    register slice) and the decoder's (q|k|v 5120 x 3072 + RoPE + cache, o 3072 x 4096 + add,
+ *    register slice) and the decoder's (q|k|v 6144 x 3072 + RoPE + cache, o 3072 x 4096 + add,
  *    gate|up 16384 x 3072 + SwiGLU, down 3072 x 8192 + add). The input quantization is exact
  *    when the kernel's staged rows are known exactly: without the prologue they are x; with it,
  *    x rows are +-c (c = 1, 2, 0.5, 4 by row), so x * rsqrt(c^2 + eps) rounds to +-1 in bf16
@@ -347,8 +347,8 @@ static void test_backend(const char *mode) {
     CHECK_MSG(vox_backend_create("cuda:0", &gpu, &err) == VOX_OK, "%s", err.msg);
     if (!gpu) return;
     const char *label = mode ? "epilogue kernel" : "cuBLASLt's choice";
-    static const int64_t shapes[][3] = {{1, 5120, 3072}, {3, 48, 32}, {5, 3072, 4096}, {17, 16384, 3072},
-                                        {33, 272, 144}, {64, 3072, 8192}, {388, 5120, 3072}};
+    static const int64_t shapes[][3] = {{1, 6144, 3072}, {3, 48, 32}, {5, 3072, 4096}, {17, 16384, 3072},
+                                        {33, 272, 144}, {64, 3072, 8192}, {388, 6144, 3072}};
     for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
         int64_t M = shapes[si][0], N = shapes[si][1], K = shapes[si][2];
         uint8_t *wq = gtu_malloc((size_t)(N * K));
@@ -427,7 +427,7 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof qs / sizeof *qs; i++) test_quantize(qs[i][0], qs[i][1]);
 
     printf("2. scales after a float32 GEMM\n");
-    test_scale_rows(1, 16), test_scale_rows(3, 37), test_scale_rows(5, 3072), test_scale_rows(388, 5120);
+    test_scale_rows(1, 16), test_scale_rows(3, 37), test_scale_rows(5, 3072), test_scale_rows(388, 6144);
 
     printf("3. FP8 decode projections (vox_k_matvec with w_scale)\n");
     const mv_case cases[] = {
@@ -436,7 +436,7 @@ int main(int argc, char **argv) {
         {"add n1029 k4112", ADD, 1029, 4112, 0, 0, 0, 0, 0},
         {"swiglu n70 k1040", SWIGLU, 70, 1040, 0, 0, 0, 0, 0},
         {"qkv H2 Hkv1 D8 k144", QKV, 32, 144, 2, 1, 8, 31000, 0},
-        {"qkv 5120x3072", QKV, 5120, 3072, 32, 8, 128, 377, 1},
+        {"qkv 6144x3072", QKV, 6144, 3072, 32, 8, 128, 377, 1},
         {"o 3072x4096", ADD, 3072, 4096, 0, 0, 0, 0, 1},
         {"gate_up 16384x3072", SWIGLU, 16384, 3072, 0, 0, 0, 0, 1},
         {"down 3072x8192", ADD, 3072, 8192, 0, 0, 0, 0, 1},
