@@ -5,19 +5,17 @@
 #include <math.h>
 #include <string.h>
 
-float vox_e4m3_to_f32(uint8_t code) {
-    uint32_t e = (code >> 3) & 0xf, m = code & 7;
-    float v;
-    if (e == 15 && m == 7) {
-        v = NAN;
-    } else if (e == 0) {
-        v = (float)m * 0.001953125f; /* m * 2^-9, exact */
-    } else {
-        uint32_t u = ((e + 120) << 23) | (m << 20); /* (1 + m/8) * 2^(e - 7) */
-        memcpy(&v, &u, sizeof v);
-    }
-    return (code & 0x80) ? -v : v; /* 0x80 is -0 */
-}
+/* Every code's value, as a constant table (the CPU reference decodes a weight row per use):
+ * exponent field 0 holds m * 2^-9, the others (8 + m) * 2^(e - 10); 0x7f and 0xff are NaN. */
+#define E4M3_ABS(c) \
+    ((c) >> 3 == 0 ? (float)((c) & 7) / 512.0f : (float)(8 + ((c) & 7)) * (float)(1u << ((c) >> 3)) / 1024.0f)
+#define E4M3(c) (((c) & 0x7f) == 0x7f ? NAN : ((c) & 0x80 ? -1.0f : 1.0f) * E4M3_ABS((c) & 0x7f))
+#define E4M3_4(c) E4M3(c), E4M3((c) + 1), E4M3((c) + 2), E4M3((c) + 3)
+#define E4M3_16(c) E4M3_4(c), E4M3_4((c) + 4), E4M3_4((c) + 8), E4M3_4((c) + 12)
+#define E4M3_64(c) E4M3_16(c), E4M3_16((c) + 16), E4M3_16((c) + 32), E4M3_16((c) + 48)
+static const float e4m3_values[256] = {E4M3_64(0), E4M3_64(64), E4M3_64(128), E4M3_64(192)};
+
+float vox_e4m3_to_f32(uint8_t code) { return e4m3_values[code]; }
 
 uint8_t vox_f32_to_e4m3(float f) {
     uint32_t u;
