@@ -30,6 +30,17 @@ void vox_k_fill_i32(int32_t *dst, int32_t value, int n, cudaStream_t stream);
 void vox_k_add_bias_round(void *y_bf16, const float *acc, const void *bias_bf16, int64_t m,
                           int64_t n, cudaStream_t stream);
 
+/* ---- FP8 scheme around cuBLASLt's FP8 GEMMs (kernels/fp8.cu; common/fp8.h is the scheme) ---- */
+/* For each of `rows` rows of x bf16 [rows, k]: scale[r] = max|x_r| / 448 (1 for a zero row) and
+ * q[r, :] = E4M3 codes of clamp(x_r / scale[r], -448, 448), round to nearest even: the codes and
+ * scales common/fp8.c's vox_fp8_quantize_row gives for the same values. */
+void vox_k_fp8_quantize_rows(uint8_t *q, float *scale, const void *x_bf16, int64_t rows, int64_t k,
+                             cudaStream_t stream);
+/* y bf16 [m, n] = bf16(acc[i, j] * (x_scale[i] * w_scale[j])) for a float32 GEMM result acc
+ * [m, n] of codes: the scheme's scales where cuBLASLt cannot apply them itself. */
+void vox_k_fp8_scale_rows(void *y_bf16, const float *acc, const float *x_scale,
+                          const float *w_scale, int64_t m, int64_t n, cudaStream_t stream);
+
 /* ---- log-mel front end (kernels/mel.cu; the DFT and mel products are GEMMs by the caller) ---- */
 /* frames [nt, 400] f32 for frames t0.. of the padded signal x [n]: periodic-Hann-windowed,
  * centred, reflect-padded at both ends of x. */
@@ -160,8 +171,13 @@ int vox_k_attention_paged_batch(void *out_bf16, const void *q_bf16, const void *
                                 int n_heads, int n_kv_heads, int head_dim, float scale,
                                 cudaStream_t stream);
 
-/* ---- decode-shaped projections (kernels/matvec.cu) [PDL] ---- */
+/* ---- decode-shaped projections (kernels/matvec.cuh; bf16 in matvec.cu, FP8 in
+ *      fp8_matvec.cu) [PDL] ---- */
 /* y = epilogue(prologue(x) @ w^T) for x [m, k] with m <= VOX_K_MATVEC_MAX_M, w [n, k], bf16.
+ * With w_scale set, w is F8_E4M3 codes [n, k] with row scales w_scale [n] (the fp8_dynamic
+ * scheme, common/fp8.h): after the prologue each row of x is quantized to E4M3 with its own
+ * scale s_x (the codes vox_k_fp8_quantize_rows makes), P = (sum of code products) * s_x * s_w,
+ * then the epilogue; k must then be a multiple of 16.
  * prologue: with norm_w, x is replaced by RMSNorm(x) * norm_w (rounded as vox_k_rms_norm).
  * epilogue, on the product P [m, n] (fp32, rounded to bf16 as a GEMM output would be):
  *   STORE            y [m, n] = P
@@ -185,6 +201,7 @@ typedef enum {
 } vox_k_matvec_epilogue;
 typedef struct {
     const void *w, *x, *norm_w;
+    const float *w_scale; /* F8_E4M3 weights' row scales; NULL: w is bf16 */
     int64_t n, k;
     int m;
     float eps;

@@ -21,6 +21,10 @@ a small one. One run builds everything it needs (the GPU machine starts bare):
      -o json --logprobs 1 --force-tokens: its per-token logprobs against transformers float32,
      beside transformers bf16 (mean |dlogprob|, top-1 agreement).
 
+--dtype fp8 (issue 10): the runs use voxtral_export --dtype fp8's model, step 5 compares with
+transformers running the same FP8 scheme (bench_gpu.py --dtype fp8), and the targets are issue
+10's: decode <= 1.2 ms/token, 30 s + 100 tokens <= 150 ms, 64 x 30 s RTFx >= 4000.
+
 Each step after 0 starts only when it fits in --budget-s; skipped steps are listed. Every runner
 is killed by --deadline-s. results.md, results.json (rewritten after every step) and logs.tar.gz
 (every command with its output, the latency JSONs, the export log) go to --out.
@@ -65,6 +69,8 @@ COST = {"single": 25, "plain": 10, "large": 90, "b64": 45, "mixed": 90, "fidelit
 def parse_args():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size", choices=["full", "small"], default="full")
+    ap.add_argument("--dtype", choices=["bf16", "fp8"], default="bf16",
+                    help="the model our runner runs: the bf16 export, or the --dtype fp8 one (issue 10)")
     ap.add_argument("--device", default="cuda", help="torch device of transformers (cuda, cpu)")
     ap.add_argument("--runner-device", default="cuda", help="voxtral_runner -d (cuda, cuda:N, cpu)")
     ap.add_argument("--build", default=str(vr.ROOT / "build"), help="our build dir (voxtral_runner, voxtral_export)")
@@ -100,6 +106,8 @@ def parse_args():
     a.n_hf = a.n_hf or (4 if small else 64)
     a.n_mixed = a.n_mixed or (6 if small else 128)
     a.n_fidelity = a.n_fidelity or (4 if small else 32)
+    if a.dtype == "fp8":
+        TARGETS.update(decode_ms=1.2, e2e_ms=150.0, b64_rtfx=4000.0, fid_ratio=1.5, top1=0.90)
     lo, hi = (float(x) for x in a.mixed_seconds.split(","))
     a.mixed_seconds = (lo, hi)
     if not (0 < lo <= hi) or a.n_fidelity < 2 or a.single_repeats < 2:
@@ -189,8 +197,8 @@ class BatchBench(bg.Bench):
         self.prompt = self.tk.prompt(self.feats30.shape[0], None)
         assert self.prompt == vr.mr.prompt_ids(self.feats30.shape[0], None, self.tk.enc), "prompt differs from make_reference's"
         t0 = time.monotonic()
-        self.r32 = vr.reference_forced(self.m32, self.prompt, self.forced, self.feats30)
-        self.r16 = vr.reference_forced(self.m16, self.prompt, self.forced, self.feats30)
+        self.r32 = vr.reference_forced(self.ref32, self.prompt, self.forced, self.feats30)
+        self.r16 = vr.reference_forced(self.ref16, self.prompt, self.forced, self.feats30)
         log(f"fidelity reference: prompt {len(self.prompt)} ids + {len(self.forced)} forced, fp32 + bf16 in "
             f"{time.monotonic() - t0:.1f} s")
         self.phase("fidelity_reference")
@@ -383,7 +391,7 @@ class BatchBench(bg.Bench):
         self.phase("fidelity_batch")
 
     def free_transformers(self):
-        for name in ("m32", "m16"):
+        for name in ("m32", "m16", "ref32", "ref16"):
             if hasattr(self, name):
                 delattr(self, name)
         bg.empty_cache()
@@ -439,7 +447,9 @@ def summary_rows(res, a, judge):
                      f"{fnum(b.get('queue_wait_ms_mean'), '.0f')} / {g(key, 'failed') if g(key, 'failed') is not None else 'n/a'}",
                      "", ""])
         if key == "large":
-            row(f"3. {a.n_hf} x 30 s: ours RTFx stages", g("b64", "ours", "rtfx"), ".0f")
+            row(f"3. {a.n_hf} x 30 s: ours RTFx stages", g("b64", "ours", "rtfx"), ".0f",
+                f">= {TARGETS['b64_rtfx']:g}" if "b64_rtfx" in TARGETS else None,
+                (lambda v: v >= TARGETS["b64_rtfx"]) if "b64_rtfx" in TARGETS else None)
             row(f"3. {a.n_hf} x 30 s: ours RTFx wall", g("b64", "ours", "rtfx_wall"), ".0f")
             row(f"3. {a.n_hf} x 30 s: transformers batch {a.n_hf} RTFx", g("b64", "transformers", "rtfx"), ".0f")
     f = st.get("fidelity") or {}
@@ -535,9 +545,10 @@ def report(res, a):
         md.append(vr.summary_table({"summary": {"ours": o, "bf16": b}}, ["ours", "bf16"]))
         md.append("")
         md.append(f"mean |dlogprob| ours / bf16 = {f['ratio']:.3g} (criterion <= 1.5); top-1 agreement ours "
-                  f"{o['top1_agreement']:.0%}, bf16 {b['top1_agreement']:.0%} (criterion >= 95%; fp32's smallest top-2 "
-                  f"margin is {f['min_top2_margin']:.3g}: random weights give flat distributions where near-ties flip "
-                  f"legitimately, so where bf16 itself is under 95%, ours >= bf16 is the comparison that tells).")
+                  f"{o['top1_agreement']:.0%}, bf16 {b['top1_agreement']:.0%} (criterion >= {TARGETS['top1']:.0%}; fp32's smallest "
+                  f"top-2 margin is {f['min_top2_margin']:.3g}: random weights give flat distributions where near-ties "
+                  f"flip legitimately, so where bf16 itself is under {TARGETS['top1']:.0%}, ours >= bf16 is the "
+                  f"comparison that tells).")
         md.append("")
         md.append("<details><summary>per step</summary>\n")
         md.append(vr.steps_table({"steps": f["steps"]}, ["ours", "bf16"]))
@@ -567,7 +578,7 @@ def main():
         b.model()
         b.save()
         b.fidelity_reference()
-        del b.m32  # only the fidelity reference needs it
+        del b.m32, b.ref32  # only the fidelity reference needs them
         bg.empty_cache()
         export_ok = b.wait_export()
         b.phase("export_wait")

@@ -566,6 +566,142 @@ def forced(model, ids, feats, forced_ids):
 
 
 # ----------------------------------------------------------------------------------------------
+# FP8 (E4M3) text decoder: the scheme of issue 10, simulated in float32
+# ----------------------------------------------------------------------------------------------
+
+E4M3_MAX = 448.0
+# The decoder's linear layers that the scheme quantizes (lm_head, embeddings, norms, the audio
+# encoder and the projector stay as they are).
+FP8_LINEARS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+def fp8_quantize_rows(x):
+    """The scheme, per row of x (last dim): s = max|x_row| / 448 in float32 (1 for an all-zero
+    row), q = round-to-nearest-even(clamp(x / s, -448, 448)) as float8_e4m3fn. Returns (q, s)
+    with s shaped like x's rows (keepdim)."""
+    x = x.float()
+    amax = x.abs().amax(dim=-1, keepdim=True)
+    s = torch.where(amax == 0, torch.ones_like(amax), amax / E4M3_MAX)
+    return (x / s).clamp(-E4M3_MAX, E4M3_MAX).to(torch.float8_e4m3fn), s
+
+
+def fp8_dequantize_rows(x):
+    """x quantized by the scheme and turned back into float32 (q * s)."""
+    q, s = fp8_quantize_rows(x)
+    return q.float() * s
+
+
+def fp8_linears(model):
+    """(name, module) of the decoder's linear layers the scheme quantizes, in module order."""
+    return [(n, m) for n, m in model.named_modules()
+            if isinstance(m, torch.nn.Linear) and "language_model" in n and n.endswith(FP8_LINEARS)]
+
+
+@torch.no_grad()
+def fp8_simulate_(model):
+    """Makes `model` (float32) run the scheme: each decoder linear's weight becomes its
+    quantize-dequantize (codes and scales returned by module name), and a forward pre-hook
+    quantize-dequantizes every input row of those layers. The products are then the float32
+    sums of dequantized values, which equal (sum of code products) * s_x * s_w up to float32
+    rounding."""
+    codes = {}
+    for name, mod in fp8_linears(model):
+        q, s = fp8_quantize_rows(mod.weight)
+        codes[name] = (q, s[:, 0].contiguous())
+        mod.weight.copy_(q.float() * s)
+        mod.register_forward_pre_hook(lambda m, args: (fp8_dequantize_rows(args[0]).to(args[0].dtype),) + args[1:])
+    return codes
+
+
+def fp8_blob_tensors(codes, n_layers):
+    """Our text_decoder blob's FP8 tensors from the per-module codes: q|k|v and gate|up fused by
+    rows (per-row scales make fusing and quantizing commute), each with its F32 row scales."""
+    out = {}
+    fused = {"attn.qkv": ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"),
+             "attn.o": ("self_attn.o_proj",), "mlp.gate_up": ("mlp.gate_proj", "mlp.up_proj"),
+             "mlp.down": ("mlp.down_proj",)}
+    for layer in range(n_layers):
+        for ours, parts in fused.items():
+            names = [next(n for n in codes if n.endswith(f"layers.{layer}.{p}")) for p in parts]
+            out[f"layers.{layer}.{ours}.weight"] = torch.cat([codes[n][0] for n in names]).contiguous()
+            out[f"layers.{layer}.{ours}.weight_scale"] = torch.cat([codes[n][1] for n in names]).contiguous()
+    return out
+
+
+def e4m3_cases():
+    """Values whose E4M3 encoding the C encoder must reproduce: every finite code's value and
+    the midpoints between neighbouring codes (ties, to even), a little either side of each
+    midpoint, zeros, subnormals and the range up to 464 (past 464 torch gives NaN, which the
+    scheme's clamp never produces)."""
+    vals = torch.arange(256, dtype=torch.uint8).view(torch.float8_e4m3fn).float()
+    finite = torch.sort(torch.unique(vals[torch.isfinite(vals)].abs())).values.double()
+    mids = (finite[1:] + finite[:-1]) / 2
+    both = torch.cat([finite, mids, mids * (1 + 2.0 ** -20), mids * (1 - 2.0 ** -20),
+                      torch.tensor([464.0, 460.0, 449.0, 2.0 ** -10, 3 * 2.0 ** -11, 1e-30])])
+    x = torch.cat([both, -both]).float()
+    return x, x.to(torch.float8_e4m3fn).view(torch.uint8)
+
+
+def fp8_layer_check(model, codes):
+    """Rows x [6, hidden] and what the simulated layer 0 q|k|v projection gives for them: a
+    normal row, a row 100x larger, an all-zero row, a row whose x / s land exactly on E4M3
+    midpoints (s = 1: its largest element is 448), a row of mostly subnormal codes (one large
+    element), and a row with a single non-zero element."""
+    hidden = model.config.text_config.hidden_size
+    gen = torch.Generator().manual_seed(SEED + 10)
+    x = torch.randn(6, hidden, generator=gen)
+    x[1] *= 100.0
+    x[2] = 0.0
+    mids = torch.tensor([1.0625, 1.1875, 3.25, 0.0029296875, 0.0009765625, 13.0, 104.0, 464.0 - 16.0])
+    x[3] = mids.repeat(hidden // len(mids) + 1)[:hidden] * torch.where(torch.arange(hidden) % 3 == 0, -1.0, 1.0)
+    x[3, 5] = 448.0
+    x[4] = torch.randn(hidden, generator=gen) * 1e-3
+    x[4, 7] = 40.0
+    x[5] = 0.0
+    x[5, 11] = -3.0
+    mods = [m for n, m in fp8_linears(model) if ".layers.0.self_attn." in n and n.endswith(("q_proj", "k_proj", "v_proj"))]
+    with torch.no_grad():
+        y = torch.cat([m(x) for m in mods], dim=1)  # the pre-hooks quantize x
+    return x, y
+
+
+def fp8_reference(model, config, ids_of_case, feats, forced_ids, enc, out_dir, notes):
+    """The FP8 fixture: reference/fp8.safetensors (our decoder blob's FP8 tensors as PyTorch
+    quantizes them, the layer check, the E4M3 encoding cases) and reference/generation_fp8.json
+    (generation.json's cases on the simulated model). Also measures how far float32 rounding
+    alone moves the simulated model (the activation quantizer turns rounding-level differences
+    into whole E4M3 steps): the forced cases with one-ulp noise on the features, recorded as
+    config.fp8.order_sensitivity."""
+    import copy
+    m8 = copy.deepcopy(model)
+    codes = fp8_simulate_(m8)
+    tensors = fp8_blob_tensors(codes, config.text_config.num_hidden_layers)
+    cx, cy = fp8_layer_check(m8, codes)
+    ev, ec = e4m3_cases()
+    tensors.update({"check.x": cx, "check.qkv_y": cy.contiguous(), "e4m3.values": ev, "e4m3.codes": ec})
+    save_file(tensors, str(out_dir / "fp8.safetensors"), metadata={"producer": "scripts/make_reference.py"})
+
+    # Sensitivity: the forced cases again with the features moved by about one float32 ulp
+    # (relative noise 1.2e-7, seeded), which reaches every layer as an independent float32
+    # implementation's rounding differences do.
+    cases, diffs = [], []
+    gen = torch.Generator().manual_seed(SEED + 11)
+    for name, lang, ids in ids_of_case:
+        f = feats[name]
+        c = {"audio": name, "language": lang, "prompt_ids": ids, "n_chunks": f.shape[0],
+             "greedy": greedy(m8, ids, f), "forced": forced(m8, ids, f, forced_ids)}
+        noisy = f * (1 + 1.2e-7 * torch.randn(f.shape, generator=gen))
+        alt = forced(m8, ids, noisy, forced_ids)
+        diffs += [abs(a - b) for a, b in zip(c["forced"]["logprobs"], alt["logprobs"])]
+        cases.append(c)
+    d = np.array(diffs)
+    sens = {"perturbation": "features * (1 + 1.2e-7 N(0,1))", "steps": int(d.size),
+            "over_1e-4": int((d > 1e-4).sum()), "mean": r7(d.mean()), "max": r7(d.max())}
+    notes.append(f"fp8: forced log-probs moved by one-ulp noise on the features: {sens}")
+    return cases, sens
+
+
+# ----------------------------------------------------------------------------------------------
 
 def main():
     root = Path(__file__).resolve().parent.parent
@@ -776,6 +912,19 @@ def main():
     }
     with open(ref / "generation.json", "w") as f:
         json.dump(doc, f, indent=None, separators=(",", ":"))
+        f.write("\n")
+
+    # f2) FP8 decoder (issue 10): the same cases on the model running the scheme --------------
+    ids_of_case = [(c["audio"], c["language"], c["prompt_ids"]) for c in cases]
+    fp8_cases, sens = fp8_reference(model, config, ids_of_case, feats, forced_ids, enc, ref, notes)
+    doc_fp8 = dict(doc, cases=fp8_cases)
+    doc_fp8["config"] = dict(doc["config"], fp8={
+        "scheme": "fp8_dynamic", "layers": list(FP8_LINEARS),
+        "weights": "E4M3 codes of w / s_w, s_w = max|w_row| / 448 (float32, 1 for a zero row)",
+        "activations": "each input row of those layers quantize-dequantized the same way (forward pre-hook)",
+        "order_sensitivity": sens})
+    with open(ref / "generation_fp8.json", "w") as f:
+        json.dump(doc_fp8, f, indent=None, separators=(",", ":"))
         f.write("\n")
 
     # g) summary -------------------------------------------------------------------------------

@@ -362,6 +362,16 @@ def build_random_model(size, device, seed=SEED):
     return model, cfg
 
 
+def fp8_reference_models(m32):
+    """The FP8 scheme of issue 10 on a copy of the float32 model (make_reference.py's
+    fp8_simulate_: decoder linear weights quantize-dequantized, their input rows quantized by
+    forward pre-hooks), and its bf16 copy (the hooks come along; they quantize the bf16 inputs
+    in float32 and hand back bf16): transformers float32 and bf16 "running the same scheme"."""
+    m8 = copy.deepcopy(m32)
+    mr.fp8_simulate_(m8)
+    return m8.eval(), bf16_copy(m8)
+
+
 def load_reference(checkpoint, device):
     """float32 (eager attention) and bf16 (sdpa) transformers models from a checkpoint dir."""
     from transformers import VoxtralForConditionalGeneration

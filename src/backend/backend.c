@@ -17,6 +17,7 @@ vox_tensor vox_tensor_rows(const vox_tensor *t, int64_t row0, int64_t n) {
     vox_tensor v = *t;
     size_t row_elems = vox_tensor_numel(t) / (t->shape[0] ? (size_t)t->shape[0] : 1);
     v.data = (char *)t->data + (size_t)row0 * row_elems * vox_dtype_size(t->dtype);
+    if (t->scale) v.scale = t->scale + row0;
     v.shape[0] = n;
     return v;
 }

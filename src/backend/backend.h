@@ -32,11 +32,14 @@ typedef struct {
     vox_dtype dtype;
     int ndim;
     int64_t shape[VOX_TENSOR_MAX_DIMS];
+    /* F8_E4M3 weights only (common/fp8.h): float32 scale of each row, in the same memory as
+     * data; a row's values are its codes' values times its scale. NULL otherwise. */
+    float *scale;
 } vox_tensor;
 
 size_t vox_tensor_numel(const vox_tensor *t);
 size_t vox_tensor_nbytes(const vox_tensor *t);
-/* Rows [row0, row0 + n) of a tensor seen as [shape[0], rest]: a view. */
+/* Rows [row0, row0 + n) of a tensor seen as [shape[0], rest]: a view (with their scales). */
 vox_tensor vox_tensor_rows(const vox_tensor *t, int64_t row0, int64_t n);
 /* The same memory seen with another shape (same element count): a view. */
 vox_tensor vox_tensor_reshape2(const vox_tensor *t, int64_t rows, int64_t cols);
@@ -148,9 +151,12 @@ struct vox_backend {
     void (*free)(vox_backend *be, vox_tensor *t);
     /* Makes a weight from host memory of type src_type (a mapped file): cpu keeps a view of it,
      * cuda uploads it converted to its weight type (BF16), or to F32 when keep_f32 (tables the
-     * reference keeps in float32, such as the encoder positions). */
+     * reference keeps in float32, such as the encoder positions). F8_E4M3 weights (the text
+     * decoder's linear layers) stay F8_E4M3 with `scale`, one float32 per row (shape[0]);
+     * scale is NULL for every other type. A backend that cannot run FP8 refuses them here. */
     vox_status (*weight)(vox_backend *be, vox_tensor *dst, const void *src, vox_dtype src_type,
-                         int ndim, const int64_t *shape, bool keep_f32, vox_error *err);
+                         int ndim, const int64_t *shape, bool keep_f32, const float *scale,
+                         vox_error *err);
     /* Releases what weight() made (nothing for a view). */
     void (*free_weight)(vox_backend *be, vox_tensor *t);
     /* Device memory weight() takes for a tensor of that type and shape: the model checks that
@@ -179,7 +185,10 @@ struct vox_backend {
      * [n_chunks, mel, 3000] of the activation type (cuda: bf16, as the reference casts them). */
     vox_status (*log_mel)(vox_backend *be, vox_tensor *features, const float *samples,
                           size_t n_samples, vox_error *err);
-    /* y[M,N] = x[M,K] @ w[N,K]^T (+ bias[N]). */
+    /* y[M,N] = x[M,K] @ w[N,K]^T (+ bias[N]). With F8_E4M3 weights, the fp8_dynamic scheme
+     * (common/fp8.h): each row of x is quantized to E4M3 with its own scale s_x, the codes'
+     * products are summed in float32 and the sum times s_x * s_w[n] (so a row's result does
+     * not depend on the other rows). */
     void (*matmul)(vox_backend *be, vox_tensor *y, const vox_tensor *x, const vox_tensor *w,
                    const vox_tensor *bias);
     /* y[M,C] = LayerNorm(x[M,C]) * w + b (statistics in fp32). y may alias x. */

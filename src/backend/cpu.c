@@ -1,8 +1,8 @@
 /* The CPU backend: portable C, float32 activations, simple loops (OpenMP over rows).
  *
  * It is the readable reference the CUDA backend is tested against, and the path CI runs; speed
- * is not its goal. Weights stay where the loader mapped them (F32, BF16 or F16) and are
- * converted to float32 a row at a time as they are used. */
+ * is not its goal. Weights stay where the loader mapped them (F32, BF16, F16, or F8_E4M3 with
+ * row scales) and are converted to float32 a row at a time as they are used. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "common/fp8.h"
 #include "mel/mel.h"
 
 #define CPU_MAX_MARKS 4096
@@ -72,16 +73,20 @@ static void cpu_free(vox_backend *be, vox_tensor *t) {
 }
 
 static vox_status cpu_weight(vox_backend *be, vox_tensor *dst, const void *src, vox_dtype type,
-                             int ndim, const int64_t *shape, bool keep_f32, vox_error *err) {
+                             int ndim, const int64_t *shape, bool keep_f32, const float *scale,
+                             vox_error *err) {
     (void)be, (void)keep_f32; /* every type is read as float32 here */
-    if (type != VOX_DTYPE_F32 && type != VOX_DTYPE_BF16 && type != VOX_DTYPE_F16)
+    bool fp8 = type == VOX_DTYPE_F8_E4M3;
+    if (type != VOX_DTYPE_F32 && type != VOX_DTYPE_BF16 && type != VOX_DTYPE_F16 && !fp8)
         return vox_fail(err, VOX_ERR_UNSUPPORTED, "cpu: weights of type %s are not supported",
                         vox_dtype_name(type));
-    if ((uintptr_t)src % vox_dtype_size(type) != 0)
+    VOX_ASSERT(fp8 == (scale != NULL) && (!fp8 || ndim == 2));
+    if ((uintptr_t)src % vox_dtype_size(type) != 0 || (uintptr_t)scale % sizeof(float) != 0)
         return vox_fail(err, VOX_ERR_FORMAT,
                         "data is not aligned to its %zu-byte elements (written by another tool? "
                         "re-export the model with voxtral_export)", vox_dtype_size(type));
     memset(dst, 0, sizeof *dst);
+    dst->scale = (float *)scale; /* a view too */
     dst->data = (void *)src; /* a view of the mapped file: read-only by contract */
     dst->dtype = type;
     dst->ndim = ndim;
@@ -126,6 +131,22 @@ static float dot_f32(const float *a, const float *b, int64_t n) {
     return s;
 }
 
+/* The rows of x quantized by the FP8 scheme: xq [M, K] the codes' values (exact in float32),
+ * sx [M] the rows' scales. Each row alone, so batching cannot change a row's result. */
+static void quantize_rows(const float *x, int64_t M, int64_t K, float *xq, float *sx) {
+#pragma omp parallel
+    {
+        uint8_t *codes = malloc((size_t)K);
+        VOX_ASSERT(codes);
+#pragma omp for
+        for (int64_t m = 0; m < M; m++) {
+            sx[m] = vox_fp8_quantize_row(x + m * K, (size_t)K, codes);
+            vox_to_f32(xq + m * K, codes, VOX_DTYPE_F8_E4M3, (size_t)K);
+        }
+        free(codes);
+    }
+}
+
 static void cpu_matmul(vox_backend *be, vox_tensor *y, const vox_tensor *x, const vox_tensor *w,
                        const vox_tensor *bias) {
     (void)be;
@@ -133,6 +154,16 @@ static void cpu_matmul(vox_backend *be, vox_tensor *y, const vox_tensor *x, cons
     VOX_ASSERT(cols_of(w) == K && rows_of(y) == M && cols_of(y) == N);
     const float *X = act(x);
     float *Y = act(y);
+    /* FP8 weights: products of the E4M3 values of x's and w's rows, then s_x * s_w */
+    const float *sw = w->dtype == VOX_DTYPE_F8_E4M3 ? w->scale : NULL;
+    float *xq = NULL, *sx = NULL;
+    if (sw) {
+        xq = malloc((size_t)(M * K) * sizeof(float));
+        sx = malloc((size_t)M * sizeof(float));
+        VOX_ASSERT(xq && sx);
+        quantize_rows(X, M, K, xq, sx);
+        X = xq;
+    }
     float *bias_f = NULL;
     if (bias) {
         VOX_ASSERT((int64_t)vox_tensor_numel(bias) == N);
@@ -154,13 +185,18 @@ static void cpu_matmul(vox_backend *be, vox_tensor *y, const vox_tensor *x, cons
             for (int64_t m = 0; m < M; m++) {
                 const float *xm = X + m * K;
                 float *ym = Y + m * N + n0;
-                for (int64_t j = 0; j < nb; j++)
-                    ym[j] = dot_f32(xm, wrows[j], K) + (bias_f ? bias_f[n0 + j] : 0.0f);
+                for (int64_t j = 0; j < nb; j++) {
+                    float v = dot_f32(xm, wrows[j], K);
+                    if (sw) v *= sx[m] * sw[n0 + j];
+                    ym[j] = v + (bias_f ? bias_f[n0 + j] : 0.0f);
+                }
             }
         }
         free(wbuf);
     }
     free(bias_f);
+    free(xq);
+    free(sx);
 }
 
 static void cpu_layer_norm(vox_backend *be, vox_tensor *y, const vox_tensor *x,

@@ -7,13 +7,18 @@
  * that would land inside a larger pool block.
  *
  * GEMMs go to cuBLASLt (bias fused in the epilogue, rounded once, as torch's addmm); every other
- * operation is a kernel from kernels/. Compute operations cannot fail synchronously: launch
+ * operation is a kernel from kernels/. F8_E4M3 weights (the text decoder's linear layers under
+ * the fp8_dynamic scheme, common/fp8.h) stay FP8 on the device with their row scales: decode
+ * projections run kernels/fp8_matvec.cu, other GEMMs quantize their input rows
+ * (kernels/fp8.cu) and run cuBLASLt's FP8 GEMM with the scales as outer vectors, or apply the
+ * scales in a kernel after it where this cuBLASLt has no outer-vector scaling (sm_89). Compute operations cannot fail synchronously: launch
  * errors and asynchronous faults surface at the next sync(), with the last stage named. */
 #ifdef VOX_HAVE_CUDA
 
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 #include <pthread.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +29,7 @@
 #include "backend/cublaslt_loader.h"
 #include "backend/cuda_upload.h"
 #include "common/clock.h"
+#include "common/fp8.h"
 #include "kernels.h"
 #include "mel/mel.h"
 
@@ -44,10 +50,16 @@ typedef struct {
     cublasLtMatmulAlgo_t algo;
 } gemm_plan;
 
+/* How FP8 GEMMs apply the row scales on this device (decided once, at the first FP8 weight). */
+typedef enum { FP8_GEMM_UNKNOWN, FP8_GEMM_OUTER_VEC, FP8_GEMM_EPILOGUE } fp8_gemm_mode;
+
 typedef struct {
     int device;
     char name[32];
     char product[256];       /* cudaDeviceProp.name */
+    char gpu[320];          /* the device's name and compute capability, for messages */
+    int cc;                 /* compute capability, major * 10 + minor */
+    fp8_gemm_mode fp8_gemm;
     cudaStream_t stream;
     cudaMemPool_t pool;
     bool plain_malloc;
@@ -222,6 +234,9 @@ static void stage_f16_to_bf16(void *dst, const void *src, size_t first, size_t n
 static void stage_copy_f32(void *dst, const void *src, size_t first, size_t n) {
     memcpy(dst, (const float *)src + first, n * 4);
 }
+static void stage_copy_u8(void *dst, const void *src, size_t first, size_t n) {
+    memcpy(dst, (const uint8_t *)src + first, n);
+}
 
 static vox_status upload_staged(cuda_state *s, void *dst, const void *src, size_t n_elems,
                                 size_t out_elem_size, stage_fn fill, vox_error *err) {
@@ -272,13 +287,17 @@ static bool defer_copy(cuda_state *s, void *dst, const void *src, size_t n) {
     }
     return false;
 }
+static vox_status fp8_weight(cuda_state *s, vox_tensor *dst, const void *src, const float *scale,
+                             vox_error *err);
 
 static vox_status cu_weight(vox_backend *be, vox_tensor *dst, const void *src, vox_dtype type,
-                            int ndim, const int64_t *shape, bool keep_f32, vox_error *err) {
+                            int ndim, const int64_t *shape, bool keep_f32, const float *scale,
+                            vox_error *err) {
     cuda_state *s = S(be);
     memset(dst, 0, sizeof *dst);
     dst->ndim = ndim;
     for (int i = 0; i < ndim; i++) dst->shape[i] = shape[i];
+    if (type == VOX_DTYPE_F8_E4M3) return fp8_weight(s, dst, src, scale, err);
     stage_fn fill;
     if (keep_f32) {
         if (type != VOX_DTYPE_F32)
@@ -331,7 +350,11 @@ static vox_status cu_weights_end(vox_backend *be, bool copy, vox_error *err) {
     return st ? st : blas_ready(s, err);
 }
 
-static void cu_free_weight(vox_backend *be, vox_tensor *t) { cu_free(be, t); }
+static void cu_free_weight(vox_backend *be, vox_tensor *t) {
+    if (t->scale) dev_free(S(be), t->scale, (size_t)t->shape[0] * sizeof(float));
+    t->scale = NULL;
+    cu_free(be, t);
+}
 
 static void cu_upload_f32(vox_backend *be, vox_tensor *t, const float *src, size_t n) {
     cuda_state *s = S(be);
@@ -426,13 +449,17 @@ static gemm_plan *gemm_plan_for(cuda_state *s, int64_t M, int64_t N, int64_t K, 
 /* Y'[N,M] = W'^T X' (+ Y' when accumulate) through cuBLASLt: ab/c are the element types of the
  * inputs and the output, bias (bf16) is fused in the epilogue when given. `tag` keeps plans of
  * different types apart. Accumulating (beta = 1, C = D = y) forms product + bias + y in fp32 and
- * rounds once. */
-static void lt_matmul(cuda_state *s, cudaDataType_t ab, cudaDataType_t c, int64_t M, int64_t N,
-                      int64_t K, const void *w, const void *x, void *y, const void *bias, int tag,
-                      bool accumulate) {
+ * rounds once. With w_scale and x_scale (FP8 inputs), each product element (n, m) is multiplied
+ * by w_scale[n] * x_scale[m] (outer-vector scaling). Returns cuBLASLt's status (also noted as an
+ * error). */
+static cublasStatus_t lt_matmul_scaled(cuda_state *s, cudaDataType_t ab, cudaDataType_t c,
+                                       int64_t M, int64_t N, int64_t K, const void *w,
+                                       const void *x, void *y, const void *bias, int tag,
+                                       bool accumulate, const float *w_scale,
+                                       const float *x_scale) {
     if (blas_ready(s, NULL)) { /* a model load reports why (weights_end) */
         note_error(s, cudaErrorSharedObjectInitFailed, "cuBLASLt");
-        return;
+        return CUBLAS_STATUS_NOT_INITIALIZED;
     }
     cublasLtMatmulDesc_t desc = NULL;
     cublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL;
@@ -440,6 +467,15 @@ static void lt_matmul(cuda_state *s, cudaDataType_t ab, cudaDataType_t c, int64_
     cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F);
     cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
     cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
+    if (w_scale) {
+        int32_t mode = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof mode);
+        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof mode);
+        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &w_scale,
+                                       sizeof w_scale);
+        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &x_scale,
+                                       sizeof x_scale);
+    }
     if (bias) {
         cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
         cudaDataType_t bt = CUDA_R_16BF;
@@ -461,11 +497,25 @@ static void lt_matmul(cuda_state *s, cudaDataType_t ab, cudaDataType_t c, int64_
     cublasLtMatrixLayoutDestroy(lb);
     cublasLtMatrixLayoutDestroy(lc);
     cublasLtMatmulDescDestroy(desc);
+    return st;
 }
+
+static void lt_matmul(cuda_state *s, cudaDataType_t ab, cudaDataType_t c, int64_t M, int64_t N,
+                      int64_t K, const void *w, const void *x, void *y, const void *bias, int tag,
+                      bool accumulate) {
+    lt_matmul_scaled(s, ab, c, M, N, K, w, x, y, bias, tag, accumulate, NULL, NULL);
+}
+
+static void fp8_matmul(cuda_state *s, vox_tensor *y, const vox_tensor *x, const vox_tensor *w);
 
 static void cu_matmul(vox_backend *be, vox_tensor *y, const vox_tensor *x, const vox_tensor *w,
                       const vox_tensor *bias) {
     cuda_state *s = S(be);
+    if (w->dtype == VOX_DTYPE_F8_E4M3) {
+        VOX_ASSERT(!bias); /* the scheme's layers have none */
+        fp8_matmul(s, y, x, w);
+        return;
+    }
     int64_t M = x->shape[0], K = (int64_t)(vox_tensor_numel(x) / (size_t)M), N = w->shape[0];
     VOX_ASSERT(x->dtype == VOX_DTYPE_BF16 && w->dtype == VOX_DTYPE_BF16 && y->dtype == VOX_DTYPE_BF16);
     VOX_ASSERT((int64_t)(vox_tensor_numel(w) / (size_t)N) == K);
@@ -490,6 +540,147 @@ static void cu_matmul(vox_backend *be, vox_tensor *y, const vox_tensor *x, const
     vox_k_add_bias_round(y->data, acc, bias ? bias->data : NULL, M, N, s->stream);
     LAUNCHED(s, "add_bias_round");
     dev_free(s, acc, (size_t)(M * N) * sizeof(float));
+}
+
+/* ---- FP8 GEMM (the fp8_dynamic scheme; decode projections are in cu_projection) ------------- */
+
+/* FP8 GEMMs need compute capability 8.9 (FP8 tensor cores) and cuBLASLt's alignment: every
+ * dimension a multiple of 16 (the model's are). */
+static vox_status fp8_supported(cuda_state *s, const vox_tensor *w, vox_error *err) {
+    if (s->cc < 89)
+        return vox_fail(err, VOX_ERR_UNSUPPORTED,
+                        "%s (%s) has no FP8 tensor cores: FP8 weights need compute capability 8.9 "
+                        "or later; export the model with --dtype bf16 for this GPU", s->name, s->gpu);
+    if (w->ndim != 2 || w->shape[0] % 16 || w->shape[1] % 16)
+        return vox_fail(err, VOX_ERR_UNSUPPORTED,
+                        "FP8 weights of %lld x %lld: the CUDA backend needs both dimensions to be "
+                        "multiples of 16", (long long)w->shape[0], (long long)w->shape[1]);
+    return VOX_OK;
+}
+
+/* y [M, N] bf16 = the scheme's product of x [M, K] bf16 and FP8 w [N, K]: x's rows quantized
+ * (codes q and scales sx), then cuBLASLt's FP8 GEMM with fp32 accumulation, the scales applied
+ * by cuBLASLt (outer vectors) or by a kernel on its float32 result. Returns false when cuBLASLt
+ * refused (nothing then written to y). */
+static bool fp8_gemm(cuda_state *s, fp8_gemm_mode mode, void *y, const void *x, const vox_tensor *w,
+                     int64_t M) {
+    int64_t N = w->shape[0], K = w->shape[1];
+    /* one workspace: sx [M] f32, q [M, K] codes, acc [M, N] f32 (epilogue), each 256-aligned */
+    size_t sx_bytes = ((size_t)M * sizeof(float) + 255) / 256 * 256;
+    size_t q_bytes = ((size_t)(M * K) + 255) / 256 * 256;
+    size_t bytes = sx_bytes + q_bytes + (mode == FP8_GEMM_EPILOGUE ? (size_t)(M * N) * 4 : 0);
+    char *buf = NULL;
+    vox_error err;
+    if (dev_alloc(s, (void **)&buf, bytes, &err)) {
+        note_error(s, cudaErrorMemoryAllocation, "fp8 matmul workspace");
+        return false;
+    }
+    float *sx = (float *)buf, *acc = (float *)(buf + sx_bytes + q_bytes);
+    uint8_t *q = (uint8_t *)(buf + sx_bytes);
+    vox_k_fp8_quantize_rows(q, sx, x, M, K, s->stream);
+    LAUNCHED(s, "fp8_quantize_rows");
+    cublasStatus_t st;
+    if (mode == FP8_GEMM_OUTER_VEC) {
+        st = lt_matmul_scaled(s, CUDA_R_8F_E4M3, CUDA_R_16BF, M, N, K, w->data, q, y, NULL, 4,
+                              false, w->scale, sx);
+    } else {
+        st = lt_matmul_scaled(s, CUDA_R_8F_E4M3, CUDA_R_32F, M, N, K, w->data, q, acc, NULL, 5,
+                              false, NULL, NULL);
+        if (st == CUBLAS_STATUS_SUCCESS) {
+            vox_k_fp8_scale_rows(y, acc, sx, w->scale, M, N, s->stream);
+            LAUNCHED(s, "fp8_scale_rows");
+        }
+    }
+    dev_free(s, buf, bytes);
+    return st == CUBLAS_STATUS_SUCCESS;
+}
+
+static void fp8_matmul(cuda_state *s, vox_tensor *y, const vox_tensor *x, const vox_tensor *w) {
+    int64_t M = x->shape[0], K = (int64_t)(vox_tensor_numel(x) / (size_t)M), N = w->shape[0];
+    VOX_ASSERT(x->dtype == VOX_DTYPE_BF16 && y->dtype == VOX_DTYPE_BF16 && w->scale);
+    VOX_ASSERT(w->shape[1] == K && vox_tensor_numel(y) == (size_t)(M * N));
+    VOX_ASSERT(s->fp8_gemm != FP8_GEMM_UNKNOWN); /* fp8_weight decided it */
+    if (M > 0) fp8_gemm(s, s->fp8_gemm, y->data, x->data, w, M);
+}
+
+/* Which way this device's cuBLASLt applies the row scales: a small FP8 GEMM with outer-vector
+ * scales, checked against the host's arithmetic; the epilogue kernel when it is refused or
+ * wrong (VOX_FP8_GEMM=epilogue forces that path, for comparisons). */
+static vox_status fp8_choose_gemm(cuda_state *s, vox_error *err) {
+    /* positive values only: no cancellation, so the result is within bf16 rounding of the
+     * exact one; x's codes and scales as the host's encoder makes them */
+    enum { PM = 24, PN = 32, PK = 48 };
+    uint8_t hw[PN * PK], hx[PM * PK];
+    float hws[PN], hxs[PM], want[PM * PN], xf[PK];
+    for (int i = 0; i < PN * PK; i++) hw[i] = (uint8_t)((i * 37 + 11) % 0x70);
+    for (int n = 0; n < PN; n++) hws[n] = 0.25f + 0.01f * (float)n;
+    uint16_t xb[PM * PK];
+    for (int m = 0; m < PM; m++) {
+        for (int k = 0; k < PK; k++) {
+            xb[m * PK + k] = vox_f32_to_bf16((float)(1 + (m * 13 + k * 7) % 50) * (0.5f + 0.1f * (float)m));
+            xf[k] = vox_bf16_to_f32(xb[m * PK + k]);
+        }
+        hxs[m] = vox_fp8_quantize_row(xf, PK, hx + m * PK);
+    }
+    for (int m = 0; m < PM; m++)
+        for (int n = 0; n < PN; n++) {
+            double acc = 0;
+            for (int k = 0; k < PK; k++)
+                acc += (double)vox_e4m3_to_f32(hx[m * PK + k]) * vox_e4m3_to_f32(hw[n * PK + k]);
+            want[m * PN + n] = (float)(acc * hxs[m] * hws[n]);
+        }
+    const char *force = getenv("VOX_FP8_GEMM");
+    fp8_gemm_mode order[2] = {FP8_GEMM_OUTER_VEC, FP8_GEMM_EPILOGUE};
+    int first = force && strcmp(force, "epilogue") == 0 ? 1 : 0;
+    vox_tensor w = {.dtype = VOX_DTYPE_F8_E4M3, .ndim = 2, .shape = {PN, PK}};
+    void *dx = NULL, *dy = NULL;
+    vox_status st = VOX_OK;
+    if ((st = dev_alloc(s, &w.data, sizeof hw, err)) ||
+        (st = dev_alloc(s, (void **)&w.scale, sizeof hws, err)) ||
+        (st = dev_alloc(s, &dx, sizeof xb, err)) || (st = dev_alloc(s, &dy, PM * PN * 2, err)))
+        goto done;
+    cudaMemcpyAsync(w.data, hw, sizeof hw, cudaMemcpyHostToDevice, s->stream);
+    cudaMemcpyAsync(w.scale, hws, sizeof hws, cudaMemcpyHostToDevice, s->stream);
+    cudaMemcpyAsync(dx, xb, sizeof xb, cudaMemcpyHostToDevice, s->stream);
+    for (int i = first; i < 2; i++) {
+        uint16_t got[PM * PN];
+        bool ok = fp8_gemm(s, order[i], dy, dx, &w, PM);
+        cudaError_t e = cudaMemcpyAsync(got, dy, sizeof got, cudaMemcpyDeviceToHost, s->stream);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(s->stream);
+        s->first_error = cudaSuccess; /* a refusal here is an answer, not a failure */
+        cudaGetLastError();
+        for (int j = 0; ok && e == cudaSuccess && j < PM * PN; j++) /* within bf16 rounding */
+            ok = fabsf(vox_bf16_to_f32(got[j]) - want[j]) <= fabsf(want[j]) * (1.0f / 128);
+        if (ok && e == cudaSuccess) {
+            s->fp8_gemm = order[i];
+            goto done;
+        }
+    }
+    st = vox_fail(err, VOX_ERR_UNSUPPORTED,
+                  "%s (%s): cuBLASLt ran no correct FP8 GEMM here; export the model with --dtype bf16",
+                  s->name, s->gpu);
+done:
+    dev_free(s, w.data, sizeof hw);
+    dev_free(s, w.scale, sizeof hws);
+    dev_free(s, dx, sizeof xb);
+    dev_free(s, dy, PM * PN * 2);
+    return st;
+}
+
+/* An FP8 weight: the codes and their row scales uploaded as they are. */
+static vox_status fp8_weight(cuda_state *s, vox_tensor *dst, const void *src, const float *scale,
+                             vox_error *err) {
+    VOX_ASSERT(scale);
+    dst->dtype = VOX_DTYPE_F8_E4M3;
+    vox_status st = fp8_supported(s, dst, err);
+    if (st == VOX_OK && s->fp8_gemm == FP8_GEMM_UNKNOWN) st = fp8_choose_gemm(s, err);
+    size_t rows = (size_t)dst->shape[0];
+    if (st == VOX_OK) st = dev_alloc(s, &dst->data, vox_tensor_nbytes(dst), err);
+    if (st == VOX_OK) st = dev_alloc(s, (void **)&dst->scale, rows * sizeof(float), err);
+    if (st == VOX_OK)
+        st = upload_staged(s, dst->data, src, vox_tensor_numel(dst), 1, stage_copy_u8, err);
+    if (st == VOX_OK) st = upload_staged(s, dst->scale, scale, rows, 4, stage_copy_f32, err);
+    return st;
 }
 
 /* ---- log-mel front end ------------------------------------------------------------------------ */
@@ -853,11 +1044,13 @@ static bool cu_projection(vox_backend *be, const vox_projection *p) {
         [VOX_PROJ_SWIGLU] = VOX_K_MATVEC_SWIGLU,
         [VOX_PROJ_ROPE_CACHE] = VOX_K_MATVEC_QKV_ROPE_CACHE,
     };
-    if (p->w->dtype != VOX_DTYPE_BF16) return false;
+    bool fp8 = p->w->dtype == VOX_DTYPE_F8_E4M3;
+    if (p->w->dtype != VOX_DTYPE_BF16 && !fp8) return false;
     VOX_ASSERT((int64_t)(vox_tensor_numel(p->w) / (size_t)N) == K && rows(p->y) == M);
     VOX_ASSERT(!p->norm_w || (int64_t)vox_tensor_numel(p->norm_w) == K);
     vox_k_matvec_args a = {
         .w = p->w->data, .x = p->x->data, .norm_w = p->norm_w ? p->norm_w->data : NULL,
+        .w_scale = fp8 ? p->w->scale : NULL,
         .n = N, .k = K, .m = (int)M, .eps = p->eps, .epilogue = epilogue[p->out], .y = p->y->data,
     };
     switch (p->out) {
@@ -1038,9 +1231,11 @@ static double cu_elapsed_ms(vox_backend *be, int a, int b) {
 /* What cu_weight allocates for such a tensor: BF16, or F32 for the tables kept in float32. */
 static size_t cu_weight_bytes(vox_backend *be, vox_dtype type, int ndim, const int64_t *shape,
                               bool keep_f32) {
-    (void)be, (void)type;
+    (void)be;
     size_t n = 1;
     for (int i = 0; i < ndim; i++) n *= (size_t)shape[i];
+    if (type == VOX_DTYPE_F8_E4M3) /* kept as codes, with a float32 scale per row */
+        return n + (ndim > 0 ? (size_t)shape[0] : 1) * sizeof(float);
     return n * vox_dtype_size(keep_f32 ? VOX_DTYPE_F32 : VOX_DTYPE_BF16);
 }
 
@@ -1157,6 +1352,9 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
     /* setting the device creates its context (CUDA 12 on) */
     TRY(cudaSetDevice(device), s->name);
     struct cudaDeviceProp prop;
+    TRY(cudaGetDeviceProperties(&prop, device), s->name);
+    s->cc = prop.major * 10 + prop.minor;
+    snprintf(s->gpu, sizeof s->gpu, "%s, compute capability %d.%d", prop.name, prop.major, prop.minor);
     if (cudaGetDeviceProperties(&prop, device) == cudaSuccess)
         snprintf(s->product, sizeof s->product, "%s", prop.name);
     TRY(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking), "stream");

@@ -1,4 +1,5 @@
 #include "common/dtype.h"
+#include "common/fp8.h"
 
 #include <math.h>
 
@@ -75,6 +76,11 @@ int vox_to_f32(float *dst, const void *src, vox_dtype t, size_t n) {
     case VOX_DTYPE_F16: {
         const uint16_t *s = src;
         for (size_t i = 0; i < n; i++) dst[i] = vox_f16_to_f32(s[i]);
+        return 1;
+    }
+    case VOX_DTYPE_F8_E4M3: { /* the codes' values; their row scales are applied by the caller */
+        const uint8_t *s = src;
+        for (size_t i = 0; i < n; i++) dst[i] = vox_e4m3_to_f32(s[i]);
         return 1;
     }
     default: return 0;

@@ -10,8 +10,9 @@
 extern "C" {
 #endif
 
-/* The dtypes safetensors knows. The model uses F32, BF16 and F16; the rest are parsed so that a
- * file is validated in full, then rejected by the model loader with a clear message. */
+/* The dtypes safetensors knows. The model uses F32, BF16 and F16, and F8_E4M3 with row scales
+ * for the text decoder's linear layers (common/fp8.h); the rest are parsed so that a file is
+ * validated in full, then rejected by the model loader with a clear message. */
 typedef enum {
     VOX_DTYPE_BOOL,
     VOX_DTYPE_U8,
@@ -55,7 +56,8 @@ static inline uint16_t vox_f32_to_bf16(float f) {
 float vox_f16_to_f32(uint16_t h);
 uint16_t vox_f32_to_f16(float f);
 
-/* Converts n elements of a float type (F32, BF16, F16) to f32. Returns 0 for other types. */
+/* Converts n elements of a float type (F32, BF16, F16, F8_E4M3) to f32. Returns 0 for other
+ * types. */
 int vox_to_f32(float *dst, const void *src, vox_dtype t, size_t n);
 
 #ifdef __cplusplus

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/fp8.h"
 #include "export/checkpoint.h"
 #include "format/safetensors.h"
 
@@ -397,20 +398,20 @@ static int fused_parts(vox_tensor_kind k, const char **name_fmt) {
     return 1;
 }
 
-/* Converts `parts` consecutive plan entries into one buffer, rows concatenated. */
-static vox_status fuse_entries(const plan_entry *e, int parts, void **buf, int64_t shape[2],
-                               const char *path, vox_error *err) {
+/* Converts `parts` consecutive plan entries into one buffer of dtype dt, rows concatenated. */
+static vox_status fuse_entries(const plan_entry *e, int parts, vox_dtype dt, void **buf,
+                               int64_t shape[2], const char *path, vox_error *err) {
     int64_t rows = 0, cols = e[0].shape[1];
     for (int j = 0; j < parts; j++) {
         VOX_ASSERT(e[j].kind == e[0].kind + j && e[j].layer == e[0].layer && e[j].shape[1] == cols);
         rows += e[j].shape[0];
     }
-    size_t esz = vox_dtype_size(e[0].dtype);
+    size_t esz = vox_dtype_size(dt);
     *buf = malloc((size_t)(rows * cols) * esz);
     if (!*buf) return vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory fusing %s", path, e[0].name);
     int64_t at = 0;
     for (int j = 0; j < parts; j++) {
-        vox_status st = convert_matrix((char *)*buf + (size_t)(at * cols) * esz, e[0].dtype,
+        vox_status st = convert_matrix((char *)*buf + (size_t)(at * cols) * esz, dt,
                                        e[j].src->data, e[j].src->dtype, e[j].shape[0], cols,
                                        e[j].permute_heads, err);
         if (st) return st;
@@ -419,6 +420,33 @@ static vox_status fuse_entries(const plan_entry *e, int parts, void **buf, int64
     shape[0] = rows;
     shape[1] = cols;
     return VOX_OK;
+}
+
+/* The decoder's linear layers, which --dtype fp8 quantizes. */
+static int fp8_kind(vox_tensor_kind k) {
+    return k == VOX_T_DEC_Q_W || k == VOX_T_DEC_K_W || k == VOX_T_DEC_V_W || k == VOX_T_DEC_O_W ||
+           k == VOX_T_DEC_GATE_W || k == VOX_T_DEC_UP_W || k == VOX_T_DEC_DOWN_W;
+}
+
+/* One FP8 output (common/fp8.h) of `parts` plan entries: their rows in float32 (fused as
+ * fuse_entries does), quantized row by row into one buffer holding the scales [rows] (F32)
+ * followed by the codes [rows, cols]. */
+static vox_status quantize_entries(const plan_entry *e, int parts, void **buf, int64_t shape[2],
+                                   const char *path, vox_error *err) {
+    void *f = NULL;
+    vox_status st = fuse_entries(e, parts, VOX_DTYPE_F32, &f, shape, path, err);
+    if (st == VOX_OK && !(*buf = malloc((size_t)shape[0] * (4 + (size_t)shape[1]))))
+        st = vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory quantizing %s", path, e[0].name);
+    if (st == VOX_OK) {
+        float *scale = *buf;
+        uint8_t *codes = (uint8_t *)(scale + shape[0]);
+        size_t cols = (size_t)shape[1];
+        for (int64_t r = 0; r < shape[0]; r++)
+            scale[r] = vox_fp8_quantize_row((const float *)f + (size_t)r * cols, cols,
+                                            codes + (size_t)r * cols);
+    }
+    free(f);
+    return st;
 }
 
 /* Writes one blob: tensors that keep their bytes are referenced in the source mapping, the
@@ -437,14 +465,26 @@ static vox_status write_blob(const plan *p, vox_blob blob, const float *position
     for (size_t i = 0; i < p->n && st == VOX_OK; i++) {
         const plan_entry *e = &p->e[i];
         if (ours[e->kind].blob != blob) continue;
-        const char *fused_fmt;
+        const char *fused_fmt = ours[e->kind].name;
         int parts = fused_parts(e->kind, &fused_fmt);
-        if (parts > 1) {
+        if (parts > 1 || e->dtype == VOX_DTYPE_F8_E4M3) {
             int64_t shape[2];
             char name[64];
             snprintf(name, sizeof name, fused_fmt, e->layer);
-            st = fuse_entries(e, parts, &bufs[i], shape, path, err);
-            if (st == VOX_OK) st = vox_st_writer_add(w, name, e->dtype, 2, shape, bufs[i], err);
+            if (e->dtype != VOX_DTYPE_F8_E4M3) {
+                st = fuse_entries(e, parts, e->dtype, &bufs[i], shape, path, err);
+                if (st == VOX_OK) st = vox_st_writer_add(w, name, e->dtype, 2, shape, bufs[i], err);
+            } else {
+                st = quantize_entries(e, parts, &bufs[i], shape, path, err);
+                char scale_name[80];
+                snprintf(scale_name, sizeof scale_name, "%s_scale", name);
+                if (st == VOX_OK)
+                    st = vox_st_writer_add(w, name, e->dtype, 2, shape,
+                                           (float *)bufs[i] + shape[0], err);
+                if (st == VOX_OK)
+                    st = vox_st_writer_add(w, scale_name, VOX_DTYPE_F32, 1, shape, bufs[i], err);
+                count++;
+            }
             count++;
             i += (size_t)parts - 1;
             continue;
@@ -553,6 +593,8 @@ static vox_status finish_plan(const vox_checkpoint *ck, plan *p, vox_dtype reque
     for (size_t i = 0; i < p->n; i++) {
         plan_entry *e = &p->e[i];
         e->dtype = e->kind == VOX_T_POSITIONS ? VOX_DTYPE_F32 : dtype;
+        if (m->decoder.quant == VOX_QUANT_FP8_DYNAMIC && fp8_kind(e->kind))
+            e->dtype = VOX_DTYPE_F8_E4M3;
         if (e->kind != VOX_T_POSITIONS || !e->src) continue;
         double diff;
         size_t at, cols = (size_t)ck->hp.encoder.d_model;
@@ -589,6 +631,7 @@ static vox_status prepare(const char *from, const vox_export_params *params, vox
     vox_dtype requested = params->dtype == VOX_EXPORT_F32    ? VOX_DTYPE_F32
                           : params->dtype == VOX_EXPORT_BF16 ? VOX_DTYPE_BF16
                                                              : VOX_DTYPE_COUNT;
+    m->decoder.quant = params->dtype == VOX_EXPORT_FP8 ? VOX_QUANT_FP8_DYNAMIC : VOX_QUANT_NONE;
     if ((st = finish_plan(ck, p, requested, *positions, m, res, err)) != VOX_OK) return st;
 
     st = vox_manifest_validate(m, 1, err);

@@ -30,7 +30,11 @@ extern "C" {
 typedef enum {
     VOX_EXPORT_KEEP, /* BF16 when every source weight is BF16, else F32 (F16 widens losslessly) */
     VOX_EXPORT_F32,
-    VOX_EXPORT_BF16 /* round to nearest even */
+    VOX_EXPORT_BF16, /* round to nearest even */
+    /* The text decoder's linear layers (q|k|v, o, gate|up, down, as fused) as F8_E4M3 with a F32
+     * scale per output row, quantized from the source values in float32 by the fp8_dynamic
+     * scheme (common/fp8.h, recorded in voxtral.json); every other tensor as with KEEP. */
+    VOX_EXPORT_FP8
 } vox_export_dtype;
 
 typedef enum {

@@ -20,6 +20,19 @@
 #define MANIFEST_FORMAT "voxtral_runner"
 #define MANIFEST_MAX_BYTES (1 << 20) /* a manifest is a few hundred bytes */
 
+/* ---- the quantization record ------------------------------------------------------------------ */
+
+/* text_decoder.quantization of the fp8_dynamic scheme: the fields and their only values. */
+static const struct {
+    const char *key, *value;
+} fp8_record[] = {
+    {"scheme", "fp8_dynamic"},
+    {"layers", "attn.qkv attn.o mlp.gate_up mlp.down"},
+    {"weights", "F8_E4M3, NAME_scale F32 [rows]: s = max|w_row| / 448, q = rne(clamp(w / s))"},
+    {"activations", "each input row: s = max|x_row| / 448, q = rne(clamp(x / s)), E4M3"},
+    {"products", "float32 sum of q_x * q_w, times s_x * s_w"},
+};
+
 /* ---- validation ------------------------------------------------------------------------------ */
 
 static int valid_file_name(const char *s) {
@@ -173,6 +186,27 @@ static void rd_dtype(reader *r, const cJSON *obj, const char *sec, const char *k
         vox_json_fail(r, VOX_ERR_FORMAT, "%s.%s: unknown dtype \"%s\"", sec, key, name);
 }
 
+/* text_decoder.quantization: absent means none; present, it must be a scheme this build runs,
+ * recorded with exactly the fields and values it writes. */
+static void read_quantization(reader *r, const cJSON *dec, vox_decoder_config *d) {
+    d->quant = VOX_QUANT_NONE;
+    const cJSON *q = vox_json_object(r, dec, "text_decoder", "quantization", 0);
+    if (r->st != VOX_OK || !q) return;
+    const char *qs = "text_decoder.quantization";
+    for (size_t i = 0; i < sizeof fp8_record / sizeof *fp8_record && r->st == VOX_OK; i++) {
+        const char *v = vox_json_string(r, q, qs, fp8_record[i].key, NULL);
+        if (r->st != VOX_OK) return;
+        if (!v)
+            vox_json_fail(r, VOX_ERR_FORMAT, "%s.%s: missing", qs, fp8_record[i].key);
+        else if (strcmp(v, fp8_record[i].value) != 0)
+            vox_json_fail(r, VOX_ERR_FORMAT,
+                          "%s.%s is \"%s\"; this build runs only the scheme \"%s\" with %s \"%s\"",
+                          qs, fp8_record[i].key, v, fp8_record[0].value, fp8_record[i].key,
+                          fp8_record[i].value);
+    }
+    if (r->st == VOX_OK) d->quant = VOX_QUANT_FP8_DYNAMIC;
+}
+
 static void parse_manifest(reader *r, const cJSON *root, vox_manifest *m) {
     if (!cJSON_IsObject(root)) {
         vox_json_fail(r, VOX_ERR_FORMAT, "not a JSON object");
@@ -229,6 +263,7 @@ static void parse_manifest(reader *r, const cJSON *root, vox_manifest *m) {
     rd_double(r, dec, ds, "rope_theta", &d->rope_theta);
     rd_double(r, dec, ds, "rms_norm_eps", &d->rms_norm_eps);
     rd_int(r, dec, ds, "max_position_embeddings", &d->max_position_embeddings);
+    read_quantization(r, dec, d);
 
     const cJSON *tok = vox_json_object(r, root, "", "tokenizer", 1);
     const char *ts = "tokenizer";
@@ -320,6 +355,12 @@ static cJSON *manifest_to_json(const vox_manifest *m) {
          cJSON_AddNumberToObject(dec, "rope_theta", d->rope_theta) &&
          cJSON_AddNumberToObject(dec, "rms_norm_eps", d->rms_norm_eps) &&
          cJSON_AddNumberToObject(dec, "max_position_embeddings", d->max_position_embeddings);
+    if (ok && d->quant == VOX_QUANT_FP8_DYNAMIC) {
+        cJSON *q = cJSON_AddObjectToObject(dec, "quantization");
+        ok = q != NULL;
+        for (size_t i = 0; ok && i < sizeof fp8_record / sizeof *fp8_record; i++)
+            ok = cJSON_AddStringToObject(q, fp8_record[i].key, fp8_record[i].value) != NULL;
+    }
 
     cJSON *tok = cJSON_AddObjectToObject(root, "tokenizer");
     ok = ok && tok && cJSON_AddStringToObject(tok, "file", m->tokenizer.file) &&

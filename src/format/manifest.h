@@ -15,7 +15,8 @@
  *   "text_decoder": {"file": "text_decoder.safetensors", "dtype": "BF16",
  *       "vocab_size": 131072, "hidden": 3072, "layers": 30, "heads": 32, "kv_heads": 8,
  *       "head_dim": 128, "ffn_dim": 8192, "rope_theta": 1e8, "rms_norm_eps": 1e-5,
- *       "max_position_embeddings": 32768},
+ *       "max_position_embeddings": 32768,
+ *       "quantization": {...}},   (optional: absent means none; see below)
  *   "tokenizer": {"file": "tekken.json", "bos": 1, "eos": 2, "inst": 3, "inst_end": 4,
  *       "audio": 24, "begin_audio": 25, "transcribe": 34},
  *   "audio": {"sample_rate": 16000, "chunk_seconds": 30, "frame_rate": 12.5}
@@ -40,6 +41,15 @@
  *                   layers.L.mlp.down.weight [hidden, ffn], norm.weight [hidden],
  *                   lm_head.weight [vocab_size, hidden]
  * q/k rows use the rotate-half RoPE pairing (dim i with i + head_dim/2), as transformers does.
+ *
+ * text_decoder.quantization, written by voxtral_export --dtype fp8 (every field required, with
+ * exactly these values: a reader that does not know a scheme refuses the model):
+ *   {"scheme": "fp8_dynamic", "layers": "attn.qkv attn.o mlp.gate_up mlp.down",
+ *    "weights": "F8_E4M3, NAME_scale F32 [rows]: s = max|w_row| / 448, q = rne(clamp(w / s))",
+ *    "activations": "each input row: s = max|x_row| / 448, q = rne(clamp(x / s)), E4M3",
+ *    "products": "float32 sum of q_x * q_w, times s_x * s_w"}
+ * The four weights are then layers.L.attn.qkv.weight F8_E4M3 [rows, cols] with
+ * layers.L.attn.qkv.weight_scale F32 [rows], and so on.
  */
 #ifndef VOX_FORMAT_MANIFEST_H
 #define VOX_FORMAT_MANIFEST_H
@@ -63,9 +73,19 @@ typedef struct {
     int downsample_factor, projector_dim;
 } vox_encoder_config;
 
+/* Quantization of the text decoder's linear layers (attn.qkv, attn.o, mlp.gate_up, mlp.down). */
+typedef enum {
+    VOX_QUANT_NONE, /* every tensor in the blob's dtype */
+    /* "fp8_dynamic" (common/fp8.h): those four weights F8_E4M3 with per-row F32 scales in
+     * NAME_scale [rows] beside each NAME, their input rows quantized the same way at run time;
+     * every other tensor in the blob's dtype */
+    VOX_QUANT_FP8_DYNAMIC
+} vox_quantization;
+
 typedef struct {
     char file[256];
     vox_dtype dtype;
+    vox_quantization quant;
     int vocab_size, hidden, layers, heads, kv_heads, head_dim, ffn_dim, max_position_embeddings;
     double rope_theta, rms_norm_eps;
 } vox_decoder_config;

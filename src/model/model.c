@@ -46,6 +46,13 @@ static vox_status want(weight_list *l, vox_safetensors *blob, vox_tensor *dst, b
         if (st_) goto fail;                                                                     \
     } while (0)
 
+/* A decoder linear layer: may be FP8 (checked against the manifest by check_weights). */
+#define WANT_LINEAR(dst, d0, d1, ...)                                                            \
+    do {                                                                                        \
+        WANT(dec, dst, 2, d0, d1, 0, __VA_ARGS__);                                              \
+        list.items[list.n - 1].fp8_ok = true;                                                   \
+    } while (0)
+
 static vox_status list_weights(vox_model *m, weight_list *l_out, vox_error *err) {
     weight_list list = {0};
     const vox_encoder_config *e = &m->cfg.encoder;
@@ -88,11 +95,11 @@ static vox_status list_weights(vox_model *m, weight_list *l_out, vox_error *err)
     for (int i = 0; i < d->layers; i++) {
         vox_decoder_layer *L = &m->dec_layers[i];
         WANT(dec, &L->attn_norm, 1, H, 0, 0, "layers.%d.attn_norm.weight", i);
-        WANT(dec, &L->qkv, 2, QD + 2 * KD, H, 0, "layers.%d.attn.qkv.weight", i);
-        WANT(dec, &L->o, 2, H, QD, 0, "layers.%d.attn.o.weight", i);
+        WANT_LINEAR(&L->qkv, QD + 2 * KD, H, "layers.%d.attn.qkv.weight", i);
+        WANT_LINEAR(&L->o, H, QD, "layers.%d.attn.o.weight", i);
         WANT(dec, &L->ffn_norm, 1, H, 0, 0, "layers.%d.ffn_norm.weight", i);
-        WANT(dec, &L->gate_up, 2, 2 * (int64_t)d->ffn_dim, H, 0, "layers.%d.mlp.gate_up.weight", i);
-        WANT(dec, &L->down, 2, H, d->ffn_dim, 0, "layers.%d.mlp.down.weight", i);
+        WANT_LINEAR(&L->gate_up, 2 * (int64_t)d->ffn_dim, H, "layers.%d.mlp.gate_up.weight", i);
+        WANT_LINEAR(&L->down, H, d->ffn_dim, "layers.%d.mlp.down.weight", i);
     }
     WANT(dec, &m->dec_norm, 1, H, 0, 0, "norm.weight");
     WANT(dec, &m->lm_head, 2, d->vocab_size, H, 0, "lm_head.weight");
@@ -110,8 +117,43 @@ static void shape_str(char *buf, size_t n, int ndim, const int64_t *shape) {
     if (o < n) snprintf(buf + o, n - o, "]");
 }
 
-/* Every tensor present, float, of the expected shape; checked before anything is allocated. */
-static vox_status check_weights(const weight_list *l, vox_error *err) {
+/* The row scales of an FP8 weight: NAME_scale, F32 [rows], every value positive and finite.
+ * Returns the tensor (NULL with err set when it is missing or malformed). */
+static const vox_st_tensor *find_scale(const vox_weight_spec *w, const vox_st_tensor *t,
+                                       vox_error *err) {
+    char name[128];
+    snprintf(name, sizeof name, "%s_scale", w->name);
+    const vox_st_tensor *s = vox_st_find(w->blob, name);
+    const char *path = vox_st_path(w->blob);
+    if (!s) {
+        vox_fail(err, VOX_ERR_FORMAT, "%s: FP8 tensor '%s' has no row scales '%s' (re-export the model)",
+                 path, w->name, name);
+        return NULL;
+    }
+    if (s->dtype != VOX_DTYPE_F32 || s->ndim != 1 || s->shape[0] != t->shape[0]) {
+        char got[128];
+        shape_str(got, sizeof got, s->ndim, s->shape);
+        vox_fail(err, VOX_ERR_FORMAT,
+                 "%s: tensor '%s' is %s %s; the row scales of '%s' must be F32 [%lld]", path, name,
+                 vox_dtype_name(s->dtype), got, w->name, (long long)t->shape[0]);
+        return NULL;
+    }
+    for (int64_t r = 0; r < s->shape[0]; r++) {
+        float v;
+        memcpy(&v, (const char *)s->data + r * 4, 4); /* the mapping gives no alignment */
+        if (!(v > 0.0f && v <= 3.4e38f)) {
+            vox_fail(err, VOX_ERR_FORMAT, "%s: tensor '%s': row %lld's scale is %g; scales must be "
+                     "positive and finite", path, name, (long long)r, v);
+            return NULL;
+        }
+    }
+    return s;
+}
+
+/* Every tensor present, float, of the expected shape; the decoder's linear layers FP8 with
+ * valid row scales exactly when the manifest records the fp8_dynamic scheme. Checked before
+ * anything is allocated. */
+static vox_status check_weights(const weight_list *l, vox_quantization quant, vox_error *err) {
     for (size_t i = 0; i < l->n; i++) {
         const vox_weight_spec *w = &l->items[i];
         const vox_st_tensor *t = vox_st_find(w->blob, w->name);
@@ -119,7 +161,20 @@ static vox_status check_weights(const weight_list *l, vox_error *err) {
         if (!t)
             return vox_fail(err, VOX_ERR_FORMAT, "%s: tensor '%s' is missing (re-export the model)",
                             path, w->name);
-        if (t->dtype != VOX_DTYPE_F32 && t->dtype != VOX_DTYPE_BF16 && t->dtype != VOX_DTYPE_F16)
+        bool fp8 = t->dtype == VOX_DTYPE_F8_E4M3, want_fp8 = w->fp8_ok && quant == VOX_QUANT_FP8_DYNAMIC;
+        if (fp8 && !w->fp8_ok)
+            return vox_fail(err, VOX_ERR_FORMAT,
+                            "%s: tensor '%s' is F8_E4M3; only the text decoder's linear layers "
+                            "(attn.qkv, attn.o, mlp.gate_up, mlp.down) may be FP8", path, w->name);
+        if (fp8 != want_fp8)
+            return vox_fail(err, VOX_ERR_FORMAT,
+                            want_fp8 ? "%s: tensor '%s' is %s, but voxtral.json records the fp8_dynamic "
+                                       "scheme for it (re-export the model)"
+                                     : "%s: tensor '%s' is %s, but voxtral.json records no "
+                                       "quantization (re-export the model)",
+                            path, w->name, vox_dtype_name(t->dtype));
+        if (fp8 && t->ndim == 2 && !find_scale(w, t, err)) return err->code;
+        if (t->dtype != VOX_DTYPE_F32 && t->dtype != VOX_DTYPE_BF16 && t->dtype != VOX_DTYPE_F16 && !fp8)
             return vox_fail(err, VOX_ERR_FORMAT, "%s: tensor '%s' has dtype %s; expected F32, BF16 or F16",
                             path, w->name, vox_dtype_name(t->dtype));
         if (w->keep_f32 && t->dtype != VOX_DTYPE_F32)
@@ -173,7 +228,7 @@ vox_status vox_model_open(const char *dir, vox_model **out, vox_error *err) {
         goto fail;
     }
     if ((st = list_weights(m, &list, err))) goto fail;
-    if ((st = check_weights(&list, err))) goto fail;
+    if ((st = check_weights(&list, m->cfg.decoder.quant, err))) goto fail;
     m->weights = list.items;
     m->n_weights = list.n;
     *out = m;
@@ -201,7 +256,13 @@ vox_status vox_model_upload(vox_model *m, vox_backend *be, vox_error *err) {
     for (size_t i = 0; i < m->n_weights && !st; i++) {
         const vox_weight_spec *w = &m->weights[i];
         const vox_st_tensor *t = vox_st_find(w->blob, w->name);
-        st = be->weight(be, w->dst, t->data, t->dtype, t->ndim, t->shape, w->keep_f32, err);
+        const float *scale = NULL;
+        if (t->dtype == VOX_DTYPE_F8_E4M3) { /* its row scales (checked by open) */
+            char name[128];
+            snprintf(name, sizeof name, "%s_scale", w->name);
+            scale = vox_st_find(w->blob, name)->data;
+        }
+        st = be->weight(be, w->dst, t->data, t->dtype, t->ndim, t->shape, w->keep_f32, scale, err);
         if (st) {
             vox_error_prefix(err, "%s: tensor '%s'", vox_st_path(w->blob), w->name);
             if (st == VOX_ERR_DEVICE) vox_model_explain_fit(be, need, done, err);

@@ -2,7 +2,8 @@
  *
  * Loading comes in two steps, so that the first can run while a device starts:
  *   open:   reads DIR/voxtral.json, maps the three blobs and checks that every tensor the
- *           forward pass needs is present with the manifest's shape and a float dtype;
+ *           forward pass needs is present with the manifest's shape and a float dtype (the
+ *           decoder's linear layers F8_E4M3 with row scales under the fp8_dynamic scheme);
  *   upload: checks that the weights fit in the device's free memory (fit.h), and only then
  *           makes the backend weights (cpu: views of the mapping; cuda: the blobs
  *           read on several threads and uploaded as they are read, see backend.h's
@@ -43,6 +44,7 @@ typedef struct {
     int ndim;
     int64_t shape[3];
     bool keep_f32; /* float32 on every backend (the encoder positions) */
+    bool fp8_ok;   /* a decoder linear layer: F8_E4M3 with NAME_scale under the fp8_dynamic scheme */
     vox_tensor *dst;
 } vox_weight_spec;
 

@@ -17,8 +17,12 @@ static void usage(FILE *f) {
             "(params.json, consolidated.safetensors), and tekken.json.\n"
             "\n"
             "options:\n"
-            "  --dtype keep|f32|bf16   dtype of the weights (default keep: BF16 when the\n"
-            "                          checkpoint is all BF16, else F32); positions stay F32\n"
+            "  --dtype keep|f32|bf16|fp8\n"
+            "                          dtype of the weights (default keep: BF16 when the\n"
+            "                          checkpoint is all BF16, else F32); positions stay F32.\n"
+            "                          fp8: the text decoder's linear layers as FP8 (E4M3)\n"
+            "                          with a scale per output row (the rest as keep); runs\n"
+            "                          on the CPU and on GPUs of compute capability 8.9+\n"
             "  --layout auto|transformers|mistral\n"
             "                          which layout to read when the directory holds both\n"
             "                          (default auto: transformers if its weights are there)\n"
@@ -74,8 +78,9 @@ int main(int argc, char **argv) {
             if (strcmp(v, "keep") == 0) params.dtype = VOX_EXPORT_KEEP;
             else if (strcmp(v, "f32") == 0) params.dtype = VOX_EXPORT_F32;
             else if (strcmp(v, "bf16") == 0) params.dtype = VOX_EXPORT_BF16;
+            else if (strcmp(v, "fp8") == 0) params.dtype = VOX_EXPORT_FP8;
             else {
-                fprintf(stderr, "voxtral_export: --dtype must be keep, f32 or bf16, not '%s'\n",
+                fprintf(stderr, "voxtral_export: --dtype must be keep, f32, bf16 or fp8, not '%s'\n",
                         v);
                 return 2;
             }
@@ -109,10 +114,12 @@ int main(int argc, char **argv) {
     }
     if (!quiet) {
         const vox_manifest *m = &res.manifest;
-        printf("exported %s checkpoint %s (%s) to %s: %zu tensors, weights %s; encoder %d "
+        printf("exported %s checkpoint %s (%s) to %s: %zu tensors, weights %s%s; encoder %d "
                "layers, decoder %d layers, vocabulary %d\n",
                m->source_layout, m->source_path, vox_dtype_name(m->source_dtype), out,
-               res.n_tensors, vox_dtype_name(m->decoder.dtype), m->encoder.layers,
+               res.n_tensors, vox_dtype_name(m->decoder.dtype),
+               m->decoder.quant == VOX_QUANT_FP8_DYNAMIC ? " (decoder linear layers FP8 E4M3)" : "",
+               m->encoder.layers,
                m->decoder.layers, m->decoder.vocab_size);
     }
     return 0;

@@ -60,6 +60,19 @@ b16=$(stat -c %s "$TMP/bf16/text_decoder.safetensors")
 [ $((b16 * 2)) -lt $((f32 + 4096)) ] && [ $((b16 * 2)) -gt $((f32 - 8192)) ] ||
     fail "bf16 text_decoder is $b16 bytes, f32 $f32"
 
+# -- --dtype fp8: the decoder's linear layers F8_E4M3 + row scales, the scheme in the manifest ---
+run 0 fp8 --from "$HF" --out "$TMP/fp8" --dtype fp8
+expect_log fp8 "decoder linear layers FP8 E4M3"
+grep -q '"scheme":[[:space:]]*"fp8_dynamic"' "$TMP/fp8/voxtral.json" || fail "fp8: no scheme in the manifest"
+cmp -s "$TMP/hf/audio_encoder.safetensors" "$TMP/fp8/audio_encoder.safetensors" ||
+    fail "fp8: the audio encoder changed"
+# tiny decoder: 2 layers of 147456 linear weights (4 bytes -> 1, plus 4 bytes a row of scales)
+# beside 1400 x 128 of lm_head and a few norms, all F32
+f8=$(stat -c %s "$TMP/fp8/text_decoder.safetensors")
+want=$((f32 - 2 * 147456 * 3 + 2 * (256 + 128 + 512 + 128) * 4))
+[ "$f8" -gt $((want - 8192)) ] && [ "$f8" -lt $((want + 8192)) ] ||
+    fail "fp8 text_decoder is $f8 bytes, expected about $want (f32 $f32)"
+
 # -- broken checkpoints: exit 1, message naming the file, no voxtral.json ------------------------
 mkdir "$TMP/no_tekken"
 cp "$HF/config.json" "$HF/model.safetensors" "$TMP/no_tekken/"
@@ -93,7 +106,7 @@ run 1 over_existing --from "$TMP/no_tekken" --out "$TMP/hf"
 run 2 no_out --from "$HF"
 expect_log no_out "--from and --out are required"
 run 2 bad_dtype --from "$HF" --out "$TMP/x" --dtype f16
-expect_log bad_dtype "--dtype must be keep, f32 or bf16"
+expect_log bad_dtype "--dtype must be keep, f32, bf16 or fp8"
 run 2 bad_layout --from "$HF" --out "$TMP/x" --layout gguf
 run 2 unknown --from "$HF" --out "$TMP/x" --frobnicate
 run 0 help --help

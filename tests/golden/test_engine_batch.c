@@ -182,9 +182,11 @@ static void run_batched(voxtral_context *ctx, int max_batch, const char *step_ro
     }
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    /* the model: the tiny fixture model, or the directory given (ctest's NAME_fp8: its FP8 export) */
+    const char *model = argc > 1 ? argv[1] : VOX_TINY_MODEL;
     voxtral_context_params cp = voxtral_context_default_params();
-    cp.model_dir = VOX_TINY_MODEL;
+    cp.model_dir = model;
     cp.device = "cpu";
     voxtral_context *ctx = NULL;
     vox_error err = {0};

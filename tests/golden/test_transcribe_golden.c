@@ -7,18 +7,57 @@
  *  - log-probabilities of those steps and their top-20 alternatives: within 1e-4 absolute
  *    (both sides compute in float32; the logits differ by summation order, ~1e-6 relative);
  *  - teacher forcing of the reference's forced ids: every step's log-probability and top-20
- *    within 1e-4. */
+ *    within 1e-4.
+ *
+ * With a model directory as its argument (ctest's test_transcribe_golden_fp8: the tiny model
+ * exported with --dtype fp8), the same against generation_fp8.json, transformers float32 on the
+ * same model running the FP8 scheme (make_reference.py's fp8_simulate_). There both sides
+ * quantize every input row of the decoder's linear layers to E4M3, a rounding to 3 mantissa
+ * bits: where an element of x / s_x lies within float32 rounding of a rounding boundary, a
+ * different summation order anywhere upstream sends it to the neighbouring code (1/16 of that
+ * element), and later log-probabilities move by up to a few hundredths. The reference shows
+ * it on itself: make_reference.py reruns the forced cases with one-ulp noise on the features
+ * (config.fp8.order_sensitivity: 53 of 128 steps over 1e-4, mean 5.5e-3, max 0.053; greedy
+ * steps in a trial run: 29% over 1e-4, mean 4.5e-3, max 0.074), and this CPU backend lands in
+ * the same place (measured: 60 of 141 steps over 1e-4, mean 4.6e-3, max 0.099). So for FP8 the
+ * bounds are those of such flips, not of rounding: every step within 0.2, near-ties below a
+ * top-2 margin of 0.2, at least 40% of the compared steps within 1e-4 and a mean |delta| of
+ * at most 1e-2 over them. What this cannot see (a slightly wrong rounding or scale), the
+ * scheme's own test sees bit for bit: tests/golden/test_fp8_golden.c (encoder codes against
+ * torch's, exported weights against PyTorch's quantization, one layer on rows built to hit
+ * ties, zeros and subnormals, within 1e-5). */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "format/manifest.h"
 #include "harness.h"
 #include "voxtral/voxtral.h"
 
-#define NEAR_TIE 1e-3
-#define LOGPROB_ATOL 1e-4
+/* The comparison's bounds (see above): float32 reference, or FP8 scheme. */
+typedef struct {
+    double near_tie;    /* reference top-2 margins at or under this are near-ties */
+    double atol;        /* every log-probability within this */
+    double exact_share; /* share of steps within EXACT_ATOL, at least */
+    double max_mean;    /* mean |delta| over all compared steps, at most */
+} tolerance;
+#define EXACT_ATOL 1e-4
+static const tolerance tol_f32 = {1e-3, EXACT_ATOL, 1.0, EXACT_ATOL};
+static const tolerance tol_fp8 = {0.2, 0.2, 0.4, 1e-2};
+static tolerance tol;
+static int n_steps, n_exact;
+static double sum_delta;
+
+/* One log-probability against the reference: within tol.atol, and counted. */
+static void check_logprob(double got, double ref) {
+    double d = fabs(got - ref);
+    CHECK_CLOSE(got, ref, tol.atol, 0);
+    n_steps++;
+    n_exact += d <= EXACT_ATOL;
+    sum_delta += d;
+}
 
 /* Compares the top-k list of one step: ids must agree except where neighbouring reference
  * log-probabilities are within the tolerance (their order is then not meaningful). */
@@ -29,10 +68,10 @@ static void compare_top(const char *what, int step, const voxtral_token *t, cons
         const cJSON *pair = cJSON_GetArrayItem(ref_top, i);
         int ref_id = cJSON_GetArrayItem(pair, 0)->valueint;
         double ref_lp = cJSON_GetArrayItem(pair, 1)->valuedouble;
-        CHECK_CLOSE(t->top_logprobs[i], ref_lp, LOGPROB_ATOL, 0);
+        CHECK_CLOSE(t->top_logprobs[i], ref_lp, tol.atol, 0);
         double gap_prev = i > 0 ? fabs(ref_lp - cJSON_GetArrayItem(cJSON_GetArrayItem(ref_top, i - 1), 1)->valuedouble) : 1.0;
         double gap_next = i + 1 < n ? fabs(ref_lp - cJSON_GetArrayItem(cJSON_GetArrayItem(ref_top, i + 1), 1)->valuedouble) : 1.0;
-        if (gap_prev > 2 * LOGPROB_ATOL && gap_next > 2 * LOGPROB_ATOL)
+        if (gap_prev > 2 * tol.atol && gap_next > 2 * tol.atol)
             CHECK_MSG(t->top_ids[i] == ref_id, "%s step %d: top[%d] id %d, reference %d", what, step,
                       i, t->top_ids[i], ref_id);
     }
@@ -65,7 +104,7 @@ static void run_case(voxtral_context *ctx, const cJSON *c) {
     /* Greedy ids up to the first near-tie of the reference. */
     int compared = 0, stop_at = n_ref;
     for (int i = 0; i < n_ref; i++) {
-        if (cJSON_GetArrayItem(margins, i)->valuedouble <= NEAR_TIE) {
+        if (cJSON_GetArrayItem(margins, i)->valuedouble <= tol.near_tie) {
             stop_at = i;
             break;
         }
@@ -75,7 +114,7 @@ static void run_case(voxtral_context *ctx, const cJSON *c) {
         CHECK_MSG(r->ids[i] == ref, "%s: step %d: id %d, transformers %d (margin %.4g)", what, i,
                   r->ids[i], ref, cJSON_GetArrayItem(margins, i)->valuedouble);
         if (r->ids[i] != ref) break;
-        CHECK_CLOSE(r->tokens[i].logprob, cJSON_GetArrayItem(ref_lps, i)->valuedouble, LOGPROB_ATOL, 0);
+        check_logprob(r->tokens[i].logprob, cJSON_GetArrayItem(ref_lps, i)->valuedouble);
         compare_top(what, i, &r->tokens[i], cJSON_GetArrayItem(ref_top, i));
         compared++;
     }
@@ -104,7 +143,7 @@ static void run_case(voxtral_context *ctx, const cJSON *c) {
         for (int i = 0; i < n_f && i < (int)r->n_ids; i++) {
             CHECK(r->ids[i] == ids[i]);
             double ref = cJSON_GetArrayItem(f_lps, i)->valuedouble;
-            CHECK_CLOSE(r->tokens[i].logprob, ref, LOGPROB_ATOL, 0);
+            check_logprob(r->tokens[i].logprob, ref);
             if (fabs(r->tokens[i].logprob - ref) > max_delta) max_delta = fabs(r->tokens[i].logprob - ref);
             compare_top(what, i, &r->tokens[i], cJSON_GetArrayItem(f_top, i));
         }
@@ -114,9 +153,18 @@ static void run_case(voxtral_context *ctx, const cJSON *c) {
     free(ids);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    const char *model = argc > 1 ? argv[1] : VOX_TINY_MODEL;
+    vox_manifest m;
+    vox_error err = {0};
+    if (vox_manifest_read(model, &m, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    bool fp8 = m.decoder.quant == VOX_QUANT_FP8_DYNAMIC;
+    tol = fp8 ? tol_fp8 : tol_f32;
     char path[1024];
-    snprintf(path, sizeof path, "%s/tiny/reference/generation.json", VOX_FIXTURES);
+    snprintf(path, sizeof path, "%s/tiny/reference/generation%s.json", VOX_FIXTURES, fp8 ? "_fp8" : "");
     char *text = test_read_file(path, NULL);
     if (!text) TEST_SKIP("%s not found: run scripts/make_reference.py", path);
     cJSON *ref = cJSON_Parse(text);
@@ -125,17 +173,22 @@ int main(void) {
     if (!ref) return test_finish("transcribe_golden");
 
     voxtral_context_params cp = voxtral_context_default_params();
-    cp.model_dir = VOX_TINY_MODEL;
+    cp.model_dir = model;
     cp.device = "cpu";
     voxtral_context *ctx = NULL;
-    vox_error err = {0};
     vox_status st = voxtral_init(&cp, &ctx, &err);
-    CHECK_MSG(st == VOX_OK, "loading %s: %s", VOX_TINY_MODEL, err.msg);
+    CHECK_MSG(st == VOX_OK, "loading %s: %s", model, err.msg);
     if (!st) {
         const cJSON *c;
         cJSON_ArrayForEach(c, cJSON_GetObjectItem(ref, "cases")) run_case(ctx, c);
         voxtral_free(ctx);
     }
+    double mean = n_steps ? sum_delta / n_steps : 0.0;
+    printf("%s: %d steps compared, %d within %.0e, mean |delta logprob| %.2e\n", path, n_steps,
+           n_exact, EXACT_ATOL, mean);
+    CHECK_MSG(n_exact >= tol.exact_share * n_steps, "%d of %d steps within %g", n_exact, n_steps,
+              EXACT_ATOL);
+    CHECK_MSG(mean <= tol.max_mean, "mean |delta logprob| %.3g over %d steps", mean, n_steps);
     cJSON_Delete(ref);
     return test_finish("transcribe_golden");
 }

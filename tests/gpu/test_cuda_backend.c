@@ -53,8 +53,8 @@ static pair weight_new(int ndim, const int64_t *shape, float scale) {
     for (size_t i = 0; i < p.n; i++) p.host[i] = gtu_normal(&rng) * scale;
     gtu_round_bf16_inplace(p.host, p.n);
     vox_error err;
-    if (cpu->weight(cpu, &p.c, p.host, VOX_DTYPE_F32, ndim, shape, false, &err) ||
-        gpu->weight(gpu, &p.g, p.host, VOX_DTYPE_F32, ndim, shape, false, &err)) {
+    if (cpu->weight(cpu, &p.c, p.host, VOX_DTYPE_F32, ndim, shape, false, NULL, &err) ||
+        gpu->weight(gpu, &p.g, p.host, VOX_DTYPE_F32, ndim, shape, false, NULL, &err)) {
         fprintf(stderr, "weight failed: %s\n", err.msg);
         exit(1);
     }
@@ -359,8 +359,8 @@ static void test_add_rows(int B, int64_t T, int64_t C) {
     int64_t s[2] = {T, C};
     vox_tensor pc, pg;
     vox_error err;
-    cpu->weight(cpu, &pc, pos, VOX_DTYPE_F32, 2, s, true, &err);
-    gpu->weight(gpu, &pg, pos, VOX_DTYPE_F32, 2, s, true, &err);
+    cpu->weight(cpu, &pc, pos, VOX_DTYPE_F32, 2, s, true, NULL, &err);
+    gpu->weight(gpu, &pg, pos, VOX_DTYPE_F32, 2, s, true, NULL, &err);
     cpu->add_rows_f32(cpu, &x.c, &pc);
     gpu->add_rows_f32(gpu, &x.g, &pg);
     compare(what, &x, 0, 1.0 / 256);

@@ -4,7 +4,8 @@
  *    pipeline of a few layers lands near 5e-3; a wrong row or chunk gives O(1));
  *  - teacher forcing of the CPU's greedy ids through the GPU: at every step whose CPU top-2
  *    margin is not a bf16 near-tie (< 0.25) the GPU chooses the same id; mean |delta logprob|
- *    at most 0.05 and the top-1 agreeing on at least 90% of all steps. (Free-running greedy ids
+ *    at most 0.05 and the top-1 agreeing on at least 90% of all steps (FP8 decoder: the bounds
+ *    of bf16_bounds below). (Free-running greedy ids
  *    cannot be compared past the first near-tie, and this random model has them early.) */
 #include <math.h>
 #include <stdio.h>
@@ -18,9 +19,22 @@
 #include "pipeline/pipeline.h"
 #include "voxtral/voxtral.h"
 
-/* Top-2 margins under this are ties at bf16 precision: this model's bf16 logits move by a few
- * hundredths (measured max |delta logprob| under 0.1). */
-#define NEAR_TIE_BF16 0.25
+/* What bf16 arithmetic may do to this model's log-probabilities: top-2 margins under near_tie
+ * are ties at bf16 precision, mean |delta logprob| at most max_mean, top-1 agreement at least
+ * top1_share. The bf16 model's logits move by a few hundredths (measured max |delta logprob|
+ * under 0.1). With the FP8 decoder (the model exported with --dtype fp8) bf16 activations also
+ * land on other E4M3 codes than float32 ones wherever an element lies within bf16 rounding of a
+ * rounding boundary (a few % of them), which moves everything more: transformers itself, bf16
+ * against float32 on the simulated tiny model (make_reference.py's fp8_simulate_, greedy ids
+ * forced, 3 files), moves log-probabilities by 0.11-0.15 on average (max 0.45) with top-1
+ * agreement 71-79%, against 0.036-0.050 (max 0.19) and 88-96% on the unquantized model. The
+ * FP8 bounds are twice those means and max, and 60% agreement. */
+typedef struct {
+    double near_tie, max_mean, top1_share;
+} bf16_bounds;
+static const bf16_bounds bounds_bf16 = {0.25, 0.05, 0.9}, bounds_fp8 = {1.0, 0.3, 0.6};
+static bf16_bounds bounds;
+#define NEAR_TIE_BF16 (bounds.near_tie)
 
 static double encoder_rel_error(vox_model *mc, vox_model *mg, const char *file) {
     vox_audio a = {0};
@@ -107,9 +121,10 @@ static void check_forced(const char *what, const voxtral_result *rf, const voxtr
     printf("%-28s forced: mean |dlogprob| %.4f, max %.4f, top-1 agreement %d/%zu (all %d steps "
            "with a cpu margin >= %.2f agree)\n", what, mean, worst, agree, rf->n_ids, decisive,
            NEAR_TIE_BF16);
-    CHECK_MSG(mean <= 0.05, "%s: mean |delta logprob| %.4f", what, mean);
+    CHECK_MSG(mean <= bounds.max_mean, "%s: mean |delta logprob| %.4f", what, mean);
     if (share_alone)
-        CHECK_MSG(agree >= 0.9 * (double)rf->n_ids, "%s: top-1 agreement %d/%zu", what, agree, rf->n_ids);
+        CHECK_MSG(agree >= bounds.top1_share * (double)rf->n_ids, "%s: top-1 agreement %d/%zu", what,
+                  agree, rf->n_ids);
     agree_total += agree;
     steps_total += (int)rf->n_ids;
 }
@@ -230,23 +245,27 @@ static void compare_batched(voxtral_context *cc, voxtral_context *cg, int max_ba
         voxtral_result_free(ref[i]);
     }
     printf("batch %d: top-1 agreement %d/%d over every request\n", max_batch, agree_total, steps_total);
-    CHECK_MSG(agree_total >= 0.9 * steps_total, "batch %d: top-1 agreement %d/%d", max_batch,
+    CHECK_MSG(agree_total >= bounds.top1_share * steps_total, "batch %d: top-1 agreement %d/%d", max_batch,
               agree_total, steps_total);
     vox_audio_free(&a);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    /* the model: the tiny fixture model, or the directory given (ctest's NAME_fp8: its FP8 export) */
+    const char *model = argc > 1 ? argv[1] : VOX_TINY_MODEL;
     gtu_require_device();
     voxtral_context_params cp = voxtral_context_default_params();
-    cp.model_dir = VOX_TINY_MODEL;
+    cp.model_dir = model;
     vox_error err;
     vox_backend *bc, *bg;
     vox_model *mc, *mg;
     CHECK(vox_backend_create("cpu", &bc, &err) == VOX_OK);
     CHECK_MSG(vox_backend_create("cuda:0", &bg, &err) == VOX_OK, "%s", err.msg);
-    CHECK_MSG(vox_model_load(VOX_TINY_MODEL, bc, &mc, &err) == VOX_OK, "%s", err.msg);
-    CHECK_MSG(vox_model_load(VOX_TINY_MODEL, bg, &mg, &err) == VOX_OK, "%s", err.msg);
+    CHECK_MSG(vox_model_load(model, bc, &mc, &err) == VOX_OK, "%s", err.msg);
+    CHECK_MSG(vox_model_load(model, bg, &mg, &err) == VOX_OK, "%s", err.msg);
     if (vox_test_failures) return test_finish("cuda_transcribe");
+    bounds = mc->cfg.decoder.quant == VOX_QUANT_FP8_DYNAMIC ? bounds_fp8 : bounds_bf16;
+    printf("%s: %s decoder\n", model, mc->cfg.decoder.quant == VOX_QUANT_FP8_DYNAMIC ? "FP8" : "unquantized");
     const char *files[] = {"short.wav", "long.wav", "stereo44k.wav"};
     for (int i = 0; i < 3; i++) {
         double e = encoder_rel_error(mc, mg, files[i]);

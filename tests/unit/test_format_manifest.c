@@ -77,11 +77,10 @@ static void write_text(const char *text) {
     fclose(f);
 }
 
-/* The JSON of the sample manifest, as vox_manifest_write produces it. */
-static cJSON *sample_json(void) {
-    vox_manifest m = sample_manifest();
+/* The JSON of a manifest, as vox_manifest_write produces it. */
+static cJSON *manifest_json(const vox_manifest *m) {
     vox_error err = {0};
-    if (vox_manifest_write(dir, &m, &err) != VOX_OK) {
+    if (vox_manifest_write(dir, m, &err) != VOX_OK) {
         fprintf(stderr, "write failed: %s\n", err.msg);
         exit(1);
     }
@@ -91,6 +90,11 @@ static cJSON *sample_json(void) {
     fclose(f);
     buf[n] = '\0';
     return cJSON_Parse(buf);
+}
+
+static cJSON *sample_json(void) {
+    vox_manifest m = sample_manifest();
+    return manifest_json(&m);
 }
 
 static void write_json(cJSON *root) {
@@ -309,6 +313,34 @@ static void test_write_refuses_invalid(void) {
     CHECK_MSG(strstr(err.msg, "/nonexistent-dir-for-test/voxtral.json"), "%s", err.msg);
 }
 
+/* text_decoder.quantization: written for fp8_dynamic and read back; absent means none; a scheme
+ * or field value this build does not run is refused, naming the field. */
+static void test_quantization(void) {
+    vox_manifest m = sample_manifest(), back;
+    vox_error err = {0};
+    m.decoder.quant = VOX_QUANT_FP8_DYNAMIC;
+    CHECK(vox_manifest_write(dir, &m, &err) == VOX_OK);
+    CHECK_MSG(vox_manifest_read(dir, &back, &err) == VOX_OK, "%s", err.msg);
+    CHECK(back.decoder.quant == VOX_QUANT_FP8_DYNAMIC && memcmp(&back, &m, sizeof m) == 0);
+    cJSON *j = sample_json();
+    CHECK(cJSON_GetObjectItem(section(j, "text_decoder"), "quantization") == NULL);
+    cJSON_Delete(j);
+
+    m.decoder.quant = VOX_QUANT_FP8_DYNAMIC;
+    const char *fields[][2] = {{"scheme", "fp8_static"}, {"products", "bf16"}};
+    for (int i = 0; i < 2; i++) {
+        j = manifest_json(&m);
+        cJSON *q = cJSON_GetObjectItem(section(j, "text_decoder"), "quantization");
+        cJSON_ReplaceItemInObjectCaseSensitive(q, fields[i][0], cJSON_CreateString(fields[i][1]));
+        write_json(j);
+        expect_error(VOX_ERR_FORMAT, fields[i][0], "text_decoder.quantization", fields[i][0]);
+    }
+    j = manifest_json(&m);
+    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(section(j, "text_decoder"), "quantization"), "layers");
+    write_json(j);
+    expect_error(VOX_ERR_FORMAT, "no layers", "text_decoder.quantization.layers", "missing");
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "/tmp/vox_manifest_XXXXXX");
     if (!mkdtemp(dir)) {
@@ -318,6 +350,7 @@ int main(void) {
     test_round_trip();
     test_malformed();
     test_write_refuses_invalid();
+    test_quantization();
     remove(manifest_file());
     rmdir(dir);
     return test_finish("test_format_manifest");

@@ -20,7 +20,7 @@ static size_t g_free, g_total = (size_t)80 << 30;
 static int g_made, g_fail_at = -1;
 static size_t g_fail_free; /* free memory once the failing upload happened */
 static vox_status (*g_cpu_weight)(vox_backend *, vox_tensor *, const void *, vox_dtype, int,
-                                  const int64_t *, bool, vox_error *);
+                                  const int64_t *, bool, const float *, vox_error *);
 
 static size_t pretend_weight_bytes(vox_backend *be, vox_dtype type, int ndim, const int64_t *shape,
                                    bool keep_f32) {
@@ -37,7 +37,8 @@ static void pretend_mem_info(vox_backend *be, size_t *free_b, size_t *total_b) {
 }
 
 static vox_status pretend_weight(vox_backend *be, vox_tensor *dst, const void *src, vox_dtype type,
-                                 int ndim, const int64_t *shape, bool keep_f32, vox_error *err) {
+                                 int ndim, const int64_t *shape, bool keep_f32, const float *scale,
+                                 vox_error *err) {
     if (g_made == g_fail_at) {
         g_free = g_fail_free;
         return vox_fail(err, VOX_ERR_DEVICE, "pretend:0: cannot allocate 1.0 MiB of device memory");
@@ -45,7 +46,7 @@ static vox_status pretend_weight(vox_backend *be, vox_tensor *dst, const void *s
     g_made++;
     size_t bytes = pretend_weight_bytes(be, type, ndim, shape, keep_f32);
     g_free = g_free > bytes ? g_free - bytes : 0;
-    return g_cpu_weight(be, dst, src, type, ndim, shape, keep_f32, err);
+    return g_cpu_weight(be, dst, src, type, ndim, shape, keep_f32, scale, err);
 }
 
 /* Loads the tiny model with `free_b` free; returns the status, the message in err. */
