@@ -1228,7 +1228,8 @@ static double cu_elapsed_ms(vox_backend *be, int a, int b) {
     return ms;
 }
 
-/* What cu_weight allocates for such a tensor: BF16, or F32 for the tables kept in float32. */
+/* What cu_weight allocates for such a tensor: BF16, F32 for the tables kept in float32, or FP8
+ * codes with a float32 scale per row. */
 static size_t cu_weight_bytes(vox_backend *be, vox_dtype type, int ndim, const int64_t *shape,
                               bool keep_f32) {
     (void)be;
