@@ -677,9 +677,11 @@ static vox_status fp8_weight(cuda_state *s, vox_tensor *dst, const void *src, co
     size_t rows = (size_t)dst->shape[0];
     if (st == VOX_OK) st = dev_alloc(s, &dst->data, vox_tensor_nbytes(dst), err);
     if (st == VOX_OK) st = dev_alloc(s, (void **)&dst->scale, rows * sizeof(float), err);
-    if (st == VOX_OK)
+    /* codes and scales go up as the file has them: reader threads copy them during a load */
+    if (st == VOX_OK && !defer_copy(s, dst->data, src, vox_tensor_nbytes(dst)))
         st = upload_staged(s, dst->data, src, vox_tensor_numel(dst), 1, stage_copy_u8, err);
-    if (st == VOX_OK) st = upload_staged(s, dst->scale, scale, rows, 4, stage_copy_f32, err);
+    if (st == VOX_OK && !defer_copy(s, dst->scale, scale, rows * sizeof(float)))
+        st = upload_staged(s, dst->scale, scale, rows, 4, stage_copy_f32, err);
     return st;
 }
 

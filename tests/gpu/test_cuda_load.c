@@ -1,16 +1,19 @@
 /* Loading weights onto the GPU gives the bytes the one-by-one upload gave, whatever the readers:
  * - the tiny model exported as F32 (every matrix converted to BF16 on the host, the positions
- *   read in parallel) and as BF16 (every weight read in parallel, as the full model is), loaded
+ *   read in parallel), as BF16 (every weight read in parallel, as the full model is) and with an
+ *   FP8 decoder (its E4M3 codes and their F32 row scales read in parallel too), loaded
  *   with VOX_LOAD_THREADS=0 (one by one), 1, 3 and 8 readers, and spans of 8 MiB, 3001 bytes
  *   (cut inside tensors, many spans a thread) and 64 KiB: every weight downloaded from the
  *   device equals, bit for bit, the CPU backend's view of it (the mapped file) converted to
- *   BF16 (float32 for the positions), as the backend converts it;
+ *   BF16 (float32 for the positions), as the backend converts it, and every FP8 weight's codes
+ *   and row scales equal the file's;
  * - the breakdown says what ran: parallel bytes = the bytes of the weights not converted;
  * - a blob truncated between open and upload: VOX_ERR_IO naming it, no crash (the one-by-one
  *   path would fault on the mapping instead: it is not run on a truncated file).
- * The two exports are the build's (ctest makes them); VOX_TINY_MODEL and VOX_TINY_MODEL_BF16 in
- * the environment name others (a GPU machine where the build directory has another path:
- * `voxtral_export [--dtype bf16] --from tests/fixtures/tiny/checkpoint_hf --out DIR`). */
+ * The three exports are the build's (ctest makes them); VOX_TINY_MODEL, VOX_TINY_MODEL_BF16 and
+ * VOX_TINY_MODEL_FP8 in the environment name others (a GPU machine where the build directory has
+ * another path: `voxtral_export [--dtype bf16|fp8] --from tests/fixtures/tiny/checkpoint_hf
+ * --out DIR`). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,10 +25,11 @@
 #include "harness.h"
 #include "model/model.h"
 
-/* Weight w of the CPU model as the GPU should hold it: BF16 (F32 when kept so). */
+/* Weight w of the CPU model as the GPU should hold it: BF16 (F32 when kept so, E4M3 codes when
+ * FP8). */
 static void *expected_bytes(const vox_tensor *c, bool keep_f32, size_t *nbytes) {
     size_t n = vox_tensor_numel(c);
-    if (keep_f32 || c->dtype == VOX_DTYPE_BF16) { /* copied as they are */
+    if (keep_f32 || c->dtype == VOX_DTYPE_BF16 || c->dtype == VOX_DTYPE_F8_E4M3) { /* as they are */
         *nbytes = vox_tensor_nbytes(c);
         void *p = gtu_malloc(*nbytes);
         memcpy(p, c->data, *nbytes);
@@ -66,12 +70,27 @@ static void check_load(const char *dir, const vox_model *mc, const char *threads
                   dir, w->name, vox_tensor_nbytes(g), nbytes);
         void *got = gtu_malloc(nbytes);
         gtu_download(got, g->data, nbytes);
-        if (memcmp(got, want, nbytes) != 0) {
+        bool same = memcmp(got, want, nbytes) == 0;
+        if (c->dtype == VOX_DTYPE_F8_E4M3) { /* and its row scales, read in parallel too */
+            size_t sb = (size_t)c->shape[0] * sizeof(float);
+            float *gs = gtu_malloc(sb);
+            CHECK_MSG(g->dtype == VOX_DTYPE_F8_E4M3 && g->scale, "%s: '%s' is not FP8 on the device",
+                      dir, w->name);
+            if (g->scale) gtu_download(gs, g->scale, sb);
+            same = same && g->scale && memcmp(gs, c->scale, sb) == 0;
+            raw_bytes += (double)sb;
+            free(gs);
+        }
+        if (!same) {
             if (differ++ < 5) {
                 size_t at = 0;
-                while (((unsigned char *)got)[at] == ((unsigned char *)want)[at]) at++;
-                fprintf(stderr, "%s (threads %s, span %s): '%s' differs from byte %zu of %zu\n",
-                        dir, threads, span ? span : "default", w->name, at, nbytes);
+                while (at < nbytes && ((unsigned char *)got)[at] == ((unsigned char *)want)[at]) at++;
+                if (at == nbytes)
+                    fprintf(stderr, "%s (threads %s, span %s): '%s': its row scales differ\n", dir,
+                            threads, span ? span : "default", w->name);
+                else
+                    fprintf(stderr, "%s (threads %s, span %s): '%s' differs from byte %zu of %zu\n",
+                            dir, threads, span ? span : "default", w->name, at, nbytes);
             }
         }
         free(got);
@@ -153,11 +172,12 @@ static const char *model_dir(const char *env, const char *built) {
 int main(void) {
     gtu_require_device();
     const char *dirs[] = {model_dir("VOX_TINY_MODEL", VOX_TINY_MODEL),
-                          model_dir("VOX_TINY_MODEL_BF16", VOX_TINY_MODEL_BF16)};
+                          model_dir("VOX_TINY_MODEL_BF16", VOX_TINY_MODEL_BF16),
+                          model_dir("VOX_TINY_MODEL_FP8", VOX_TINY_MODEL_FP8)};
     const struct {
         const char *threads, *span;
     } settings[] = {{"0", NULL}, {"1", NULL}, {"3", "3001"}, {"8", "65536"}, {"8", NULL}};
-    for (int d = 0; d < 2; d++) {
+    for (int d = 0; d < 3; d++) {
         vox_error err = {0};
         vox_backend *bc;
         vox_model *mc;
