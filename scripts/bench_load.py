@@ -64,6 +64,8 @@ def parse_args():
     ap.add_argument("--build", default=str(ROOT / "build"), help="build dir with voxtral_runner (and voxtral_export)")
     ap.add_argument("--model", default=None, help="an exported model dir (default: make one in --work)")
     ap.add_argument("--size", choices=["full", "small"], default="full", help="the random model made without --model")
+    ap.add_argument("--dtype", choices=["bf16", "fp8"], default="bf16",
+                    help="the export made without --model (fp8: bench_gpu.py's FP8 decoder export)")
     ap.add_argument("--work", default=str(ROOT / "models" / "bench-full"),
                     help="where the model is made (bench_gpu.py's default: an export there is reused)")
     ap.add_argument("--clip", default=None, help="the audio (default: the 30 s clip, made in --work)")
@@ -88,7 +90,8 @@ def make_model(a):
 
     work = Path(a.work)
     ns = argparse.Namespace(size=a.size, device="cuda" if a.device.startswith("cuda") else "cpu",
-                            work=work, out=work / "load-model-logs", build=Path(a.build), reuse=True)
+                            work=work, out=work / "load-model-logs", build=Path(a.build), reuse=True,
+                            dtype=a.dtype)
     b = bench_gpu.Bench(ns)
     b.model()
     if not b.wait_export():
@@ -115,9 +118,10 @@ def ensure_model(a):
     clip = Path(a.clip) if a.clip else clip30(work / "clip30.wav")
     if a.model:
         return Path(a.model), clip
-    log(f"making the {a.size} random model in {a.work} (reused when it is there)")
-    p = subprocess.run([sys.executable, __file__, "--make-model", "--size", a.size, "--work", a.work,
-                        "--build", a.build, "--device", a.device], capture_output=True, text=True)
+    log(f"making the {a.size} random model ({a.dtype}) in {a.work} (reused when it is there)")
+    p = subprocess.run([sys.executable, __file__, "--make-model", "--size", a.size, "--dtype", a.dtype,
+                        "--work", a.work, "--build", a.build, "--device", a.device],
+                       capture_output=True, text=True)
     if p.returncode != 0:
         sys.stderr.write(p.stdout[-3000:] + p.stderr[-3000:])
         raise SystemExit("making the model failed")
