@@ -60,6 +60,7 @@ typedef struct {
     char gpu[320];          /* the device's name and compute capability, for messages */
     int cc;                 /* compute capability, major * 10 + minor */
     fp8_gemm_mode fp8_gemm;
+    bool fp8_choose_pending; /* FP8 weights met while loading: fp8_choose_gemm in weights_end */
     cudaStream_t stream;
     cudaMemPool_t pool;
     bool plain_malloc;
@@ -289,6 +290,7 @@ static bool defer_copy(cuda_state *s, void *dst, const void *src, size_t n) {
 }
 static vox_status fp8_weight(cuda_state *s, vox_tensor *dst, const void *src, const float *scale,
                              vox_error *err);
+static vox_status fp8_choose_gemm(cuda_state *s, vox_error *err);
 
 static vox_status cu_weight(vox_backend *be, vox_tensor *dst, const void *src, vox_dtype type,
                             int ndim, const int64_t *shape, bool keep_f32, const float *scale,
@@ -331,23 +333,30 @@ static vox_status cu_weight(vox_backend *be, vox_tensor *dst, const void *src, v
 static vox_status cu_weights_end(vox_backend *be, bool copy, vox_error *err) {
     cuda_state *s = S(be);
     size_t n = s->n_pieces;
-    s->deferring = false;
+    bool choose_fp8 = s->fp8_choose_pending;
+    s->deferring = s->fp8_choose_pending = false;
     s->n_pieces = 0;
+    if (!copy) return VOX_OK;
+    vox_status st = VOX_OK;
+    if (n > 0) {
+        /* the readers' streams may use the weights once their pool allocations (and the
+         * converted weights' uploads) are done on this stream */
+        cudaError_t e = cudaStreamSynchronize(s->stream);
+        if (e) return cuda_fail(err, e, "weight upload");
+        vox_read_file files[8];
+        VOX_ASSERT(s->n_load_files <= 8);
+        for (int f = 0; f < s->n_load_files; f++)
+            files[f] = (vox_read_file){.fd = s->load_files[f].fd, .path = s->load_files[f].path};
+        vox_cuda_staging staging = {.device = s->device, .buffers = s->staging,
+                                    .done = s->staging_done, .n_buffers = STAGING_BUFFERS,
+                                    .buffer_bytes = STAGING_BYTES};
+        st = vox_cuda_upload_pieces(&staging, s->pieces, n, files, s->n_load_files,
+                                    s->load_threads, s->load_span, &be->load, err);
+    }
     /* cuBLASLt has loaded beside the weights: a failure to load it fails the model's load */
-    if (!copy || n == 0) return copy ? blas_ready(s, err) : VOX_OK;
-    /* the readers' streams may use the weights once their pool allocations (and the converted
-     * weights' uploads) are done on this stream */
-    cudaError_t e = cudaStreamSynchronize(s->stream);
-    if (e) return cuda_fail(err, e, "weight upload");
-    vox_read_file files[8];
-    VOX_ASSERT(s->n_load_files <= 8);
-    for (int f = 0; f < s->n_load_files; f++)
-        files[f] = (vox_read_file){.fd = s->load_files[f].fd, .path = s->load_files[f].path};
-    vox_cuda_staging staging = {.device = s->device, .buffers = s->staging, .done = s->staging_done,
-                                .n_buffers = STAGING_BUFFERS, .buffer_bytes = STAGING_BYTES};
-    vox_status st = vox_cuda_upload_pieces(&staging, s->pieces, n, files, s->n_load_files,
-                                           s->load_threads, s->load_span, &be->load, err);
-    return st ? st : blas_ready(s, err);
+    if (!st) st = blas_ready(s, err);
+    if (!st && choose_fp8 && s->fp8_gemm == FP8_GEMM_UNKNOWN) st = fp8_choose_gemm(s, err);
+    return st;
 }
 
 static void cu_free_weight(vox_backend *be, vox_tensor *t) {
@@ -673,7 +682,12 @@ static vox_status fp8_weight(cuda_state *s, vox_tensor *dst, const void *src, co
     VOX_ASSERT(scale);
     dst->dtype = VOX_DTYPE_F8_E4M3;
     vox_status st = fp8_supported(s, dst, err);
-    if (st == VOX_OK && s->fp8_gemm == FP8_GEMM_UNKNOWN) st = fp8_choose_gemm(s, err);
+    if (st == VOX_OK && s->fp8_gemm == FP8_GEMM_UNKNOWN) {
+        /* choosing runs a GEMM, and cuBLASLt is still loading beside the weights: during a
+         * load, choose once they are in (weights_end) rather than wait for it here */
+        if (s->deferring) s->fp8_choose_pending = true;
+        else st = fp8_choose_gemm(s, err);
+    }
     size_t rows = (size_t)dst->shape[0];
     if (st == VOX_OK) st = dev_alloc(s, &dst->data, vox_tensor_nbytes(dst), err);
     if (st == VOX_OK) st = dev_alloc(s, (void **)&dst->scale, rows * sizeof(float), err);
