@@ -214,6 +214,47 @@ typedef struct {
 } vox_k_matvec_args;
 int vox_k_matvec(const vox_k_matvec_args *args, cudaStream_t stream);
 
+/* ---- one decode step of one sequence as one persistent kernel (kernels/pdecode.cu) ---- */
+/* Every layer of the text decoder and the lm_head for one row, in one launch of one block per
+ * SM (bench/DESIGN-persistent-decode.md): the same results as the op-by-op path (embed first,
+ * then matvec QKV_ROPE_CACHE, decode attention, matvec ADD, SWIGLU, ADD per layer, the final
+ * norm and the lm_head as STORE) up to the order of fp32 sums. x [hidden] is the embedded
+ * token (read only); logits [vocab] bf16 are written; the new key and value go to the cache
+ * rows at *slot; the sequence attends to keys 0 .. *len - 1 through its block table, key *pos
+ * being the new one. Layers are FP8 when their scale pointers are set (fp8 = 1: all of them).
+ * The workspace (vox_k_pdecode_workspace_bytes) must be zeroed once before the first launch;
+ * every launch leaves it zeroed where that matters. One launch at a time per workspace.
+ * Returns 0, launching nothing, when the shape or the device is not supported (below sm_90,
+ * head_dim other than 32/64/128, more than 8 query heads a kv head at head_dim 128, rows not
+ * multiples of 8, K over 16384 or not whole 16-byte vectors); the caller then runs the
+ * op-by-op path. */
+typedef struct {
+    const void *qkv, *o, *gate_up, *down; /* bf16 [n, k], or F8_E4M3 codes with the scales: */
+    const float *qkv_scale, *o_scale, *gate_up_scale, *down_scale; /* NULL for bf16 */
+    const void *attn_norm, *ffn_norm;                           /* bf16 [hidden] */
+    void *k_cache, *v_cache; /* bf16 pools of this layer [rows, kv_heads * head_dim] */
+} vox_k_pdecode_layer;
+#define VOX_K_PDECODE_MAX_LAYERS 64
+typedef struct {
+    const vox_k_pdecode_layer *layers; /* host memory: n_layers entries (copied at the launch) */
+    int n_layers, hidden, heads, kv_heads, head_dim, ffn;
+    int64_t vocab;
+    int fp8;
+    float eps, attn_scale;
+    double theta;
+    const void *x, *final_norm, *lm_head; /* bf16 */
+    void *logits;                         /* bf16 [vocab] */
+    const int32_t *pos, *slot, *len, *table; /* device scalars, and the block table */
+    int block_size;
+    void *workspace;
+    /* for profiling, or NULL: per block (SM) and op (5 a layer, then the lm_head), the
+     * %globaltimer ns when its wait ended and when its share was done: 2 x SMs x ops words */
+    unsigned long long *stamps;
+} vox_k_pdecode_args;
+int vox_k_pdecode_supported(const vox_k_pdecode_args *a);
+size_t vox_k_pdecode_workspace_bytes(const vox_k_pdecode_args *a);
+int vox_k_pdecode(const vox_k_pdecode_args *a, cudaStream_t stream);
+
 /* ---- logits ---- */
 /* Statistics of one row of bf16 logits [v]: argmax (first on ties), top-2 margin, logsumexp,
  * the k (<= 20) best ids and logits, and the logit of `chosen` (-1: argmax), written to a

@@ -22,7 +22,8 @@ def run_once(a, env_extra):
     env = dict(os.environ)
     env.update(env_extra)
     with tempfile.NamedTemporaryFile(suffix=".json") as lat:
-        cmd = [a.runner, "-m", a.model, "-d", a.device, "--ignore-eos", "-n", str(a.tokens), "-o", "json",
+        cmd = [a.runner, "-m", a.model, "-d", a.device, "--batch-size", str(a.batch_size), "--ignore-eos",
+               "-n", str(a.tokens), "-o", "json",
                "--latency-json", lat.name] + [a.wav] * a.repeats
         p = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if p.returncode != 0:
@@ -42,6 +43,8 @@ def main():
     ap.add_argument("--wav", required=True)
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--tokens", type=int, default=100)
+    ap.add_argument("--batch-size", type=int, default=1,
+                    help="sequences in flight (1: the copies run one after another, each decoding alone)")
     ap.add_argument("--repeats", type=int, default=4, help="clip copies per run (the first is dropped)")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("settings", nargs="+", help="NAME=ENV (ENV: VAR=VALUE[,VAR=VALUE...] or -)")

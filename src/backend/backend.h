@@ -134,6 +134,22 @@ typedef struct vox_projection {
     double theta;
 } vox_projection;
 
+/* One decode step of one sequence with every decoder layer and the lm_head in one operation
+ * (decode_fused): the weights of each layer, its KV pools, and what the step reads and writes. */
+typedef struct {
+    const vox_tensor *attn_norm, *qkv, *o, *ffn_norm, *gate_up, *down;
+    const vox_tensor *k_pool, *v_pool;
+} vox_fused_layer;
+typedef struct vox_fused_decode {
+    const vox_fused_layer *layers;
+    int n_layers, heads, kv_heads, head_dim;
+    float eps, attn_scale;
+    double theta;
+    const vox_tensor *x;          /* [1, hidden]: the embedded token (read) */
+    const vox_tensor *final_norm, *lm_head;
+    vox_tensor *logits;           /* [1, vocab] (written) */
+} vox_fused_decode;
+
 struct vox_backend {
     const char *name;   /* "cpu" or "cuda:N" */
     const char *product; /* the device's own name ("NVIDIA H200"), or NULL */
@@ -263,6 +279,12 @@ struct vox_backend {
      * i.e. decode steps, and residual adds of any size); the caller then runs the separate
      * operations (vox_project in pipeline/ does both). */
     bool (*projection)(vox_backend *be, const struct vox_projection *p);
+    /* The decoder layers and the lm_head of a decode step of one row (the current batch: one
+     * sequence, decoding), as one operation: the same results as the layers run op by op, up
+     * to the order of fp32 sums. Returns false, enqueuing nothing, when the backend does not
+     * take it (the cuda backend: a persistent kernel on sm_90, VOX_DECODE=graph switches it
+     * off); the caller then runs the layers op by op. */
+    bool (*decode_fused)(vox_backend *be, const vox_fused_decode *f);
 
     /* ---- graphs (optional: NULL where the backend has none) ---- */
     /* Between graph_begin and graph_end, operations are recorded instead of run: one decode

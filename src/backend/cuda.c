@@ -121,6 +121,10 @@ typedef struct {
     float *mel_basis, *mel_window, *mel_filters; /* DFT basis [402, 400], Hann [400], [128, 201] */
     bool capturing;          /* recording a graph */
     bool no_matvec;          /* VOX_NO_MATVEC=1: projections as separate operations */
+    /* the persistent decode kernel's workspace (kernels/pdecode.cu) */
+    bool no_pdecode;         /* VOX_DECODE=graph: decode steps of one row op by op */
+    void *pdecode_ws;
+    size_t pdecode_ws_bytes;
     cudaError_t first_error; /* first failure seen by an operation that cannot return it */
     char first_error_where[64];
 } cuda_state;
@@ -1093,6 +1097,71 @@ static bool cu_projection(vox_backend *be, const vox_projection *p) {
     return true;
 }
 
+/* The decoder layers of a one-row decode step as one persistent kernel (kernels/pdecode.cu). Its
+ * workspace is made on the first call outside a graph recording (a bucket's first step runs
+ * unrecorded), and grows (outside a recording) if a larger model needs more; the layers'
+ * pointers travel in the launch's parameters. */
+static bool pdecode_workspace(cuda_state *s, const vox_k_pdecode_args *a) {
+    size_t ws = vox_k_pdecode_workspace_bytes(a);
+    if (s->pdecode_ws && s->pdecode_ws_bytes >= ws) return true;
+    if (s->capturing) return false;
+    cudaStreamSynchronize(s->stream); /* nothing in flight uses the old one */
+    cudaFree(s->pdecode_ws);
+    s->pdecode_ws = NULL, s->pdecode_ws_bytes = 0;
+    cudaError_t e;
+    if ((e = cudaMalloc(&s->pdecode_ws, ws)) || (e = cudaMemset(s->pdecode_ws, 0, ws))) {
+        cudaGetLastError(); /* not sticky: the op-by-op path goes on */
+        cudaFree(s->pdecode_ws);
+        s->pdecode_ws = NULL;
+        return false;
+    }
+    s->pdecode_ws_bytes = ws;
+    return true;
+}
+
+static bool cu_decode_fused(vox_backend *be, const vox_fused_decode *f) {
+    cuda_state *s = S(be);
+    const vox_batch *b = &s->batch;
+    if (s->no_pdecode || s->no_matvec || f->n_layers < 1) return false;
+    VOX_ASSERT(b->n_rows == 1 && b->n_decode == 1 && b->n_seqs == 1 && b->n_logits == 1);
+    const vox_fused_layer *L0 = &f->layers[0];
+    bool fp8 = L0->qkv->dtype == VOX_DTYPE_F8_E4M3;
+    for (int l = 0; l < f->n_layers; l++) { /* every projection of the same type, and the kernel's */
+        const vox_fused_layer *L = &f->layers[l];
+        const vox_tensor *w[] = {L->qkv, L->o, L->gate_up, L->down};
+        for (int i = 0; i < 4; i++)
+            if (w[i]->dtype != (fp8 ? VOX_DTYPE_F8_E4M3 : VOX_DTYPE_BF16) || (fp8 && !w[i]->scale))
+                return false;
+    }
+    if (f->lm_head->dtype != VOX_DTYPE_BF16 || f->x->dtype != VOX_DTYPE_BF16) return false;
+    vox_k_pdecode_args a = {
+        .n_layers = f->n_layers, .hidden = (int)cols(f->x), .heads = f->heads,
+        .kv_heads = f->kv_heads, .head_dim = f->head_dim, .ffn = (int)(L0->down->shape[1]),
+        .vocab = f->lm_head->shape[0], .fp8 = fp8, .eps = f->eps, .attn_scale = f->attn_scale,
+        .theta = f->theta, .x = f->x->data, .final_norm = f->final_norm->data,
+        .lm_head = f->lm_head->data, .logits = f->logits->data, .pos = s->b_pos, .slot = s->b_slot,
+        .len = s->b_len, .table = s->b_tables, .block_size = b->block_size,
+    };
+    if (f->n_layers > VOX_K_PDECODE_MAX_LAYERS || !vox_k_pdecode_supported(&a) ||
+        !pdecode_workspace(s, &a))
+        return false;
+    vox_k_pdecode_layer layers[VOX_K_PDECODE_MAX_LAYERS];
+    for (int l = 0; l < f->n_layers; l++) {
+        const vox_fused_layer *L = &f->layers[l];
+        layers[l] = (vox_k_pdecode_layer){
+            .qkv = L->qkv->data, .o = L->o->data, .gate_up = L->gate_up->data, .down = L->down->data,
+            .qkv_scale = L->qkv->scale, .o_scale = L->o->scale, .gate_up_scale = L->gate_up->scale,
+            .down_scale = L->down->scale, .attn_norm = L->attn_norm->data,
+            .ffn_norm = L->ffn_norm->data, .k_cache = L->k_pool->data, .v_cache = L->v_pool->data,
+        };
+    }
+    a.layers = layers;
+    a.workspace = s->pdecode_ws;
+    if (!vox_k_pdecode(&a, s->stream)) return false;
+    LAUNCHED(s, "pdecode");
+    return true;
+}
+
 static void cu_attention(vox_backend *be, vox_tensor *out, const vox_tensor *q, const vox_tensor *k,
                          const vox_tensor *v, int batch, int t_q, int t_k, int n_heads,
                          int n_kv_heads, int head_dim, float scale, bool causal, int64_t q_pos0) {
@@ -1282,6 +1351,7 @@ static void cu_destroy(vox_backend *be) {
     if (s->stream) cudaStreamSynchronize(s->stream);
     cudaFree(s->attn_ws);
     free(s->attn_ws_at);
+    cudaFree(s->pdecode_ws);
     cudaFree(s->gemm_ws);
     cudaFree(s->batch_dev);
     cudaFreeHost(s->batch_pinned);
@@ -1351,6 +1421,8 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
     snprintf(s->name, sizeof s->name, "cuda:%d", device);
     const char *no_matvec = getenv("VOX_NO_MATVEC");
     s->no_matvec = no_matvec && *no_matvec && strcmp(no_matvec, "0") != 0;
+    const char *decode = getenv("VOX_DECODE");
+    s->no_pdecode = decode && strcmp(decode, "graph") == 0;
     const char *plain = getenv("VOX_CUDA_PLAIN_MALLOC");
     s->plain_malloc = plain && *plain && strcmp(plain, "0") != 0;
     s->load_threads = default_load_threads();
@@ -1430,6 +1502,7 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
     be->copy = cu_copy;
     be->log_mel = cu_log_mel;
     be->projection = cu_projection;
+    be->decode_fused = cu_decode_fused;
     be->graph_begin = cu_graph_begin;
     be->graph_end = cu_graph_end;
     be->graph_replay = cu_graph_replay;

@@ -121,7 +121,8 @@ vox_status vox_decoder_batch_init(vox_model *m, vox_decoder_batch *d, int max_ro
         vox_decoder_batch_free(m, d);
         return st;
     }
-    if (!(d->pad = malloc(pad_ints(max_seqs, table_width) * sizeof *d->pad))) {
+    if (!(d->pad = malloc(pad_ints(max_seqs, table_width) * sizeof *d->pad)) ||
+        !(d->fused = calloc((size_t)c->layers, sizeof *d->fused))) {
         vox_decoder_batch_free(m, d);
         return vox_fail(err, VOX_ERR_NOMEM, "out of memory");
     }
@@ -138,6 +139,7 @@ void vox_decoder_batch_free(vox_model *m, vox_decoder_batch *d) {
     vox_tensor_free(be, &d->last_h);
     vox_tensor_free(be, &d->logits);
     free(d->pad);
+    free(d->fused);
     memset(d, 0, sizeof *d);
 }
 
@@ -156,6 +158,24 @@ static void decoder_layers(vox_model *m, vox_kv_pool *kv, vox_decoder_batch *d, 
     if (n_decode > 0) {
         vox_tensor xd = vox_tensor_rows(&d->x, 0, n_decode);
         be->embed_batch(be, &xd, &m->embedding);
+    }
+    /* one sequence decoding: the whole step as one operation where the backend has it */
+    if (n_rows == 1 && n_decode == 1 && n_logits == 1 && be->decode_fused) {
+        for (int l = 0; l < c->layers; l++) {
+            const vox_decoder_layer *L = &m->dec_layers[l];
+            d->fused[l] = (vox_fused_layer){.attn_norm = &L->attn_norm, .qkv = &L->qkv, .o = &L->o,
+                                            .ffn_norm = &L->ffn_norm, .gate_up = &L->gate_up,
+                                            .down = &L->down, .k_pool = &kv->k_layer[l],
+                                            .v_pool = &kv->v_layer[l]};
+        }
+        vox_tensor logits = vox_tensor_rows(&d->logits, 0, 1);
+        if (be->decode_fused(be, &(vox_fused_decode){
+                                     .layers = d->fused, .n_layers = c->layers, .heads = c->heads,
+                                     .kv_heads = c->kv_heads, .head_dim = c->head_dim, .eps = eps,
+                                     .attn_scale = 1.0f / sqrtf((float)c->head_dim),
+                                     .theta = c->rope_theta, .x = &x, .final_norm = &m->dec_norm,
+                                     .lm_head = &m->lm_head, .logits = &logits}))
+            return;
     }
     for (int l = 0; l < c->layers; l++) {
         const vox_decoder_layer *L = &m->dec_layers[l];

@@ -72,6 +72,7 @@ typedef struct {
     int n_graphs;
     /* host scratch for a padded copy of a batch */
     int32_t *pad;
+    vox_fused_layer *fused; /* [layers]: the layers as backend.h's decode_fused takes them */
 } vox_decoder_batch;
 
 vox_status vox_decoder_batch_init(vox_model *m, vox_decoder_batch *d, int max_rows, int max_seqs,

@@ -1,0 +1,799 @@
+// One decode step of one sequence as one persistent kernel (issue 11; the design and its
+// arithmetic: bench/DESIGN-persistent-decode.md). Every layer of the text decoder and the
+// lm_head run in a single launch: one block per SM, alive for the whole step, so the memory
+// pipeline never empties between projections as it does at each of the ~150 launches of the
+// op-by-op path (a ramp and drain of 3-7 us each).
+//
+// A block is one producer warp and 8 consumer warps.
+//  - The producer streams the weights of this block's units, op after op, into a ring of
+//    kPages shared-memory pages with bulk copies (TMA, cp.async.bulk, evict-first), one
+//    mbarrier a page for "full" (bytes arrived) and one for "empty" (8 warps done). It never
+//    waits for a dependency, only for a free page: while the consumers wait for the other
+//    blocks to finish an op, the next op's weights keep arriving.
+//  - The consumers run the ops in order. A projection's unit is 8 consecutive weight rows over
+//    the whole K (so each output row is summed by one warp, in a fixed order): warp w owns row
+//    w of the unit, reads its 2 KB of each page and the staged input from shared memory, and
+//    its lane 0 writes the row's epilogue.
+//  - Ops wait for each other through counters in global memory: a block that has finished its
+//    share of an op adds 1 (release); a block about to start an op that needs it polls until
+//    all blocks have (acquire). No grid-wide barrier, no second launch; the last block to
+//    finish the step zeroes the counters for the next one.
+//
+// The ops of layer l (x: the residual, in three buffers so that no op writes what an
+// unfinished op reads: x_in -> xa (o) -> xb (down) -> xa (o of layer 1) ...):
+//   QKV   q|k|v = RMSNorm(x) @ Wqkv^T, stored bf16 (RoPE is applied by ATTN)
+//   ATTN  units (kv head g, split s): RoPE on the group's q heads and on the new key; split 0
+//         writes the new key and value to the cache; online softmax over the split's keys
+//         (the newest read from the fresh values, not the cache); the last split of a group
+//         to finish merges the partials and writes the group's bf16 output
+//   O     x' = x + bf16(attn @ Wo^T)
+//   GU    gate|up = RMSNorm(x') @ Wgu^T, stored bf16 (SwiGLU is applied by DOWN's staging)
+//   DOWN  x'' = x' + bf16(swiglu(gate, up) @ Wdown^T)
+// then LM: logits = RMSNorm(x) @ Wlm^T (bf16 weights, also in an FP8 model).
+//
+// Numerics: the rounding points of the op-by-op path (matvec.cuh, fused.cu, attention.cu):
+// RMSNorm as stage_input, q/k/v/gate/up rounded to bf16 before RoPE and SwiGLU (the helpers of
+// common.cuh), the bf16 product added to the bf16 residual, attention with P rounded to bf16
+// for P@V and fp32 sums; FP8 layers quantize each staged input row with its own scale (each
+// block holds the whole row, so every block finds the same scale) and multiply a row's sum by
+// s_x * s_w. Only the order of fp32 sums differs from that path.
+#include <string.h>
+
+#include "common.cuh"
+#include "fp8.cuh"
+#include "kernels.h"
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#pragma nv_diag_suppress 177 // the device helpers go unused where the kernel body is left out
+#endif
+
+namespace {
+
+typedef __nv_bfloat16 bf16;
+
+constexpr int kConsumerWarps = 8;
+constexpr int kConsumers = kConsumerWarps * 32;
+constexpr int kThreads = kConsumers + 32; // + the producer warp
+constexpr int kUnitRows = kConsumerWarps; // weight rows of a projection unit: a warp each
+constexpr int kPageBytes = 16384;
+constexpr int kRowBytes = kPageBytes / kUnitRows; // one row's share of a page
+constexpr int kPages = 12;
+constexpr int kStageBytes = 32768; // the staged input (K <= 8192 bf16), or attention scratch
+constexpr int kSmemBytes = kPages * kPageBytes + kStageBytes;
+constexpr int kMaxSplits = 16;     // attention splits of a kv head
+constexpr int kSplitRound = 16;    // split lengths are multiples of this many keys
+constexpr int kCounterStride = 32; // counters 128 bytes apart
+constexpr unsigned kBarConsumers = 1; // named barrier of the consumer warps
+constexpr long long kWatchdogNs = 2000000000LL;
+
+enum OpKind { OP_QKV, OP_ATTN, OP_O, OP_GU, OP_DOWN, OP_LM };
+constexpr int kOpsPerLayer = 5;
+
+// Kernel parameters, the layers' pointers included (by value: a recorded graph keeps them, and
+// nothing on the device can go stale); 64 layers make ~6 KB, within CUDA 12.1+'s 32 KB.
+struct Params {
+    vox_k_pdecode_layer layers[VOX_K_PDECODE_MAX_LAYERS];
+    int n_layers, hidden, heads, kv_heads, head_dim, ffn;
+    int64_t vocab;
+    int fp8;
+    float eps, scale_log2;
+    double theta;
+    const bf16 *x_in, *final_norm, *lm_head;
+    bf16 *logits;
+    const int32_t *pos, *slot, *len, *table;
+    int block_size;
+    unsigned *counters;
+    int n_counters;
+    bf16 *xa, *xb, *qkv, *attn, *gu;
+    float *part_o, *part_ml;
+    unsigned long long *stamps;
+    int experiment; // timing experiments only (VOX_PDECODE_EXPERIMENT): 1 no dot products, 2 no waits
+};
+
+// ---- counters ------------------------------------------------------------------------------
+__device__ __forceinline__ unsigned *counter(const Params &p, int i) {
+    return p.counters + (size_t)i * kCounterStride;
+}
+__device__ __forceinline__ int op_counter(int layer, int op) { return layer * kOpsPerLayer + op; }
+__device__ __forceinline__ int ticket_counter(const Params &p, int layer, int g) {
+    return p.n_layers * kOpsPerLayer + layer * p.kv_heads + g;
+}
+__device__ __forceinline__ int lm_counter(const Params &p) {
+    return p.n_layers * (kOpsPerLayer + p.kv_heads);
+}
+
+__device__ __forceinline__ unsigned ld_acquire(const unsigned *a) {
+    unsigned v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(a) : "memory");
+    return v;
+}
+__device__ __forceinline__ void red_release_add(unsigned *a, unsigned v) {
+    asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(a), "r"(v) : "memory");
+}
+__device__ __forceinline__ unsigned atom_add_acq_rel(unsigned *a, unsigned v) {
+    unsigned old;
+    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(a), "r"(v) : "memory");
+    return old;
+}
+__device__ __forceinline__ long long global_ns() {
+    long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+__device__ __forceinline__ void consumers_sync() {
+    asm volatile("bar.sync %0, %1;" ::"n"(kBarConsumers), "n"(kConsumers) : "memory");
+}
+
+// Consumers: until counter i reaches target. One thread polls; the barrier passes what it
+// acquired on to the others, who read other blocks' outputs through L2 (__ldcg) only.
+__device__ void wait_counter(const Params &p, int i, unsigned target) {
+    if (threadIdx.x == 0 && p.experiment != 2) {
+        const unsigned *c = counter(p, i);
+        if (ld_acquire(c) < target) {
+            const long long t0 = global_ns();
+            for (int spin = 0;; spin++) {
+                __nanosleep(32);
+                if (ld_acquire(c) >= target) break;
+                if ((spin & 1023) == 1023 && global_ns() - t0 > kWatchdogNs) {
+                    printf("vox_k_pdecode: block %d waited 2 s for counter %d (%u of %u)\n",
+                           blockIdx.x, i, ld_acquire(c), target);
+                    __trap();
+                }
+            }
+        }
+    }
+    consumers_sync();
+}
+
+// Consumers, after writing their share of an op. The barrier orders every consumer's stores
+// before thread 0's release, which publishes them at gpu scope (release is cumulative; the
+// pattern of CUTLASS's GenericBarrier).
+__device__ void signal_counter(const Params &p, int i) {
+    consumers_sync();
+    if (threadIdx.x == 0) red_release_add(counter(p, i), 1u);
+}
+
+// ---- mbarriers and bulk copies ---------------------------------------------------------------
+__device__ __forceinline__ uint32_t smem_u32(const void *ptr) {
+    return static_cast<uint32_t>(__cvta_generic_to_shared(ptr));
+}
+__device__ __forceinline__ void mbar_init(uint64_t *bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(count)
+                 : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t *bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(bar)) : "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(uint64_t *bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)),
+                 "r"(bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint64_t *bar, unsigned parity) {
+    unsigned done;
+    do {
+        asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     " selp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(smem_u32(bar)), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
+__device__ __forceinline__ uint64_t evict_first_policy() {
+    uint64_t pol;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+    return pol;
+}
+__device__ __forceinline__ void bulk_copy(void *dst, const void *src, unsigned bytes, uint64_t *bar,
+                                          uint64_t policy) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+                 " [%0], [%1], %2, [%3], %4;" ::"r"(smem_u32(dst)),
+                 "l"(src), "r"(bytes), "r"(smem_u32(bar)), "l"(policy)
+                 : "memory");
+}
+
+// ---- the op list -------------------------------------------------------------------------------
+// What a projection op reads and writes. Its input is staged by the consumers: RMSNorm of a
+// residual (norm set), a copy (attn), or SwiGLU of gate|up (swiglu).
+struct Proj {
+    const void *w;
+    const float *w_scale; // FP8 rows' scales, else NULL
+    int64_t n;
+    int k;
+    const bf16 *in, *norm;
+    bool swiglu;
+    const bf16 *resid; // ADD: y = resid + product; else STORE
+    bf16 *y;
+};
+
+__device__ __forceinline__ int n_steps(const Params &p) { return p.n_layers * kOpsPerLayer + 1; }
+
+__device__ Proj proj_of(const Params &p, int step) {
+    Proj q = {};
+    const int layer = step / kOpsPerLayer, op = step == n_steps(p) - 1 ? OP_LM : step % kOpsPerLayer;
+    const int QD = p.heads * p.head_dim, KD = p.kv_heads * p.head_dim;
+    const bf16 *x_cur = layer == 0 ? p.x_in : p.xb; // this layer's input residual
+    if (op == OP_LM) {
+        q.w = p.lm_head, q.n = p.vocab, q.k = p.hidden, q.in = p.n_layers ? p.xb : p.x_in;
+        q.norm = p.final_norm, q.y = p.logits;
+        return q;
+    }
+    const vox_k_pdecode_layer &L = p.layers[layer];
+    switch (op) {
+    case OP_QKV:
+        q.w = L.qkv, q.w_scale = L.qkv_scale, q.n = QD + 2 * KD, q.k = p.hidden;
+        q.in = x_cur, q.norm = (const bf16 *)L.attn_norm, q.y = p.qkv;
+        break;
+    case OP_O:
+        q.w = L.o, q.w_scale = L.o_scale, q.n = p.hidden, q.k = QD, q.in = p.attn;
+        q.resid = x_cur, q.y = p.xa;
+        break;
+    case OP_GU:
+        q.w = L.gate_up, q.w_scale = L.gate_up_scale, q.n = 2 * (int64_t)p.ffn, q.k = p.hidden;
+        q.in = p.xa, q.norm = (const bf16 *)L.ffn_norm, q.y = p.gu;
+        break;
+    case OP_DOWN:
+        q.w = L.down, q.w_scale = L.down_scale, q.n = p.hidden, q.k = p.ffn, q.in = p.gu;
+        q.swiglu = true, q.resid = p.xa, q.y = p.xb;
+        break;
+    default: break; // OP_ATTN has no weights
+    }
+    return q;
+}
+
+__device__ __forceinline__ bool step_is_attention(const Params &p, int step) {
+    return step != n_steps(p) - 1 && step % kOpsPerLayer == OP_ATTN;
+}
+
+// Elements a 16-byte vector holds, and columns a page holds of each of its rows.
+__device__ __forceinline__ int vec_elems(bool fp8) { return fp8 ? 16 : 8; }
+__device__ __forceinline__ int page_cols(bool fp8) { return kRowBytes / (fp8 ? 1 : 2); }
+
+// ---- the producer --------------------------------------------------------------------------------
+__device__ void producer(const Params &p, unsigned char *ring, uint64_t *full, uint64_t *empty) {
+    const int lane = threadIdx.x & 31, G = gridDim.x;
+    const uint64_t policy = evict_first_policy();
+    uint32_t page = 0;
+    int offset = 0; // unit u of a projection goes to block (u + offset) % G
+    for (int step = 0; step < n_steps(p); step++) {
+        if (step_is_attention(p, step)) continue;
+        const Proj q = proj_of(p, step);
+        const bool fp8 = q.w_scale != nullptr;
+        const int esz = fp8 ? 1 : 2, pc = page_cols(fp8);
+        const int64_t units = q.n / kUnitRows;
+        for (int64_t u = (blockIdx.x - offset + G) % G; u < units; u += G) {
+            for (int c0 = 0; c0 < q.k; c0 += pc, page++) {
+                const int slot = page % kPages;
+                const unsigned bytes = (unsigned)(min(pc, q.k - c0) * esz);
+                if (lane == 0) {
+                    mbar_wait(&empty[slot], ((page / kPages) & 1) ^ 1);
+                    mbar_expect_tx(&full[slot], bytes * kUnitRows);
+                }
+                __syncwarp();
+                if (lane < kUnitRows) {
+                    const unsigned char *src =
+                        (const unsigned char *)q.w + ((u * kUnitRows + lane) * q.k + c0) * esz;
+                    bulk_copy(ring + (size_t)slot * kPageBytes + lane * kRowBytes, src, bytes,
+                              &full[slot], policy);
+                }
+            }
+        }
+        offset = (int)((offset + units) % G);
+    }
+}
+
+// ---- staging the input of a projection (consumer threads) ------------------------------------
+// The sum (or max) of one value per consumer thread, to every consumer thread, in a fixed order.
+template <bool MAX> __device__ float consumers_reduce(float v, float *red) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    v = MAX ? vk_warp_max(v) : vk_warp_sum(v);
+    if (lane == 0) red[warp] = v;
+    consumers_sync();
+    float t = 0.0f;
+    for (int w = 0; w < kConsumerWarps; w++) t = MAX ? fmaxf(t, red[w]) : t + red[w];
+    consumers_sync(); // red may be written again by the next call
+    return t;
+}
+
+__device__ __forceinline__ void load8_cg(const bf16 *p, float f[8]) {
+    const uint4 u = __ldcg((const uint4 *)p);
+    const __nv_bfloat162 *h = (const __nv_bfloat162 *)&u;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const float2 t = __bfloat1622float2(h[i]);
+        f[2 * i] = t.x;
+        f[2 * i + 1] = t.y;
+    }
+}
+
+// xs [k] = the op's input (RMSNorm'd as matvec.cuh's stage_input, copied, or SwiGLU of
+// gate|up as fused.cu rounds it); FP8: quantized, *sx its scale. Ends with a barrier.
+__device__ void stage_input(const Params &p, const Proj &q, bf16 *xs, float *red, float *sx) {
+    const int t = threadIdx.x, K = q.k;
+    float inv = 1.0f;
+    if (q.norm) {
+        float ss = 0.0f;
+        for (int e = t * 8; e < K; e += kConsumers * 8) {
+            float xf[8];
+            load8_cg(q.in + e, xf);
+#pragma unroll
+            for (int j = 0; j < 8; j++) ss = fmaf(xf[j], xf[j], ss);
+        }
+        ss = consumers_reduce<false>(ss, red);
+        inv = rsqrtf(ss / (float)K + p.eps);
+    }
+    float mx = 0.0f;
+    for (int e = t * 8; e < K; e += kConsumers * 8) {
+        float xf[8];
+        if (q.swiglu) {
+            float g[8], u[8];
+            load8_cg(q.in + e, g);
+            load8_cg(q.in + p.ffn + e, u);
+#pragma unroll
+            for (int j = 0; j < 8; j++) xf[j] = vk_round(vk_swiglu(g[j], u[j]));
+        } else {
+            load8_cg(q.in + e, xf);
+            if (q.norm) {
+                float g[8];
+                vk_load8(q.norm + e, g);
+#pragma unroll
+                for (int j = 0; j < 8; j++) xf[j] = vk_round(g[j] * vk_round(xf[j] * inv));
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < 8; j++) mx = fmaxf(mx, fabsf(xf[j]));
+        vk_store8(xs + e, xf);
+    }
+    if (q.w_scale) { // each thread quantizes what it staged, with the row's scale
+        const float s = vk_fp8_scale(consumers_reduce<true>(mx, red));
+        for (int e = t * 8; e < K; e += kConsumers * 8) {
+            float xf[8];
+            vk_load8(xs + e, xf);
+#pragma unroll
+            for (int j = 0; j < 8; j++) xf[j] = vk_e4m3_value(vk_fp8_quantize(xf[j], s));
+            vk_store8(xs + e, xf);
+        }
+        if (t == 0) *sx = s;
+    }
+    consumers_sync();
+}
+
+// ---- a projection (consumers) ------------------------------------------------------------------
+__device__ __forceinline__ float dot_vec(uint4 w, const bf16 *x, bool fp8) {
+    if (fp8) {
+        float xf[16];
+        vk_load8(x, xf);
+        vk_load8(x + 8, xf + 8);
+        return vk_dot16_e4m3(w, xf);
+    }
+    float xf[8];
+    vk_load8(x, xf);
+    const __nv_bfloat162 *h = (const __nv_bfloat162 *)&w;
+    float s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const float2 f = __bfloat1622float2(h[i]);
+        s = fmaf(f.x, xf[2 * i], s);
+        s = fmaf(f.y, xf[2 * i + 1], s);
+    }
+    return s;
+}
+
+template <bool FP8>
+__device__ void run_projection(const Params &p, const Proj &q, int offset, const bf16 *xs, float sx,
+                               const unsigned char *ring, uint64_t *full, uint64_t *empty,
+                               uint32_t &page) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, G = gridDim.x;
+    const int pc = page_cols(FP8), ve = vec_elems(FP8);
+    const int64_t units = q.n / kUnitRows;
+    for (int64_t u = (blockIdx.x - offset + G) % G; u < units; u += G) {
+        float acc = 0.0f;
+        for (int c0 = 0; c0 < q.k; c0 += pc, page++) {
+            const int slot = page % kPages;
+            mbar_wait(&full[slot], (page / kPages) & 1);
+            const unsigned char *row = ring + (size_t)slot * kPageBytes + warp * kRowBytes;
+            const int nvec = min(pc, q.k - c0) / ve;
+            if (p.experiment != 1)
+                for (int v = lane; v < nvec; v += 32)
+                    acc += dot_vec(*(const uint4 *)(row + v * 16), xs + c0 + v * ve, FP8);
+            __syncwarp();
+            if (lane == 0) mbar_arrive(&empty[slot]);
+        }
+        acc = vk_warp_sum(acc);
+        if (lane == 0) {
+            const int64_t r = u * kUnitRows + warp;
+            if (FP8) acc *= sx * q.w_scale[r];
+            q.y[r] = q.resid ? vk_bf(vk_f(__ldcg(q.resid + r)) + vk_round(acc)) : vk_bf(acc);
+        }
+    }
+}
+
+// ---- attention (consumers) -----------------------------------------------------------------------
+__device__ __forceinline__ float fast_exp2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+// How the keys are cut: splits of whole kSplitRound-key pieces, at most kMaxSplits, none empty.
+__device__ __forceinline__ void split_plan(int L, int *chunk, int *n_active) {
+    const int per = (L + kMaxSplits - 1) / kMaxSplits;
+    *chunk = (per + kSplitRound - 1) / kSplitRound * kSplitRound;
+    *n_active = (L + *chunk - 1) / *chunk;
+}
+
+// Dims a lane holds of a head: DPL = head_dim / 32 consecutive ones.
+template <int DPL> __device__ __forceinline__ void load_dims(const bf16 *src, float (&f)[DPL]) {
+    if constexpr (DPL == 4) {
+        const uint2 u = __ldcg((const uint2 *)src);
+        const __nv_bfloat162 *h = (const __nv_bfloat162 *)&u;
+        const float2 a = __bfloat1622float2(h[0]), b = __bfloat1622float2(h[1]);
+        f[0] = a.x, f[1] = a.y, f[2] = b.x, f[3] = b.y;
+    } else if constexpr (DPL == 2) {
+        const unsigned u = __ldcg((const unsigned *)src);
+        const float2 a = __bfloat1622float2(*(const __nv_bfloat162 *)&u);
+        f[0] = a.x, f[1] = a.y;
+    } else {
+        const unsigned short u = __ldcg((const unsigned short *)src);
+        f[0] = __bfloat162float(*(const bf16 *)&u);
+    }
+}
+
+constexpr int kMaxGroup = 8; // query heads of one kv head
+
+// The shared-memory scratch of an attention unit (in the staging area), laid out for a group
+// of GQ query heads of D dims: the RoPE'd queries (bf16 values), this token's key (RoPE'd) and
+// value, and each warp's softmax state (max, sum, unnormalised output).
+struct AttnSmem {
+    float *q, *k_new, *v_new, *wm, *wl, *wo;
+    int *last;
+    __device__ AttnSmem(unsigned char *base, int GQ, int D) {
+        q = (float *)base;
+        k_new = q + GQ * D, v_new = k_new + D;
+        wm = v_new + D, wl = wm + kConsumerWarps * GQ, wo = wl + kConsumerWarps * GQ;
+        last = (int *)(wo + kConsumerWarps * GQ * D);
+    }
+    static size_t bytes(int GQ, int D) {
+        return sizeof(float) * ((size_t)GQ * D + 2 * D + 2 * kConsumerWarps * GQ +
+                                (size_t)kConsumerWarps * GQ * D) + sizeof(int);
+    }
+};
+
+template <int DPL>
+__device__ void attention_unit(const Params &p, int layer, int g, int split, int chunk,
+                               int n_active, unsigned char *stage) {
+    constexpr int D = DPL * 32, KB = 4; // keys a warp takes at a time
+    const vox_k_pdecode_layer &Ly = p.layers[layer];
+    const int t = threadIdx.x, warp = t >> 5, lane = t & 31, half = D / 2;
+    const int GQ = p.heads / p.kv_heads, QD = p.heads * D, KD = p.kv_heads * D;
+    const AttnSmem s(stage, GQ, D);
+    const int pos = *p.pos, L = *p.len;
+    consumers_sync(); // the scratch may still be read by the previous unit's merge
+    // RoPE'd q of the group's heads, the new key, the new value (matvec.cuh's rounding)
+    for (int i = t; i < (GQ + 1) * half; i += kConsumers) {
+        const int h = i / half, d = i % half;
+        const bf16 *src = h < GQ ? p.qkv + (int64_t)(g * GQ + h) * D : p.qkv + QD + (int64_t)g * D;
+        const float a = vk_f(__ldcg(src + d)), c = vk_f(__ldcg(src + d + half));
+        float sn, cs, o1, o2;
+        sincosf((float)pos * vk_rope_inv_freq(d, D, p.theta), &sn, &cs);
+        vk_rope_rotate(a, c, vk_round(cs), vk_round(sn), &o1, &o2);
+        float *dst = h < GQ ? s.q + h * D : s.k_new;
+        dst[d] = vk_round(o1);
+        dst[d + half] = vk_round(o2);
+    }
+    for (int d = t; d < D; d += kConsumers) s.v_new[d] = vk_f(__ldcg(p.qkv + QD + KD + (int64_t)g * D + d));
+    consumers_sync();
+    if (split == 0) { // the new key and value into the cache (the others read them from s)
+        bf16 *kc = (bf16 *)Ly.k_cache + (int64_t)*p.slot * KD + (int64_t)g * D;
+        bf16 *vc = (bf16 *)Ly.v_cache + (int64_t)*p.slot * KD + (int64_t)g * D;
+        for (int d = t; d < D; d += kConsumers) {
+            kc[d] = vk_bf(s.k_new[d]);
+            vc[d] = vk_bf(s.v_new[d]);
+        }
+    }
+    // this warp's keys: groups of KB consecutive keys, warps interleaved
+    float q[kMaxGroup][DPL], o[kMaxGroup][DPL], m[kMaxGroup], l[kMaxGroup];
+#pragma unroll
+    for (int h = 0; h < kMaxGroup; h++) {
+        m[h] = -INFINITY, l[h] = 0.0f;
+#pragma unroll
+        for (int j = 0; j < DPL; j++) q[h][j] = h < GQ ? s.q[h * D + lane * DPL + j] : 0.0f, o[h][j] = 0.0f;
+    }
+    const int k_begin = split * chunk, k_end = min(L, k_begin + chunk);
+    const bf16 *kg = (const bf16 *)Ly.k_cache + (int64_t)g * D + lane * DPL;
+    const bf16 *vg = (const bf16 *)Ly.v_cache + (int64_t)g * D + lane * DPL;
+    for (int j0 = k_begin + warp * KB; j0 < k_end; j0 += kConsumerWarps * KB) {
+        float kf[KB][DPL], vf[KB][DPL];
+#pragma unroll
+        for (int b = 0; b < KB; b++) {
+            const int j = j0 + b;
+            if (j >= k_end) {
+#pragma unroll
+                for (int e = 0; e < DPL; e++) kf[b][e] = vf[b][e] = 0.0f;
+            } else if (j == pos) {
+#pragma unroll
+                for (int e = 0; e < DPL; e++) kf[b][e] = s.k_new[lane * DPL + e], vf[b][e] = s.v_new[lane * DPL + e];
+            } else {
+                const int64_t row = (int64_t)p.table[j / p.block_size] * p.block_size + j % p.block_size;
+                load_dims<DPL>(kg + row * KD, kf[b]);
+                load_dims<DPL>(vg + row * KD, vf[b]);
+            }
+        }
+#pragma unroll
+        for (int h = 0; h < kMaxGroup; h++) {
+            if (h >= GQ) break;
+            float sc[KB], mx = -INFINITY;
+#pragma unroll
+            for (int b = 0; b < KB; b++) {
+                float d = 0.0f;
+#pragma unroll
+                for (int e = 0; e < DPL; e++) d = fmaf(q[h][e], kf[b][e], d);
+                d = vk_warp_sum(d);
+                sc[b] = j0 + b < k_end ? d : -INFINITY;
+                mx = fmaxf(mx, sc[b]);
+            }
+            const float m_new = fmaxf(m[h], mx * p.scale_log2);
+            const float base = m_new == -INFINITY ? 0.0f : m_new;
+            const float alpha = fast_exp2(m[h] - base);
+            m[h] = m_new;
+            float sum = 0.0f;
+#pragma unroll
+            for (int e = 0; e < DPL; e++) o[h][e] *= alpha;
+#pragma unroll
+            for (int b = 0; b < KB; b++) {
+                const float pb = fast_exp2(fmaf(sc[b], p.scale_log2, -base));
+                sum += pb;
+                const float pr = vk_round(pb); // P is bf16 for P@V, as the tensor-core kernels
+#pragma unroll
+                for (int e = 0; e < DPL; e++) o[h][e] = fmaf(pr, vf[b][e], o[h][e]);
+            }
+            l[h] = l[h] * alpha + sum;
+        }
+    }
+    // merge the warps (attention.cu's order: max, then the scaled sums in warp order)
+#pragma unroll
+    for (int h = 0; h < kMaxGroup; h++) {
+        if (h >= GQ) break;
+        if (lane == 0) s.wm[warp * GQ + h] = m[h], s.wl[warp * GQ + h] = l[h];
+#pragma unroll
+        for (int e = 0; e < DPL; e++) s.wo[(warp * GQ + h) * D + lane * DPL + e] = o[h][e];
+    }
+    consumers_sync();
+    const int64_t ws0 = (int64_t)g * GQ * kMaxSplits; // this group's (head, split) slots
+    for (int i = t; i < GQ * D; i += kConsumers) {
+        const int h = i / D, d = i % D;
+        float mx = -INFINITY;
+        for (int w = 0; w < kConsumerWarps; w++) mx = fmaxf(mx, s.wm[w * GQ + h]);
+        const float base = mx == -INFINITY ? 0.0f : mx;
+        float acc = 0.0f, ls = 0.0f;
+        for (int w = 0; w < kConsumerWarps; w++) {
+            const float f = exp2f(s.wm[w * GQ + h] - base);
+            acc += f * s.wo[(w * GQ + h) * D + d];
+            ls += f * s.wl[w * GQ + h];
+        }
+        if (n_active == 1) {
+            p.attn[(int64_t)(g * GQ + h) * D + d] = vk_bf(ls > 0.0f ? acc / ls : 0.0f);
+        } else {
+            const int64_t slot = ws0 + (int64_t)h * kMaxSplits + split;
+            p.part_o[slot * D + d] = acc;
+            if (d == 0) p.part_ml[slot * 2] = mx, p.part_ml[slot * 2 + 1] = ls;
+        }
+    }
+    if (n_active > 1) { // the last split of the group to finish merges them all
+        consumers_sync();
+        if (t == 0)
+            *s.last = atom_add_acq_rel(counter(p, ticket_counter(p, layer, g)), 1u) ==
+                      (unsigned)(n_active - 1);
+        consumers_sync();
+        if (!*s.last) return;
+        for (int i = t; i < GQ * D; i += kConsumers) {
+            const int h = i / D, d = i % D;
+            const int64_t s0 = ws0 + (int64_t)h * kMaxSplits;
+            float mx = -INFINITY;
+            for (int k = 0; k < n_active; k++) mx = fmaxf(mx, __ldcg(&p.part_ml[(s0 + k) * 2]));
+            const float base = mx == -INFINITY ? 0.0f : mx;
+            float acc = 0.0f, ls = 0.0f;
+            for (int k = 0; k < n_active; k++) {
+                const float f = exp2f(__ldcg(&p.part_ml[(s0 + k) * 2]) - base);
+                acc += f * __ldcg(&p.part_o[(s0 + k) * D + d]);
+                ls += f * __ldcg(&p.part_ml[(s0 + k) * 2 + 1]);
+            }
+            p.attn[(int64_t)(g * GQ + h) * D + d] = vk_bf(ls > 0.0f ? acc / ls : 0.0f);
+        }
+    }
+    signal_counter(p, op_counter(layer, OP_ATTN)); // one more group's output is complete
+}
+
+template <int DPL>
+__device__ void run_attention(const Params &p, int layer, int offset, unsigned char *stage) {
+    const int G = gridDim.x;
+    int chunk, n_active;
+    split_plan(*p.len, &chunk, &n_active);
+    const int units = p.kv_heads * n_active;
+    for (int u = (blockIdx.x - offset + G) % G; u < units; u += G)
+        attention_unit<DPL>(p, layer, u / n_active, u % n_active, chunk, n_active, stage);
+}
+
+// ---- the kernel ----------------------------------------------------------------------------------
+template <int DPL>
+__global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 // bulk copies; the launcher refuses older GPUs
+    extern __shared__ __align__(128) unsigned char smem[];
+    unsigned char *ring = smem, *stage = smem + (size_t)kPages * kPageBytes;
+    __shared__ __align__(8) uint64_t full[kPages], empty[kPages];
+    __shared__ float red[kConsumerWarps];
+    __shared__ float sx;
+    __shared__ int s_last;
+    if (threadIdx.x == 0) {
+        for (int i = 0; i < kPages; i++) {
+            mbar_init(&full[i], 1);
+            mbar_init(&empty[i], kConsumerWarps);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    if (threadIdx.x >= kConsumers) {
+        producer(p, ring, full, empty);
+        return;
+    }
+    const int G = gridDim.x;
+    uint32_t page = 0;
+    int offset = 0;
+    for (int step = 0; step < n_steps(p); step++) {
+        const int layer = step / kOpsPerLayer;
+        const bool last_step = step == n_steps(p) - 1;
+        const int op = last_step ? OP_LM : step % kOpsPerLayer;
+        // what this op waits for: the op before it (QKV of layer 0: nothing in this launch)
+        if (op == OP_QKV && layer > 0) wait_counter(p, op_counter(layer - 1, OP_DOWN), G);
+        if (op == OP_ATTN) wait_counter(p, op_counter(layer, OP_QKV), G);
+        if (op == OP_O) wait_counter(p, op_counter(layer, OP_ATTN), (unsigned)p.kv_heads);
+        if (op == OP_GU) wait_counter(p, op_counter(layer, OP_O), G);
+        if (op == OP_DOWN) wait_counter(p, op_counter(layer, OP_GU), G);
+        if (op == OP_LM && p.n_layers > 0) wait_counter(p, op_counter(p.n_layers - 1, OP_DOWN), G);
+        if (p.stamps && threadIdx.x == 0) p.stamps[((size_t)blockIdx.x * n_steps(p) + step) * 2] = global_ns();
+        if (op == OP_ATTN) {
+            run_attention<DPL>(p, layer, offset, stage); // blocks without units go straight on
+            if (p.stamps && threadIdx.x == 0) p.stamps[((size_t)blockIdx.x * n_steps(p) + step) * 2 + 1] = global_ns();
+            continue;
+        }
+        const Proj q = proj_of(p, step);
+        stage_input(p, q, reinterpret_cast<bf16 *>(stage), red, &sx);
+        if (q.w_scale)
+            run_projection<true>(p, q, offset, reinterpret_cast<bf16 *>(stage), sx, ring, full, empty, page);
+        else
+            run_projection<false>(p, q, offset, reinterpret_cast<bf16 *>(stage), 0.0f, ring, full, empty, page);
+        offset = (int)((offset + q.n / kUnitRows) % G);
+        if (p.stamps && threadIdx.x == 0) p.stamps[((size_t)blockIdx.x * n_steps(p) + step) * 2 + 1] = global_ns();
+        if (op != OP_LM) {
+            signal_counter(p, op_counter(layer, op));
+            continue;
+        }
+        // the end of the step: the last block to get here resets every counter for the next
+        consumers_sync();
+        if (threadIdx.x == 0)
+            s_last = atom_add_acq_rel(counter(p, lm_counter(p)), 1u) == (unsigned)(G - 1);
+        consumers_sync();
+        if (s_last) {
+            for (int i = threadIdx.x; i < p.n_counters; i += kConsumers) *counter(p, i) = 0u;
+        }
+    }
+#endif
+}
+
+// ---- host side -------------------------------------------------------------------------------------
+struct Layout {
+    size_t counters, xa, xb, qkv, attn, gu, part_o, part_ml, total;
+    int n_counters;
+};
+
+size_t align256(size_t x) { return (x + 255) / 256 * 256; }
+
+Layout layout_of(const vox_k_pdecode_args *a) {
+    Layout l;
+    const int QD = a->heads * a->head_dim, KD = a->kv_heads * a->head_dim;
+    l.n_counters = a->n_layers * (kOpsPerLayer + a->kv_heads) + 1;
+    size_t at = 0;
+    l.counters = at, at += align256((size_t)l.n_counters * kCounterStride * sizeof(unsigned));
+    l.xa = at, at += align256((size_t)a->hidden * 2);
+    l.xb = at, at += align256((size_t)a->hidden * 2);
+    l.qkv = at, at += align256((size_t)(QD + 2 * KD) * 2);
+    l.attn = at, at += align256((size_t)QD * 2);
+    l.gu = at, at += align256((size_t)a->ffn * 4);
+    l.part_o = at, at += align256((size_t)a->heads * kMaxSplits * a->head_dim * sizeof(float));
+    l.part_ml = at, at += align256((size_t)a->heads * kMaxSplits * 2 * sizeof(float));
+    l.total = at;
+    return l;
+}
+
+
+int device_ok() {
+    int dev = 0, major = 0, optin = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) return 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
+        return 0;
+    // bulk copies and mbarrier tx counts need sm_90; the ring needs its shared memory
+    return major >= 9 && (size_t)optin >= kSmemBytes + 1024;
+}
+
+template <int DPL> void launch(const Params &p, cudaStream_t stream) {
+    auto kernel = pdecode_kernel<DPL>;
+    static int configured_for = -1;
+    int dev = 0;
+    cudaGetDevice(&dev);
+    if (configured_for != dev) { // a host call, not a stream operation: fine during capture
+        cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+        configured_for = dev;
+    }
+    int sms = 0;
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    // co-resident or refused: the blocks wait for each other
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeCooperative;
+    attr[0].val.cooperative = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)sms);
+    cfg.blockDim = dim3(kThreads);
+    cfg.dynamicSmemBytes = kSmemBytes;
+    cfg.stream = stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    cudaLaunchKernelEx(&cfg, kernel, p);
+}
+
+} // namespace
+
+extern "C" int vox_k_pdecode_supported(const vox_k_pdecode_args *a) {
+    if (!a || a->n_layers < 0 || a->n_layers > VOX_K_PDECODE_MAX_LAYERS || a->hidden <= 0 || a->heads <= 0 || a->kv_heads <= 0 ||
+        a->heads % a->kv_heads || a->heads / a->kv_heads > kMaxGroup || a->ffn <= 0 || a->vocab <= 0)
+        return 0;
+    const int D = a->head_dim, QD = a->heads * D, KD = a->kv_heads * D;
+    if (D != 32 && D != 64 && D != 128) return 0;
+    if (AttnSmem::bytes(a->heads / a->kv_heads, D) > (size_t)kStageBytes) return 0;
+    // whole units of 8 rows; rows of whole 16-byte vectors (FP8: 16 codes); staged inputs fit
+    const int kvec = a->fp8 ? 16 : 8;
+    const int64_t ns[] = {QD + 2 * KD, a->hidden, 2 * (int64_t)a->ffn, a->hidden, a->vocab};
+    for (int64_t n : ns)
+        if (n % kUnitRows) return 0;
+    const int ks[] = {a->hidden, QD, a->ffn};
+    for (int k : ks)
+        if (k % kvec || (size_t)k * 2 > (size_t)kStageBytes) return 0;
+    if (a->block_size <= 0) return 0;
+    return device_ok();
+}
+
+extern "C" size_t vox_k_pdecode_workspace_bytes(const vox_k_pdecode_args *a) { return layout_of(a).total; }
+
+extern "C" int vox_k_pdecode(const vox_k_pdecode_args *a, cudaStream_t stream) {
+    if (!vox_k_pdecode_supported(a) || !a->workspace || !a->x || !a->logits || !a->lm_head ||
+        !a->final_norm || !a->pos || !a->slot || !a->len || !a->table || (a->n_layers && !a->layers))
+        return 0;
+    const Layout l = layout_of(a);
+    unsigned char *ws = (unsigned char *)a->workspace;
+    Params p = {};
+    for (int i = 0; i < a->n_layers; i++) p.layers[i] = a->layers[i];
+    p.n_layers = a->n_layers, p.hidden = a->hidden, p.heads = a->heads, p.kv_heads = a->kv_heads;
+    p.head_dim = a->head_dim, p.ffn = a->ffn, p.vocab = a->vocab, p.fp8 = a->fp8;
+    p.eps = a->eps, p.scale_log2 = a->attn_scale * 1.4426950408889634f, p.theta = a->theta;
+    p.x_in = (const bf16 *)a->x, p.final_norm = (const bf16 *)a->final_norm;
+    p.lm_head = (const bf16 *)a->lm_head, p.logits = (bf16 *)a->logits;
+    p.pos = a->pos, p.slot = a->slot, p.len = a->len, p.table = a->table, p.block_size = a->block_size;
+    p.counters = (unsigned *)(ws + l.counters), p.n_counters = l.n_counters;
+    p.xa = (bf16 *)(ws + l.xa), p.xb = (bf16 *)(ws + l.xb), p.qkv = (bf16 *)(ws + l.qkv);
+    p.attn = (bf16 *)(ws + l.attn), p.gu = (bf16 *)(ws + l.gu);
+    p.part_o = (float *)(ws + l.part_o), p.part_ml = (float *)(ws + l.part_ml);
+    p.stamps = (unsigned long long *)a->stamps;
+    static int experiment = -1;
+    if (experiment < 0) {
+        const char *e = getenv("VOX_PDECODE_EXPERIMENT");
+        experiment = !e ? 0 : strcmp(e, "nocompute") == 0 ? 1 : strcmp(e, "nowait") == 0 ? 2 : 0;
+    }
+    p.experiment = experiment;
+    switch (a->head_dim) {
+    case 32: launch<1>(p, stream); break;
+    case 64: launch<2>(p, stream); break;
+    default: launch<4>(p, stream); break;
+    }
+    VOX_K_LAUNCH_CHECK();
+    return 1;
+}

@@ -1,0 +1,480 @@
+/* The persistent decode kernel (kernels/pdecode.cu) against a CPU reference of the decode step
+ * with the same rounding points (bf16 where torch rounds: q|k|v, RoPE's products, attention
+ * output, each projection, residual adds, SwiGLU; FP8: each staged input row quantized with its
+ * own scale, a row's sum times s_x * s_w), on random weights at awkward shapes, a full-width
+ * shape, and FP8, over several consecutive steps (each launch reads the cache rows the previous
+ * one wrote and must find its counters zeroed).
+ *
+ * What is checked, every element:
+ *  - the logits, and the key and value rows written to the cache in every layer: within
+ *    rel |ref| + elem rms(ref), and the mean |diff| within mean rms(ref) (kBounds*). bf16: the
+ *    kernel sums in another fp32 order than the reference (which sums in double), and attention
+ *    rounds P to bf16 against a running maximum rather than the final one, so a few
+ *    intermediate bf16 values land one ulp (2^-8 relative) apart and carry through the layers
+ *    (measured: mean |diff| 0.2-0.7% of rms(ref), the worst element under half its bound).
+ *    FP8 at later positions: such a one-ulp difference moves an input element to the next E4M3
+ *    code (2^-3 relative) where it lies near a rounding boundary (measured: mean 2-4% of
+ *    rms(ref)); at the first positions, where attention is exact, FP8 meets the bf16 bounds
+ *    (measured: identical). A wrong row, head, position or scale gives errors of the order of
+ *    rms(ref) on most elements.
+ *  - the argmax, wherever the reference's top-2 margin exceeds twice the bound;
+ *  - every other cache row: unchanged, bit for bit.
+ * At the end, on a GPU with room for it, the kernel's time at the full size (information).
+ * Skips (exit 77) without a device, and passes without checking on GPUs the kernel does not
+ * take (below sm_90), after checking that it says so. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/fp8.h"
+#include "gpu/gpu_test_util.h"
+#include "harness.h"
+#include "kernels.h"
+
+typedef struct {
+    const char *name;
+    int layers, hidden, heads, kv_heads, head_dim, ffn, vocab, pos0, steps, fp8;
+    int in_order; /* blocks 1, 2, 3, ... as a fresh pool hands them out, else shuffled */
+} shape;
+
+typedef struct {
+    float rel, elem, mean;
+} bounds;
+
+static const int kBlock = 16;
+/* bf16: the reference rounds P against the final maximum, the kernel against a running one, and
+ * sums in another order: a few intermediate values land one bf16 ulp apart and carry through
+ * the layers. FP8: such a difference moves an input element to the next E4M3 code (2^-3
+ * relative) where it lies near a rounding boundary. A wrong row, head, position or scale gives
+ * errors of the order of rms(ref) on most elements. */
+static const bounds kBoundsBf16 = {0.0078125f, 0.05f, 0.01f};
+static const bounds kBoundsFp8 = {0.0625f, 0.2f, 0.06f};
+
+static float bfr(float x) { return vox_bf16_to_f32(vox_f32_to_bf16(x)); }
+
+/* A weight matrix [n, k]: bf16 words (or E4M3 codes and row scales) on the device, and the
+ * values the reference multiplies (bf16 values, or the codes' values). */
+typedef struct {
+    int n, k;
+    float *val;   /* [n, k] host */
+    float *scale; /* [n] host (FP8), else NULL */
+    void *dev;
+    float *dev_scale;
+} weight;
+
+static weight make_weight(gtu_rng *r, int n, int k, int fp8) {
+    weight w = {n, k, NULL, NULL, NULL, NULL};
+    float std = 1.0f / sqrtf((float)k);
+    size_t nk = (size_t)n * k;
+    uint16_t *h = gtu_randn_bf16(r, nk, std, 0.0f, &w.val);
+    if (!fp8) {
+        w.dev = gtu_dev_upload(h, nk * 2);
+    } else {
+        uint8_t *codes = gtu_malloc(nk);
+        w.scale = gtu_malloc((size_t)n * sizeof(float));
+        for (int i = 0; i < n; i++) {
+            w.scale[i] = vox_fp8_quantize_row(w.val + (size_t)i * k, (size_t)k, codes + (size_t)i * k);
+            for (int j = 0; j < k; j++) w.val[(size_t)i * k + j] = vox_e4m3_to_f32(codes[(size_t)i * k + j]);
+        }
+        w.dev = gtu_dev_upload(codes, nk);
+        w.dev_scale = gtu_dev_upload(w.scale, (size_t)n * sizeof(float));
+        free(codes);
+    }
+    free(h);
+    return w;
+}
+
+static void free_weight(weight *w) {
+    free(w->val);
+    free(w->scale);
+    gtu_dev_free(w->dev);
+    gtu_dev_free(w->dev_scale);
+}
+
+/* y[i] = the row's product with the staged input x [k] (FP8: x quantized by the scheme first,
+ * the sum times s_x * s_w), in double. */
+static void ref_matvec(const weight *w, const float *x, double *y) {
+    const float *in = x;
+    float sx = 1.0f, *q = NULL;
+    if (w->scale) {
+        q = gtu_malloc((size_t)w->k * sizeof *q);
+        uint8_t *codes = gtu_malloc((size_t)w->k);
+        sx = vox_fp8_quantize_row(x, (size_t)w->k, codes);
+        for (int j = 0; j < w->k; j++) q[j] = vox_e4m3_to_f32(codes[j]);
+        free(codes);
+        in = q;
+    }
+    for (int i = 0; i < w->n; i++) {
+        double s = 0;
+        const float *row = w->val + (size_t)i * w->k;
+        for (int j = 0; j < w->k; j++) s += (double)row[j] * in[j];
+        if (w->scale) s = (double)((float)s * (sx * w->scale[i]));
+        y[i] = s;
+    }
+    free(q);
+}
+
+/* h = bf16(w * bf16(x * inv)), inv = 1 / sqrt(mean(x^2) + eps) (matvec.cuh's stage_input). */
+static void ref_rms(const float *x, const float *w, int k, float eps, float *h) {
+    double ss = 0;
+    for (int j = 0; j < k; j++) ss += (double)x[j] * x[j];
+    float inv = 1.0f / sqrtf((float)(ss / k) + eps);
+    for (int j = 0; j < k; j++) h[j] = bfr(w[j] * bfr(x[j] * inv));
+}
+
+/* RoPE of the pair (a, b) = dims (i, i + D/2) at position pos (common.cuh's rounding). */
+static void ref_rope(float a, float b, int i, int D, double theta, int pos, float *o1, float *o2) {
+    float inv_freq = (float)(1.0 / pow(theta, (double)(2 * i) / D));
+    float ang = (float)pos * inv_freq;
+    float c = bfr(cosf(ang)), s = bfr(sinf(ang));
+    *o1 = bfr(bfr(a * c) - bfr(b * s));
+    *o2 = bfr(bfr(b * c) + bfr(a * s));
+}
+
+typedef struct {
+    weight qkv, o, gu, down;
+    float *attn_norm, *ffn_norm; /* host values */
+    void *attn_norm_dev, *ffn_norm_dev;
+    uint16_t *k_pool, *v_pool; /* host copies the reference reads and writes */
+    void *k_dev, *v_dev;
+} layer;
+
+static float rms_of(const float *x, size_t n) {
+    double s = 0;
+    for (size_t i = 0; i < n; i++) s += (double)x[i] * x[i];
+    return (float)sqrt(s / (double)(n ? n : 1));
+}
+
+/* got against ref: every element within rel |ref| + elem rms(ref), and the mean |diff| at most
+ * mean rms(ref) (the header says why these). */
+static void compare_scaled(const char *what, const float *got, const float *ref, size_t n, bounds b) {
+    float *bound = gtu_malloc(n * sizeof *bound);
+    float r = rms_of(ref, n);
+    double sum = 0;
+    for (size_t i = 0; i < n; i++) {
+        bound[i] = b.rel * fabsf(ref[i]) + b.elem * r;
+        sum += fabs((double)got[i] - ref[i]);
+    }
+    gtu_compare_bound(what, got, ref, bound, n);
+    double mean = sum / (double)(n ? n : 1);
+    CHECK_MSG(mean <= b.mean * r, "%s: mean |diff| %.3g over %.3g rms(ref)", what, mean, b.mean * r);
+    printf("     mean |diff| %.3g = %.4f rms(ref)\n", mean, r > 0 ? mean / r : 0.0);
+    free(bound);
+}
+
+static void run_shape(const shape *S, gtu_rng *rng) {
+    /* FP8 where attention spans many keys; at the first positions it is exact (P = 1 or nearly)
+     * and FP8 must then meet the bf16 bounds */
+    const bounds B = S->fp8 && S->pos0 >= kBlock ? kBoundsFp8 : kBoundsBf16;
+    printf("%s: %d layers, hidden %d, %d/%d heads of %d, ffn %d, vocab %d, positions %d..%d%s\n",
+           S->name, S->layers, S->hidden, S->heads, S->kv_heads, S->head_dim, S->ffn, S->vocab,
+           S->pos0, S->pos0 + S->steps - 1, S->fp8 ? ", FP8" : "");
+    const int H = S->hidden, D = S->head_dim, QD = S->heads * D, KD = S->kv_heads * D, F = S->ffn;
+    const int GQ = S->heads / S->kv_heads, last_pos = S->pos0 + S->steps - 1;
+    const int width = last_pos / kBlock + 1, n_blocks = width + 3;
+    const size_t pool_rows = (size_t)n_blocks * kBlock;
+    const float eps = 1e-5f;
+    const double theta = 1e8;
+    const float scale = 1.0f / sqrtf((float)D);
+
+    layer *L = calloc((size_t)S->layers, sizeof *L);
+    vox_k_pdecode_layer *table_host = calloc((size_t)S->layers ? (size_t)S->layers : 1, sizeof *table_host);
+    for (int l = 0; l < S->layers; l++) {
+        L[l].qkv = make_weight(rng, QD + 2 * KD, H, S->fp8);
+        L[l].o = make_weight(rng, H, QD, S->fp8);
+        L[l].gu = make_weight(rng, 2 * F, H, S->fp8);
+        L[l].down = make_weight(rng, H, F, S->fp8);
+        uint16_t *an = gtu_randn_bf16(rng, (size_t)H, 0.1f, 1.0f, &L[l].attn_norm);
+        uint16_t *fn = gtu_randn_bf16(rng, (size_t)H, 0.1f, 1.0f, &L[l].ffn_norm);
+        L[l].attn_norm_dev = gtu_dev_upload(an, (size_t)H * 2);
+        L[l].ffn_norm_dev = gtu_dev_upload(fn, (size_t)H * 2);
+        free(an), free(fn);
+        L[l].k_pool = gtu_randn_bf16(rng, pool_rows * KD, 1.0f, 0.0f, NULL);
+        L[l].v_pool = gtu_randn_bf16(rng, pool_rows * KD, 1.0f, 0.0f, NULL);
+        L[l].k_dev = gtu_dev_upload(L[l].k_pool, pool_rows * KD * 2);
+        L[l].v_dev = gtu_dev_upload(L[l].v_pool, pool_rows * KD * 2);
+        table_host[l] = (vox_k_pdecode_layer){
+            .qkv = L[l].qkv.dev, .o = L[l].o.dev, .gate_up = L[l].gu.dev, .down = L[l].down.dev,
+            .qkv_scale = L[l].qkv.dev_scale, .o_scale = L[l].o.dev_scale,
+            .gate_up_scale = L[l].gu.dev_scale, .down_scale = L[l].down.dev_scale,
+            .attn_norm = L[l].attn_norm_dev, .ffn_norm = L[l].ffn_norm_dev,
+            .k_cache = L[l].k_dev, .v_cache = L[l].v_dev};
+    }
+    weight lm = make_weight(rng, S->vocab, H, 0);
+    float *final_norm;
+    uint16_t *fnh = gtu_randn_bf16(rng, (size_t)H, 0.1f, 1.0f, &final_norm);
+    void *final_norm_dev = gtu_dev_upload(fnh, (size_t)H * 2);
+    free(fnh);
+    /* the block table: distinct blocks in a shuffled order, block 0 never used */
+    int32_t *blocks = gtu_malloc((size_t)width * sizeof *blocks);
+    {
+        int32_t *perm = gtu_malloc((size_t)(n_blocks - 1) * sizeof *perm);
+        for (int i = 0; i < n_blocks - 1; i++) perm[i] = i + 1;
+        for (int i = n_blocks - 2; i > 0 && !S->in_order; i--) {
+            int j = (int)(gtu_next_u64(rng) % (uint64_t)(i + 1));
+            int32_t t = perm[i];
+            perm[i] = perm[j], perm[j] = t;
+        }
+        memcpy(blocks, perm, (size_t)width * sizeof *blocks);
+        free(perm);
+    }
+    void *table_dev = gtu_dev_upload(blocks, (size_t)width * sizeof *blocks);
+    int32_t *scalars_dev = gtu_dev_alloc(3 * sizeof(int32_t));
+    void *x_dev = gtu_dev_alloc((size_t)H * 2), *logits_dev = gtu_dev_alloc((size_t)S->vocab * 2);
+
+    vox_k_pdecode_args a = {
+        .layers = table_host, .n_layers = S->layers, .hidden = H, .heads = S->heads,
+        .kv_heads = S->kv_heads, .head_dim = D, .ffn = F, .vocab = S->vocab, .fp8 = S->fp8,
+        .eps = eps, .attn_scale = scale, .theta = theta, .x = x_dev, .final_norm = final_norm_dev,
+        .lm_head = lm.dev, .logits = logits_dev, .pos = scalars_dev, .slot = scalars_dev + 1,
+        .len = scalars_dev + 2, .table = table_dev, .block_size = kBlock};
+    CHECK_MSG(vox_k_pdecode_supported(&a), "%s: the kernel does not take this shape", S->name);
+    size_t ws_bytes = vox_k_pdecode_workspace_bytes(&a);
+    a.workspace = gtu_dev_alloc(ws_bytes);
+    GTU_CUDA(cudaMemset(a.workspace, 0, ws_bytes));
+
+    /* the reference's working rows */
+    float *x = gtu_malloc((size_t)H * sizeof *x), *h = gtu_malloc((size_t)(F > H ? F : H) * 4 + QD * 4);
+    float *qkv = gtu_malloc((size_t)(QD + 2 * KD) * 4), *attn = gtu_malloc((size_t)QD * 4);
+    float *gu = gtu_malloc((size_t)2 * F * 4), *logits = gtu_malloc((size_t)S->vocab * 4);
+    double *acc = gtu_malloc((size_t)(S->vocab > 2 * F ? S->vocab : 2 * F) * 8 + (size_t)(QD + 2 * KD) * 8);
+    float *kref = gtu_malloc((size_t)S->layers * KD * 4 + 4), *vref = gtu_malloc((size_t)S->layers * KD * 4 + 4);
+    float *sc = gtu_malloc((size_t)(last_pos + 1) * 4);
+    unsigned char *written = calloc(pool_rows, 1);
+
+    for (int step = 0; step < S->steps; step++) {
+        const int pos = S->pos0 + step, len = pos + 1;
+        const int slot = blocks[pos / kBlock] * kBlock + pos % kBlock;
+        written[slot] = 1;
+        uint16_t *xh = gtu_randn_bf16(rng, (size_t)H, 1.0f, 0.0f, &x);
+        int32_t scal[3] = {pos, slot, len};
+        GTU_CUDA(cudaMemcpy(x_dev, xh, (size_t)H * 2, cudaMemcpyHostToDevice));
+        GTU_CUDA(cudaMemcpy(scalars_dev, scal, sizeof scal, cudaMemcpyHostToDevice));
+        free(xh);
+        CHECK(vox_k_pdecode(&a, 0) == 1);
+        GTU_SYNC_CHECK();
+
+        /* the reference */
+        for (int l = 0; l < S->layers; l++) {
+            layer *Y = &L[l];
+            ref_rms(x, Y->attn_norm, H, eps, h);
+            ref_matvec(&Y->qkv, h, acc);
+            for (int i = 0; i < QD + 2 * KD; i++) qkv[i] = bfr((float)acc[i]);
+            for (int hd = 0; hd < S->heads + S->kv_heads; hd++) /* RoPE on q and k heads */
+                for (int i = 0; i < D / 2; i++) {
+                    float *v = qkv + (size_t)hd * D;
+                    ref_rope(v[i], v[i + D / 2], i, D, theta, pos, &v[i], &v[i + D / 2]);
+                }
+            for (int j = 0; j < KD; j++) {
+                Y->k_pool[(size_t)slot * KD + j] = vox_f32_to_bf16(qkv[QD + j]);
+                Y->v_pool[(size_t)slot * KD + j] = vox_f32_to_bf16(qkv[QD + KD + j]);
+                kref[(size_t)l * KD + j] = qkv[QD + j];
+                vref[(size_t)l * KD + j] = qkv[QD + KD + j];
+            }
+            for (int hq = 0; hq < S->heads; hq++) {
+                const int g = hq / GQ;
+                const float *q = qkv + (size_t)hq * D;
+                float mx = -INFINITY;
+                for (int j = 0; j < len; j++) {
+                    size_t row = (size_t)blocks[j / kBlock] * kBlock + j % kBlock;
+                    const uint16_t *k = Y->k_pool + row * KD + (size_t)g * D;
+                    double s = 0;
+                    for (int e = 0; e < D; e++) s += (double)q[e] * vox_bf16_to_f32(k[e]);
+                    sc[j] = (float)s * scale;
+                    if (sc[j] > mx) mx = sc[j];
+                }
+                double l_sum = 0;
+                for (int e = 0; e < D; e++) attn[(size_t)hq * D + e] = 0;
+                double *o = acc; /* D doubles */
+                for (int e = 0; e < D; e++) o[e] = 0;
+                for (int j = 0; j < len; j++) {
+                    size_t row = (size_t)blocks[j / kBlock] * kBlock + j % kBlock;
+                    const uint16_t *v = Y->v_pool + row * KD + (size_t)g * D;
+                    float p = expf(sc[j] - mx);
+                    l_sum += p;
+                    float pr = bfr(p); /* P is bf16 for P@V */
+                    for (int e = 0; e < D; e++) o[e] += (double)pr * vox_bf16_to_f32(v[e]);
+                }
+                for (int e = 0; e < D; e++) attn[(size_t)hq * D + e] = bfr((float)(o[e] / l_sum));
+            }
+            ref_matvec(&Y->o, attn, acc);
+            for (int i = 0; i < H; i++) x[i] = bfr(x[i] + bfr((float)acc[i]));
+            ref_rms(x, Y->ffn_norm, H, eps, h);
+            ref_matvec(&Y->gu, h, acc);
+            for (int i = 0; i < 2 * F; i++) gu[i] = bfr((float)acc[i]);
+            for (int i = 0; i < F; i++) {
+                float g = gu[i];
+                h[i] = bfr(bfr(g / (1.0f + expf(-g))) * gu[F + i]);
+            }
+            ref_matvec(&Y->down, h, acc);
+            for (int i = 0; i < H; i++) x[i] = bfr(x[i] + bfr((float)acc[i]));
+        }
+        ref_rms(x, final_norm, H, eps, h);
+        ref_matvec(&lm, h, acc);
+        for (int i = 0; i < S->vocab; i++) logits[i] = bfr((float)acc[i]);
+
+        char what[96];
+        float *got = gtu_download_bf16_as_f32(logits_dev, (size_t)S->vocab);
+        snprintf(what, sizeof what, "%s pos %d logits", S->name, pos);
+        compare_scaled(what, got, logits, (size_t)S->vocab, B);
+        /* the argmax where the reference's top-2 margin is clear of the bound */
+        int best = 0, gbest = 0;
+        float second = -INFINITY;
+        for (int i = 1; i < S->vocab; i++) {
+            if (logits[i] > logits[best]) second = logits[best], best = i;
+            else if (logits[i] > second) second = logits[i];
+            if (got[i] > got[gbest]) gbest = i;
+        }
+        float bound = B.rel * fabsf(logits[best]) + B.elem * rms_of(logits, (size_t)S->vocab);
+        if (logits[best] - second > 2 * bound)
+            CHECK_MSG(gbest == best, "%s: argmax %d, reference %d", what, gbest, best);
+        free(got);
+        for (int l = 0; l < S->layers; l++) {
+            float *kg = gtu_download_bf16_as_f32((char *)L[l].k_dev + (size_t)slot * KD * 2, (size_t)KD);
+            float *vg = gtu_download_bf16_as_f32((char *)L[l].v_dev + (size_t)slot * KD * 2, (size_t)KD);
+            snprintf(what, sizeof what, "%s pos %d layer %d new key", S->name, pos, l);
+            compare_scaled(what, kg, kref + (size_t)l * KD, (size_t)KD, B);
+            snprintf(what, sizeof what, "%s pos %d layer %d new value", S->name, pos, l);
+            compare_scaled(what, vg, vref + (size_t)l * KD, (size_t)KD, B);
+            free(kg), free(vg);
+        }
+    }
+    /* every row not written: unchanged (the reference wrote only the written rows too) */
+    size_t changed = 0;
+    uint16_t *pool = gtu_malloc(pool_rows * KD * 2);
+    for (int l = 0; l < S->layers; l++)
+        for (int kv = 0; kv < 2; kv++) {
+            gtu_download(pool, kv ? L[l].v_dev : L[l].k_dev, pool_rows * KD * 2);
+            const uint16_t *want = kv ? L[l].v_pool : L[l].k_pool;
+            for (size_t r = 0; r < pool_rows; r++)
+                if (!written[r] && memcmp(pool + r * KD, want + r * KD, (size_t)KD * 2)) changed++;
+        }
+    CHECK_MSG(changed == 0, "%s: %zu cache rows changed that no step wrote", S->name, changed);
+    free(pool);
+
+    for (int l = 0; l < S->layers; l++) {
+        free_weight(&L[l].qkv), free_weight(&L[l].o), free_weight(&L[l].gu), free_weight(&L[l].down);
+        free(L[l].attn_norm), free(L[l].ffn_norm), free(L[l].k_pool), free(L[l].v_pool);
+        gtu_dev_free(L[l].attn_norm_dev), gtu_dev_free(L[l].ffn_norm_dev);
+        gtu_dev_free(L[l].k_dev), gtu_dev_free(L[l].v_dev);
+    }
+    free_weight(&lm);
+    free(L), free(table_host), free(final_norm), free(blocks), free(x), free(h), free(qkv), free(attn);
+    free(gu), free(logits), free(acc), free(kref), free(vref), free(sc), free(written);
+    gtu_dev_free(final_norm_dev), gtu_dev_free(table_dev);
+    gtu_dev_free(scalars_dev), gtu_dev_free(x_dev), gtu_dev_free(logits_dev), gtu_dev_free(a.workspace);
+}
+
+/* The kernel's time at the full size of Voxtral Mini's decoder (30 layers, vocab 131072; weights
+ * and cache of one constant, values do not change the time), and where it goes: per op, from the
+ * kernel's stamps, the time blocks wait for the op before and the time they work. Information,
+ * no check (bench/ holds the measured numbers). */
+static void time_full_size(void) {
+    const int layers = 30, H = 3072, heads = 32, kvh = 8, D = 128, F = 8192, V = 131072, pos = 440;
+    const int QD = heads * D, KD = kvh * D, width = pos / kBlock + 1;
+    size_t wbytes = (size_t)layers * ((size_t)(QD + 2 * KD) * H + (size_t)H * QD + (size_t)2 * F * H +
+                                      (size_t)H * F) * 2 + (size_t)V * H * 2;
+    size_t free_b = 0, total_b = 0;
+    GTU_CUDA(cudaMemGetInfo(&free_b, &total_b));
+    if (free_b < wbytes + ((size_t)2 << 30)) {
+        printf("timing: skipped (%.1f GB free, %.1f GB of weights)\n", free_b / 1e9, wbytes / 1e9);
+        return;
+    }
+    char *w = gtu_dev_alloc(wbytes);
+    GTU_CUDA(cudaMemset(w, 0x3c, wbytes)); /* bf16 0x3c3c = 0.0115 */
+    size_t pool = (size_t)(width + 1) * kBlock * KD * 2;
+    char *kv = gtu_dev_alloc(pool * 2 * layers);
+    GTU_CUDA(cudaMemset(kv, 0x3c, pool * 2 * layers));
+    vox_k_pdecode_layer L[30];
+    char *at = w;
+    for (int l = 0; l < layers; l++) {
+        L[l] = (vox_k_pdecode_layer){0};
+        L[l].qkv = at, at += (size_t)(QD + 2 * KD) * H * 2;
+        L[l].o = at, at += (size_t)H * QD * 2;
+        L[l].gate_up = at, at += (size_t)2 * F * H * 2;
+        L[l].down = at, at += (size_t)H * F * 2;
+        L[l].attn_norm = L[l].ffn_norm = w; /* any bf16 values */
+        L[l].k_cache = kv + (size_t)l * 2 * pool, L[l].v_cache = kv + (size_t)l * 2 * pool + pool;
+    }
+    int32_t host[3 + 64] = {pos, pos, pos + 1};
+    for (int i = 0; i < width; i++) host[3 + i] = i;
+    int32_t *dev = gtu_dev_upload(host, sizeof host);
+    void *x = gtu_dev_alloc((size_t)H * 2), *logits = gtu_dev_alloc((size_t)V * 2);
+    GTU_CUDA(cudaMemset(x, 0x3c, (size_t)H * 2));
+    vox_k_pdecode_args a = {.layers = L, .n_layers = layers, .hidden = H, .heads = heads,
+                            .kv_heads = kvh, .head_dim = D, .ffn = F, .vocab = V, .eps = 1e-5f,
+                            .attn_scale = 0.088f, .theta = 1e8, .x = x, .final_norm = w,
+                            .lm_head = at, .logits = logits, .pos = dev, .slot = dev + 1,
+                            .len = dev + 2, .table = dev + 3, .block_size = kBlock};
+    size_t ws = vox_k_pdecode_workspace_bytes(&a);
+    a.workspace = gtu_dev_alloc(ws);
+    GTU_CUDA(cudaMemset(a.workspace, 0, ws));
+    int sms = 0;
+    GTU_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    const int steps = layers * 5 + 1;
+    for (int i = 0; i < 3; i++) vox_k_pdecode(&a, 0);
+    GTU_SYNC_CHECK();
+    double us = 0;
+    GTU_TIME_US(us, 20, vox_k_pdecode(&a, 0));
+    printf("timing: full size, one row at position %d: %.1f us a step, %.0f GB/s of weights\n", pos,
+           us, (double)wbytes / (us * 1e3));
+    /* one stamped run */
+    size_t nst = (size_t)sms * steps * 2;
+    a.stamps = gtu_dev_alloc(nst * sizeof(unsigned long long));
+    vox_k_pdecode(&a, 0);
+    GTU_SYNC_CHECK();
+    unsigned long long *st = gtu_malloc(nst * sizeof *st);
+    gtu_download(st, a.stamps, nst * sizeof *st);
+    unsigned long long t0 = ~0ull, t1 = 0;
+    double wait[6] = {0}, busy[6] = {0};
+    int count[6] = {0};
+    for (int c = 0; c < sms; c++)
+        for (int s = 0; s < steps; s++) {
+            unsigned long long b = st[((size_t)c * steps + s) * 2], e = st[((size_t)c * steps + s) * 2 + 1];
+            unsigned long long prev = s ? st[((size_t)c * steps + s - 1) * 2 + 1] : b;
+            int op = s == steps - 1 ? 5 : s % 5;
+            wait[op] += (double)(b - prev), busy[op] += (double)(e - b), count[op]++;
+            if (b < t0) t0 = b;
+            if (e > t1) t1 = e;
+        }
+    static const char *names[] = {"qkv", "attention", "o", "gate|up", "down", "lm_head"};
+    printf("timing: stamped run %.1f us; per op and block, mean us waiting for the op before / working:\n",
+           (t1 - t0) / 1e3);
+    for (int op = 0; op < 6; op++)
+        printf("  %-10s wait %6.2f  work %7.2f  (x %d a step)\n", names[op], wait[op] / count[op] / 1e3,
+               busy[op] / count[op] / 1e3, op == 5 ? 1 : layers);
+    free(st);
+    gtu_dev_free(a.stamps), gtu_dev_free(a.workspace), gtu_dev_free(x), gtu_dev_free(logits);
+    gtu_dev_free(dev), gtu_dev_free(kv), gtu_dev_free(w);
+}
+
+int main(void) {
+    gtu_require_device();
+    int major = 0;
+    GTU_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+    static const shape shapes[] = {
+        /* name            layers hidden heads kv  D   ffn   vocab pos0 steps fp8 */
+        {"first position", 2, 128, 4, 2, 32, 256, 1400, 0, 3, 0, 0},
+        {"first position fp8", 2, 128, 4, 2, 32, 256, 1400, 0, 3, 1, 0},
+        {"tiny long", 2, 128, 4, 2, 32, 256, 1400, 770, 3, 0, 0},
+        {"tiny long in order", 2, 128, 4, 2, 32, 256, 1400, 755, 3, 0, 1},
+        {"block boundary", 2, 192, 6, 2, 64, 320, 520, 46, 4, 0, 0},
+        {"awkward", 3, 192, 6, 2, 64, 320, 520, 37, 3, 0, 0},
+        {"awkward fp8", 3, 192, 6, 2, 64, 320, 520, 37, 3, 1, 0},
+        {"long context", 1, 192, 6, 2, 64, 320, 520, 5000, 2, 0, 0},
+        {"full width", 2, 3072, 32, 8, 128, 8192, 8192, 440, 3, 0, 0},
+        {"full width fp8", 2, 3072, 32, 8, 128, 8192, 8192, 440, 3, 1, 0},
+    };
+    if (major < 9) { /* the kernel needs sm_90: it must refuse, and the caller goes op by op */
+        vox_k_pdecode_args a = {.n_layers = 1, .hidden = 128, .heads = 4, .kv_heads = 2,
+                                .head_dim = 32, .ffn = 256, .vocab = 1400, .block_size = 16};
+        CHECK(vox_k_pdecode_supported(&a) == 0);
+        printf("sm_%d0: the persistent decode kernel is not taken here (checked)\n", major);
+        return test_finish("test_kernels_pdecode");
+    }
+    gtu_rng rng = gtu_rng_seed(0x5eed2026);
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) run_shape(&shapes[i], &rng);
+    time_full_size();
+    return test_finish("test_kernels_pdecode");
+}
