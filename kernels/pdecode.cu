@@ -250,35 +250,73 @@ __device__ __forceinline__ int vec_elems(bool fp8) { return fp8 ? 16 : 8; }
 __device__ __forceinline__ int page_cols(bool fp8) { return kRowBytes / (fp8 ? 1 : 2); }
 
 // ---- the producer --------------------------------------------------------------------------------
+// The pages of this block's units in the order the consumers take them: ops in order, a
+// projection's units u = first, first + G, ... (unit u of an op goes to block (u + offset) % G,
+// offset carried from op to op), each unit's pages by column.
+struct PageCursor {
+    int step, offset, c0;
+    int64_t u, units;
+    Proj q;
+    bool done;
+};
+
+__device__ void cursor_op(const Params &p, PageCursor &c) { // the first page from step c.step on
+    const int G = gridDim.x;
+    for (; c.step < n_steps(p); c.step++) {
+        if (step_is_attention(p, c.step)) continue;
+        c.q = proj_of(p, c.step);
+        c.units = c.q.n / kUnitRows;
+        c.u = (blockIdx.x - c.offset + G) % G;
+        c.c0 = 0;
+        if (c.u < c.units) return;
+        c.offset = (int)((c.offset + c.units) % G);
+    }
+    c.done = true;
+}
+
+__device__ PageCursor cursor_begin(const Params &p) {
+    PageCursor c = {};
+    cursor_op(p, c);
+    return c;
+}
+
+__device__ void cursor_next(const Params &p, PageCursor &c) {
+    const int G = gridDim.x;
+    c.c0 += page_cols(c.q.w_scale != nullptr);
+    if (c.c0 < c.q.k) return;
+    c.c0 = 0;
+    c.u += G;
+    if (c.u < c.units) return;
+    c.offset = (int)((c.offset + c.units) % G);
+    c.step++;
+    cursor_op(p, c);
+}
+
+// Row r's bytes of the cursor's page.
+__device__ __forceinline__ const unsigned char *page_row(const PageCursor &c, int r, unsigned *bytes) {
+    const int esz = c.q.w_scale ? 1 : 2;
+    *bytes = (unsigned)(min(page_cols(c.q.w_scale != nullptr), c.q.k - c.c0) * esz);
+    return (const unsigned char *)c.q.w + ((c.u * kUnitRows + r) * c.q.k + c.c0) * esz;
+}
+
+// Lanes 0..7 copy the 8 rows of each page into the ring, as soon as its slot is free. (Asking
+// L2 for pages past the ring as well, cp.async.bulk.prefetch.L2 8 to 64 pages ahead, measured
+// 1.3-1.5x slower: bench/NOTES-2026-12-01-pdecode.md.)
 __device__ void producer(const Params &p, unsigned char *ring, uint64_t *full, uint64_t *empty) {
-    const int lane = threadIdx.x & 31, G = gridDim.x;
+    const int lane = threadIdx.x & 31;
     const uint64_t policy = evict_first_policy();
-    uint32_t page = 0;
-    int offset = 0; // unit u of a projection goes to block (u + offset) % G
-    for (int step = 0; step < n_steps(p); step++) {
-        if (step_is_attention(p, step)) continue;
-        const Proj q = proj_of(p, step);
-        const bool fp8 = q.w_scale != nullptr;
-        const int esz = fp8 ? 1 : 2, pc = page_cols(fp8);
-        const int64_t units = q.n / kUnitRows;
-        for (int64_t u = (blockIdx.x - offset + G) % G; u < units; u += G) {
-            for (int c0 = 0; c0 < q.k; c0 += pc, page++) {
-                const int slot = page % kPages;
-                const unsigned bytes = (unsigned)(min(pc, q.k - c0) * esz);
-                if (lane == 0) {
-                    mbar_wait(&empty[slot], ((page / kPages) & 1) ^ 1);
-                    mbar_expect_tx(&full[slot], bytes * kUnitRows);
-                }
-                __syncwarp();
-                if (lane < kUnitRows) {
-                    const unsigned char *src =
-                        (const unsigned char *)q.w + ((u * kUnitRows + lane) * q.k + c0) * esz;
-                    bulk_copy(ring + (size_t)slot * kPageBytes + lane * kRowBytes, src, bytes,
-                              &full[slot], policy);
-                }
-            }
+    PageCursor c = cursor_begin(p);
+    for (uint32_t page = 0; !c.done; page++, cursor_next(p, c)) {
+        const int slot = page % kPages;
+        unsigned bytes;
+        const unsigned char *src = page_row(c, lane & (kUnitRows - 1), &bytes);
+        if (lane == 0) {
+            mbar_wait(&empty[slot], ((page / kPages) & 1) ^ 1);
+            mbar_expect_tx(&full[slot], bytes * kUnitRows);
         }
-        offset = (int)((offset + units) % G);
+        __syncwarp();
+        if (lane < kUnitRows)
+            bulk_copy(ring + (size_t)slot * kPageBytes + lane * kRowBytes, src, bytes, &full[slot], policy);
     }
 }
 
@@ -387,19 +425,29 @@ __device__ void run_projection(const Params &p, const Proj &q, int offset, const
     const int pc = page_cols(FP8), ve = vec_elems(FP8);
     const int64_t units = q.n / kUnitRows;
     for (int64_t u = (blockIdx.x - offset + G) % G; u < units; u += G) {
-        float acc = 0.0f;
+        // four partial sums (lane's vectors i, i + 32, ... of each page in turn): a full page's
+        // four loads go out together and its products form four independent chains
+        float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         for (int c0 = 0; c0 < q.k; c0 += pc, page++) {
             const int slot = page % kPages;
             mbar_wait(&full[slot], (page / kPages) & 1);
             const unsigned char *row = ring + (size_t)slot * kPageBytes + warp * kRowBytes;
             const int nvec = min(pc, q.k - c0) / ve;
-            if (p.experiment != 1)
+            if (p.experiment == 1) {
+            } else if (nvec == kRowBytes / 16) {
+                uint4 w[4];
+#pragma unroll
+                for (int i = 0; i < 4; i++) w[i] = *(const uint4 *)(row + (i * 32 + lane) * 16);
+#pragma unroll
+                for (int i = 0; i < 4; i++) part[i] += dot_vec(w[i], xs + c0 + (i * 32 + lane) * ve, FP8);
+            } else {
                 for (int v = lane; v < nvec; v += 32)
-                    acc += dot_vec(*(const uint4 *)(row + v * 16), xs + c0 + v * ve, FP8);
+                    part[0] += dot_vec(*(const uint4 *)(row + v * 16), xs + c0 + v * ve, FP8);
+            }
             __syncwarp();
             if (lane == 0) mbar_arrive(&empty[slot]);
         }
-        acc = vk_warp_sum(acc);
+        float acc = vk_warp_sum((part[0] + part[1]) + (part[2] + part[3]));
         if (lane == 0) {
             const int64_t r = u * kUnitRows + warp;
             if (FP8) acc *= sx * q.w_scale[r];
@@ -459,10 +507,36 @@ struct AttnSmem {
     }
 };
 
-template <int DPL>
-__device__ void attention_unit(const Params &p, int layer, int g, int split, int chunk,
-                               int n_active, unsigned char *stage) {
-    constexpr int D = DPL * 32, KB = 4; // keys a warp takes at a time
+// This step's RoPE cos and sin (bf16 values) of each pair index, made once at the kernel's start.
+__shared__ float rope_cs[64], rope_sn[64];
+
+// K/V rows of keys j0 .. j0 + KB - 1 (zeros past k_end; the new key's are filled in later).
+template <int DPL, int KB>
+__device__ __forceinline__ void load_keys(const Params &p, const bf16 *kg, const bf16 *vg, int KD,
+                                          int j0, int k_end, int pos, float (&kf)[KB][DPL],
+                                          float (&vf)[KB][DPL]) {
+#pragma unroll
+    for (int b = 0; b < KB; b++) {
+        const int j = j0 + b;
+        if (j >= k_end || j == pos) {
+#pragma unroll
+            for (int e = 0; e < DPL; e++) kf[b][e] = vf[b][e] = 0.0f;
+        } else {
+            const int64_t row = (int64_t)p.table[j / p.block_size] * p.block_size + j % p.block_size;
+            load_dims<DPL>(kg + row * KD, kf[b]);
+            load_dims<DPL>(vg + row * KD, vf[b]);
+        }
+    }
+}
+
+// One attention unit, keys in groups of KB a warp. have_pre: kpre/vpre hold this warp's first
+// group, loaded before the wait for q|k|v (the cache's old keys do not depend on this step).
+template <int DPL, int KB>
+__device__ __forceinline__ void attention_unit(const Params &p, int layer, int g, int split,
+                                               int chunk, int n_active, unsigned char *stage,
+                                               bool have_pre, const float (&kpre)[KB][DPL],
+                                               const float (&vpre)[KB][DPL]) {
+    constexpr int D = DPL * 32;
     const vox_k_pdecode_layer &Ly = p.layers[layer];
     const int t = threadIdx.x, warp = t >> 5, lane = t & 31, half = D / 2;
     const int GQ = p.heads / p.kv_heads, QD = p.heads * D, KD = p.kv_heads * D;
@@ -474,9 +548,8 @@ __device__ void attention_unit(const Params &p, int layer, int g, int split, int
         const int h = i / half, d = i % half;
         const bf16 *src = h < GQ ? p.qkv + (int64_t)(g * GQ + h) * D : p.qkv + QD + (int64_t)g * D;
         const float a = vk_f(__ldcg(src + d)), c = vk_f(__ldcg(src + d + half));
-        float sn, cs, o1, o2;
-        sincosf((float)pos * vk_rope_inv_freq(d, D, p.theta), &sn, &cs);
-        vk_rope_rotate(a, c, vk_round(cs), vk_round(sn), &o1, &o2);
+        float o1, o2;
+        vk_rope_rotate(a, c, rope_cs[d], rope_sn[d], &o1, &o2);
         float *dst = h < GQ ? s.q + h * D : s.k_new;
         dst[d] = vk_round(o1);
         dst[d + half] = vk_round(o2);
@@ -504,21 +577,20 @@ __device__ void attention_unit(const Params &p, int layer, int g, int split, int
     const bf16 *vg = (const bf16 *)Ly.v_cache + (int64_t)g * D + lane * DPL;
     for (int j0 = k_begin + warp * KB; j0 < k_end; j0 += kConsumerWarps * KB) {
         float kf[KB][DPL], vf[KB][DPL];
+        if (have_pre && j0 == k_begin + warp * KB) {
 #pragma unroll
-        for (int b = 0; b < KB; b++) {
-            const int j = j0 + b;
-            if (j >= k_end) {
+            for (int b = 0; b < KB; b++)
 #pragma unroll
-                for (int e = 0; e < DPL; e++) kf[b][e] = vf[b][e] = 0.0f;
-            } else if (j == pos) {
-#pragma unroll
-                for (int e = 0; e < DPL; e++) kf[b][e] = s.k_new[lane * DPL + e], vf[b][e] = s.v_new[lane * DPL + e];
-            } else {
-                const int64_t row = (int64_t)p.table[j / p.block_size] * p.block_size + j % p.block_size;
-                load_dims<DPL>(kg + row * KD, kf[b]);
-                load_dims<DPL>(vg + row * KD, vf[b]);
-            }
+                for (int e = 0; e < DPL; e++) kf[b][e] = kpre[b][e], vf[b][e] = vpre[b][e];
+        } else {
+            load_keys<DPL, KB>(p, kg, vg, KD, j0, k_end, pos, kf, vf);
         }
+#pragma unroll
+        for (int b = 0; b < KB; b++) // the new key, from this step's q|k|v
+            if (j0 + b == pos && pos < k_end)
+#pragma unroll
+                for (int e = 0; e < DPL; e++)
+                    kf[b][e] = s.k_new[lane * DPL + e], vf[b][e] = s.v_new[lane * DPL + e];
 #pragma unroll
         for (int h = 0; h < kMaxGroup; h++) {
             if (h >= GQ) break;
@@ -604,18 +676,37 @@ __device__ void attention_unit(const Params &p, int layer, int g, int split, int
     signal_counter(p, op_counter(layer, OP_ATTN)); // one more group's output is complete
 }
 
+// The attention units of this block. A block with none goes straight on (to wait for the
+// merged outputs before o); the others load their first keys, then wait for q|k|v.
 template <int DPL>
 __device__ void run_attention(const Params &p, int layer, int offset, unsigned char *stage) {
-    const int G = gridDim.x;
+    constexpr int KB = 4;
+    const int G = gridDim.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int D = DPL * 32, KD = p.kv_heads * D, L = *p.len, pos = *p.pos;
     int chunk, n_active;
-    split_plan(*p.len, &chunk, &n_active);
+    split_plan(L, &chunk, &n_active);
     const int units = p.kv_heads * n_active;
-    for (int u = (blockIdx.x - offset + G) % G; u < units; u += G)
-        attention_unit<DPL>(p, layer, u / n_active, u % n_active, chunk, n_active, stage);
+    int u = (blockIdx.x - offset + G) % G;
+    if (u >= units) return;
+    float kpre[KB][DPL], vpre[KB][DPL];
+    {
+        const int g = u / n_active, split = u % n_active;
+        const int k_begin = split * chunk, k_end = min(L, k_begin + chunk);
+        const vox_k_pdecode_layer &Ly = p.layers[layer];
+        load_keys<DPL, KB>(p, (const bf16 *)Ly.k_cache + (int64_t)g * D + lane * DPL,
+                           (const bf16 *)Ly.v_cache + (int64_t)g * D + lane * DPL, KD,
+                           k_begin + warp * KB, k_end, pos, kpre, vpre);
+    }
+    wait_counter(p, op_counter(layer, OP_QKV), G);
+    for (bool first = true; u < units; u += G, first = false)
+        attention_unit<DPL, KB>(p, layer, u / n_active, u % n_active, chunk, n_active, stage, first,
+                                kpre, vpre);
 }
 
 // ---- the kernel ----------------------------------------------------------------------------------
 template <int DPL>
+// One block an SM: registers are given out for warps in fours, so 9 warps take what 12 would,
+// at most 168 registers a thread (head_dim 128 spills ~100 bytes of attention state).
 __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 // bulk copies; the launcher refuses older GPUs
     extern __shared__ __align__(128) unsigned char smem[];
@@ -631,6 +722,11 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
+    if (threadIdx.x < p.head_dim / 2) { // RoPE of this step's position (fused.cu's rounding)
+        float sn, cs;
+        sincosf((float)*p.pos * vk_rope_inv_freq(threadIdx.x, p.head_dim, p.theta), &sn, &cs);
+        rope_cs[threadIdx.x] = vk_round(cs), rope_sn[threadIdx.x] = vk_round(sn);
+    }
     __syncthreads();
     if (threadIdx.x >= kConsumers) {
         producer(p, ring, full, empty);
@@ -645,7 +741,6 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
         const int op = last_step ? OP_LM : step % kOpsPerLayer;
         // what this op waits for: the op before it (QKV of layer 0: nothing in this launch)
         if (op == OP_QKV && layer > 0) wait_counter(p, op_counter(layer - 1, OP_DOWN), G);
-        if (op == OP_ATTN) wait_counter(p, op_counter(layer, OP_QKV), G);
         if (op == OP_O) wait_counter(p, op_counter(layer, OP_ATTN), (unsigned)p.kv_heads);
         if (op == OP_GU) wait_counter(p, op_counter(layer, OP_O), G);
         if (op == OP_DOWN) wait_counter(p, op_counter(layer, OP_GU), G);
