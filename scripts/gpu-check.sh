@@ -12,9 +12,11 @@
 # (scripts/make_random_model.py; bench/NOTES-2026-12-01-sanitizers.md).
 # usage: scripts/gpu-check.sh --sanitize BUILD_DIR MODEL_DIR [LOG_DIR]
 # environment: SAN_TIMEOUT seconds a run (600); SAN_TOOLS (memcheck racecheck synccheck
-# initcheck); SAN_DEVICE the runner's -d (cuda); COMPUTE_SANITIZER its path (compute-sanitizer on
-# PATH, else /usr/local/cuda/bin's); SAN_ARGS added to every tool's options; SAN_ARGS_<tool>
-# replaces that tool's own options (below, in sanitize_args).
+# initcheck); SAN_RUNS (one batch; "backend" adds BUILD_DIR/tests/test_cuda_backend, whose GEMMs
+# go through cuBLASLt and are read back by our kernels: a control for initcheck's reports on
+# cuBLASLt's output); SAN_DEVICE the runner's -d (cuda); COMPUTE_SANITIZER its path
+# (compute-sanitizer on PATH, else /usr/local/cuda/bin's); SAN_ARGS added to every tool's
+# options; SAN_ARGS_<tool> replaces that tool's own options (below, in sanitize_args).
 set -uo pipefail
 
 # The options of each tool besides --tool and --error-exitcode.
@@ -83,18 +85,36 @@ open(sys.argv[1], "w").write("%d\n" % resource.getrusage(resource.RUSAGE_CHILDRE
 sys.exit(128 - rc if rc < 0 else rc)'
   local -a rows=() problems=()
   local failed=0 tool run
+  for run in ${SAN_RUNS:-one batch}; do
+    case $run in
+      one | batch | backend) ;;
+      *) echo "gpu-check.sh: SAN_RUNS: unknown run '$run' (one, batch, backend)" >&2
+         return 2 ;;
+    esac
+  done
   for tool in $tools; do
-    for run in one batch; do
-      local -a files
-      if [ "$run" = one ]; then files=("${one[@]}"); else files=("${batch[@]}"); fi
+    for run in ${SAN_RUNS:-one batch}; do
+      local -a files app
+      case $run in
+        one) files=("${one[@]}") ;;
+        batch) files=("${batch[@]}") ;;
+      esac
+      if [ "$run" = backend ]; then
+        app=("$B/tests/test_cuda_backend")
+      else
+        app=("$B/voxtral_runner" -m "$M" -d "$device" -n 3 --ignore-eos --no-progress "${files[@]}")
+      fi
       local log="$L/$tool-$run.log" start rc secs rss parsed errors note line
+      if [ ! -x "${app[0]}" ]; then
+        failed=1
+        rows+=("$(printf '%-10s %-6s %4s %7s %8s %12s  %s' "$tool" "$run" - "?" - - "not built: ${app[0]}")")
+        continue
+      fi
       local -a targs extra
       read -ra targs <<<"$(sanitize_args "$tool")"
       read -ra extra <<<"${SAN_ARGS:-}"
-      local -a cmd=("$cs" --tool "$tool" --error-exitcode 99 "${targs[@]}" "${extra[@]}"
-                    "$B/voxtral_runner" -m "$M" -d "$device" -n 3 --ignore-eos --no-progress
-                    "${files[@]}")
-      echo "running $tool on $run (${#files[@]} file(s)), log $log"
+      local -a cmd=("$cs" --tool "$tool" --error-exitcode 99 "${targs[@]}" "${extra[@]}" "${app[@]}")
+      echo "running $tool on $run, log $log"
       start=$(date +%s.%N)
       {
         echo "\$ VOX_CUDA_PLAIN_MALLOC=1 timeout $timeout_s ${cmd[*]}"
@@ -125,8 +145,10 @@ sys.exit(128 - rc if rc < 0 else rc)'
         failed=1
         # what the runner said (a CUDA error names its call) and the tool's first report
         local said
-        said=$( (grep -a '^voxtral_runner: ' "$log" | grep -av 'files transcribed'
-                 grep -aE '^========= +(Invalid|Uninitialized|Error|Race|Barrier|Program hit|Target application)' "$log") | head -3)
+        said=$(grep -aE '^voxtral_runner: |CHECK(_[A-Z]+)? failed|: CUDA error ' "$log" |
+                 grep -av 'files transcribed' | head -2
+               grep -aE '^========= +(Invalid|Uninitialized|Error|Race|Barrier|Program hit|Target application)' "$log" |
+                 head -2)
         problems+=("$tool/$run (log $log):")
         while IFS= read -r line; do problems+=("  $line"); done <<<"${said:-(nothing from the runner or the tool)}"
       fi
