@@ -2,7 +2,178 @@
 # On a GPU machine: runs every GPU test binary of a build and the tiny-model end-to-end check
 # (CPU vs CUDA ids), logs each to LOG_DIR, and prints one summary table.
 # usage: scripts/gpu-check.sh BUILD_DIR [LOG_DIR]
+#
+# --sanitize: voxtral_runner under compute-sanitizer's memcheck, racecheck, synccheck and
+# initcheck, each on one file and on a batch of three, with every tensor in its own allocation
+# (VOX_CUDA_PLAIN_MALLOC=1); one log a run in LOG_DIR and one table: tool, run, exit status,
+# errors the tool counted, seconds, the largest process's peak RSS (racecheck's bookkeeping on
+# the host got the full-size runner killed). Exit status 1 when a run failed, timed out, was
+# killed, reported errors or printed no summary. MODEL_DIR: a full-width model with few layers
+# (scripts/make_random_model.py; bench/NOTES-2026-12-01-sanitizers.md).
+# usage: scripts/gpu-check.sh --sanitize BUILD_DIR MODEL_DIR [LOG_DIR]
+# environment: SAN_TIMEOUT seconds a run (600); SAN_TOOLS (memcheck racecheck synccheck
+# initcheck); SAN_RUNS (one batch; "backend" adds BUILD_DIR/tests/test_cuda_backend, whose GEMMs
+# go through cuBLASLt and are read back by our kernels: a control for initcheck's reports on
+# cuBLASLt's output); SAN_DEVICE the runner's -d (cuda); COMPUTE_SANITIZER its path
+# (compute-sanitizer on PATH, else /usr/local/cuda/bin's); SAN_ARGS added to every tool's
+# options; SAN_ARGS_<tool> replaces that tool's own options (below, in sanitize_args).
 set -uo pipefail
+
+# The options of each tool besides --tool and --error-exitcode.
+sanitize_args() {
+  local var="SAN_ARGS_$1"
+  if [ -n "${!var+set}" ]; then
+    echo "${!var}"
+    return
+  fi
+  case $1 in
+    # every hazard (not only the analysis' summary) and its warnings too
+    racecheck) echo "--racecheck-report all" ;;
+    *) echo "" ;;
+  esac
+}
+
+# "ERRORS NOTE" of a run's log: the tool's own count (racecheck: "RACECHECK SUMMARY: N hazards
+# displayed (E errors, W warnings)", the others: "ERROR SUMMARY: N errors"), "?" when the log
+# has no summary line.
+sanitize_parse() {
+  local log=$1 line errors="?" note=""
+  line=$(grep -aE 'RACECHECK SUMMARY: [0-9]+ hazards? displayed' "$log" | tail -1)
+  if [ -n "$line" ]; then
+    errors=$(sed -nE 's/.*\(([0-9]+) errors?, ([0-9]+) warnings?\).*/\1/p' <<<"$line")
+    local warnings
+    warnings=$(sed -nE 's/.*\(([0-9]+) errors?, ([0-9]+) warnings?\).*/\2/p' <<<"$line")
+    [ "${warnings:-0}" != 0 ] && note="$warnings racecheck warnings"
+  fi
+  line=$(grep -aE 'ERROR SUMMARY: [0-9]+ errors?' "$log" | tail -1)
+  if [ -n "$line" ]; then
+    local n
+    n=$(sed -nE 's/.*ERROR SUMMARY: ([0-9]+) error.*/\1/p' <<<"$line")
+    if [ "$errors" = "?" ] || [ "$n" -gt "$errors" ]; then errors=$n; fi
+  fi
+  echo "${errors:-?} $note"
+}
+
+sanitize() {
+  local B=${1:?usage: gpu-check.sh --sanitize BUILD_DIR MODEL_DIR [LOG_DIR]}
+  local M=${2:?usage: gpu-check.sh --sanitize BUILD_DIR MODEL_DIR [LOG_DIR]}
+  local L=${3:-$(mktemp -d)}
+  local root timeout_s tools device cs
+  root=$(cd "$(dirname "$0")/.." && pwd)
+  timeout_s=${SAN_TIMEOUT:-600}
+  tools=${SAN_TOOLS:-memcheck racecheck synccheck initcheck}
+  device=${SAN_DEVICE:-cuda}
+  cs=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}
+  if [ ! -x "$cs" ]; then
+    echo "gpu-check.sh: no compute-sanitizer ($cs): put it on PATH or set COMPUTE_SANITIZER" >&2
+    return 2
+  fi
+  if [ ! -x "$B/voxtral_runner" ] || [ ! -f "$M/voxtral.json" ]; then
+    echo "gpu-check.sh: need $B/voxtral_runner and an exported model in $M (voxtral.json)" >&2
+    return 2
+  fi
+  mkdir -p "$L"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || true
+  "$cs" --version 2>&1 | tail -1
+  # the fixtures: 4.5 s WAV; 5 s FLAC at 22.05 kHz (resampled); 47 s WAV (two encoder chunks)
+  local audio=$root/tests/fixtures/tiny/audio
+  local -a one=("$audio/short.wav") batch=("$audio/short.wav" "$audio/speech.flac" "$audio/long.wav")
+  # the command under `timeout`, and the peak RSS of the largest process under it (KiB)
+  local rss_py='import resource, subprocess, sys
+rc = subprocess.call(sys.argv[2:])
+open(sys.argv[1], "w").write("%d\n" % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+sys.exit(128 - rc if rc < 0 else rc)'
+  local -a rows=() problems=()
+  local failed=0 tool run
+  for run in ${SAN_RUNS:-one batch}; do
+    case $run in
+      one | batch | backend) ;;
+      *) echo "gpu-check.sh: SAN_RUNS: unknown run '$run' (one, batch, backend)" >&2
+         return 2 ;;
+    esac
+  done
+  for tool in $tools; do
+    for run in ${SAN_RUNS:-one batch}; do
+      local -a files app
+      case $run in
+        one) files=("${one[@]}") ;;
+        batch) files=("${batch[@]}") ;;
+      esac
+      if [ "$run" = backend ]; then
+        app=("$B/tests/test_cuda_backend")
+      else
+        app=("$B/voxtral_runner" -m "$M" -d "$device" -n 3 --ignore-eos --no-progress "${files[@]}")
+      fi
+      local log="$L/$tool-$run.log" start rc secs rss parsed errors note line
+      if [ ! -x "${app[0]}" ]; then
+        failed=1
+        rows+=("$(printf '%-10s %-6s %4s %7s %8s %12s  %s' "$tool" "$run" - "?" - - "not built: ${app[0]}")")
+        continue
+      fi
+      local -a targs extra
+      read -ra targs <<<"$(sanitize_args "$tool")"
+      read -ra extra <<<"${SAN_ARGS:-}"
+      local -a cmd=("$cs" --tool "$tool" --error-exitcode 99 "${targs[@]}" "${extra[@]}" "${app[@]}")
+      echo "running $tool on $run, log $log"
+      start=$(date +%s.%N)
+      {
+        echo "\$ VOX_CUDA_PLAIN_MALLOC=1 timeout $timeout_s ${cmd[*]}"
+        VOX_CUDA_PLAIN_MALLOC=1 python3 -c "$rss_py" "$L/.rss" timeout --kill-after=30 "$timeout_s" "${cmd[@]}"
+      } >"$log" 2>&1
+      rc=$?
+      secs=$(python3 -c "print(round($(date +%s.%N) - $start, 1))")
+      rss=$(python3 -c "print(round(int(open('$L/.rss').read()) / 2**20, 1))" 2>/dev/null || echo "?")
+      rm -f "$L/.rss"
+      parsed=$(sanitize_parse "$log")
+      errors=${parsed%% *}
+      note=${parsed#* }
+      case $rc in
+        0) ;;
+        99) note="errors reported${note:+; $note}" ;;
+        124) note="timed out after $timeout_s s${note:+; $note}" ;;
+        137) if python3 -c "import sys; sys.exit(0 if $secs >= $timeout_s else 1)"; then
+               note="timed out, then SIGKILL${note:+; $note}"
+             else
+               note="SIGKILL (host out of memory? see dmesg)${note:+; $note}"
+             fi ;;
+        *) note="exit status $rc${note:+; $note}" ;;
+      esac
+      if [ "$errors" = "?" ] && [ "$rc" != 124 ] && [ "$rc" != 137 ]; then
+        note="no summary line in the log${note:+; $note}"
+      fi
+      if [ "$rc" != 0 ] || [ "$errors" != 0 ]; then
+        failed=1
+        # what the runner said (a CUDA error names its call) and the tool's first report
+        local said
+        said=$(grep -aE '^voxtral_runner: |CHECK(_[A-Z]+)? failed|: CUDA error ' "$log" |
+                 grep -av 'files transcribed' | head -2
+               grep -aE '^========= +(Invalid|Uninitialized|Error|Race|Barrier|Program hit|Target application)' "$log" |
+                 head -2)
+        problems+=("$tool/$run (log $log):")
+        while IFS= read -r line; do problems+=("  $line"); done <<<"${said:-(nothing from the runner or the tool)}"
+      fi
+      rows+=("$(printf '%-10s %-6s %4s %7s %8s %12s  %s' "$tool" "$run" "$rc" "$errors" "$secs" "$rss" "$note")")
+    done
+  done
+  {
+    echo
+    echo "compute-sanitizer summary ($M, VOX_CUDA_PLAIN_MALLOC=1, -d $device, timeout $timeout_s s; logs in $L):"
+    printf '%-10s %-6s %4s %7s %8s %12s  %s\n' tool run rc errors seconds max_rss_GiB note
+    printf '%s\n' "${rows[@]}"
+    if ((${#problems[@]})); then
+      echo
+      printf '%s\n' "${problems[@]}"
+    fi
+  } | tee "$L/summary.txt"
+  return $failed
+}
+
+if [ "${1:-}" = "--sanitize" ]; then
+  shift
+  sanitize "$@"
+  exit $?
+fi
+
 B=${1:?usage: gpu-check.sh BUILD_DIR [LOG_DIR]}
 L=${2:-$(mktemp -d)}
 mkdir -p "$L"

@@ -267,7 +267,10 @@ SMALL_TEXT = dict(model_type="llama", vocab_size=FULL_VOCAB, hidden_size=256, nu
                   bos_token_id=1, eos_token_id=2, tie_word_embeddings=False)
 
 
-def make_config(size):
+def make_config(size, decoder_layers=None, encoder_layers=None):
+    """VoxtralConfig of the full or the small model; decoder_layers / encoder_layers (when given)
+    replace the layer counts and nothing else, so that every kernel keeps its shapes (full width,
+    fewer layers: make_random_model.py's models for compute-sanitizer)."""
     from transformers import VoxtralConfig
 
     if size == "full":
@@ -276,6 +279,11 @@ def make_config(size):
         cfg = VoxtralConfig(audio_config=dict(SMALL_AUDIO), text_config=dict(SMALL_TEXT))
     else:
         raise ValueError(size)
+    for sub, n in ((cfg.text_config, decoder_layers), (cfg.audio_config, encoder_layers)):
+        if n is not None:
+            sub.num_hidden_layers = n
+            if isinstance(getattr(sub, "layer_types", None), list):  # per-layer, where there is one
+                sub.layer_types = sub.layer_types[:n]
     cfg.audio_token_id = mr.AUDIO  # 24
     return cfg
 
@@ -345,12 +353,13 @@ def bf16_copy(m32, attn_implementation="sdpa"):
     return m16.eval()
 
 
-def build_random_model(size, device, seed=SEED):
+def build_random_model(size, device, seed=SEED, decoder_layers=None, encoder_layers=None):
     """The float32 model with bf16-representable weights, on `device`; eager attention (the
-    float32 reference is computed with plain matmuls + softmax)."""
+    float32 reference is computed with plain matmuls + softmax). decoder_layers and
+    encoder_layers: make_config's."""
     from transformers import VoxtralForConditionalGeneration
 
-    cfg = make_config(size)
+    cfg = make_config(size, decoder_layers, encoder_layers)
     cfg._attn_implementation = "eager"
     torch.manual_seed(seed)
     with torch.device(device):

@@ -63,6 +63,27 @@ vox_status vox_cublaslt_load(vox_error *err) {
     return VOX_OK;
 }
 
+const char *vox_cublas_status_name(int status) {
+    switch (status) {
+#define NAME(s)                                                                                \
+    case s: return #s;
+        NAME(CUBLAS_STATUS_SUCCESS)
+        NAME(CUBLAS_STATUS_NOT_INITIALIZED)
+        NAME(CUBLAS_STATUS_ALLOC_FAILED)
+        NAME(CUBLAS_STATUS_INVALID_VALUE)
+        NAME(CUBLAS_STATUS_ARCH_MISMATCH)
+        NAME(CUBLAS_STATUS_MAPPING_ERROR)
+        NAME(CUBLAS_STATUS_EXECUTION_FAILED)
+        NAME(CUBLAS_STATUS_INTERNAL_ERROR)
+        NAME(CUBLAS_STATUS_NOT_SUPPORTED)
+        NAME(CUBLAS_STATUS_LICENSE_ERROR)
+#undef NAME
+    }
+    static char other[32];
+    snprintf(other, sizeof other, "cuBLAS status %d", status);
+    return other;
+}
+
 /* ---- the forwarders: the prototypes are cublasLt.h's ---------------------------------------- */
 
 cublasStatus_t cublasLtCreate(cublasLtHandle_t *h) { return lt.cublasLtCreate(h); }

@@ -16,4 +16,8 @@
  * names the library and what the dynamic loader said. */
 vox_status vox_cublaslt_load(vox_error *err);
 
+/* The name of a cublasStatus_t ("CUBLAS_STATUS_NOT_SUPPORTED"), for messages; needs no library.
+ * An unknown value reads "cuBLAS status N" (from a static buffer: one thread at a time). */
+const char *vox_cublas_status_name(int status);
+
 #endif

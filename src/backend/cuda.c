@@ -12,7 +12,9 @@
  * projections run kernels/fp8_matvec.cu, other GEMMs quantize their input rows
  * (kernels/fp8.cu) and run cuBLASLt's FP8 GEMM with the scales as outer vectors, or apply the
  * scales in a kernel after it where this cuBLASLt has no outer-vector scaling (sm_89). Compute operations cannot fail synchronously: launch
- * errors and asynchronous faults surface at the next sync(), with the last stage named. */
+ * errors, cuBLASLt refusals (with their status) and asynchronous faults surface at the next
+ * sync() with an operation named: the one that failed to start, or for a fault inside a kernel
+ * the last kernel, GEMM or graph enqueued before the sync. */
 #ifdef VOX_HAVE_CUDA
 
 #include <cublasLt.h>
@@ -126,7 +128,9 @@ typedef struct {
     void *pdecode_ws;
     size_t pdecode_ws_bytes;
     cudaError_t first_error; /* first failure seen by an operation that cannot return it */
+    cublasStatus_t first_error_blas; /* its cuBLASLt status, when cuBLASLt refused (else 0) */
     char first_error_where[64];
+    const char *last_op; /* the last kernel, GEMM or graph enqueued (a literal), for faults */
 } cuda_state;
 
 static cuda_state *S(vox_backend *be) { return be->impl; }
@@ -134,16 +138,33 @@ static cuda_state *S(vox_backend *be) { return be->impl; }
 static void note_error(cuda_state *s, cudaError_t e, const char *where) {
     if (e != cudaSuccess && s->first_error == cudaSuccess) {
         s->first_error = e;
+        s->first_error_blas = CUBLAS_STATUS_SUCCESS;
         snprintf(s->first_error_where, sizeof s->first_error_where, "%s", where);
     }
 }
 
-/* After each launch: a bad configuration is reported at the next sync with the op's name. */
-#define LAUNCHED(s, what) note_error((s), cudaGetLastError(), (what))
+/* After each launch: a bad configuration is reported at the next sync with the op's name, and
+ * a fault inside a kernel with the name of the last one enqueued before that sync. */
+#define LAUNCHED(s, what) ((s)->last_op = (what), note_error((s), cudaGetLastError(), (what)))
 
 static vox_status cuda_fail(vox_error *err, cudaError_t e, const char *what) {
     return vox_fail(err, VOX_ERR_DEVICE, "%s: CUDA error %s (%s)", what, cudaGetErrorName(e),
                     cudaGetErrorString(e));
+}
+
+/* The failure an operation noted (first_error), as the error of `what` (the device, and what
+ * ran), and cleared. */
+static vox_status pending_fail(cuda_state *s, vox_error *err, const char *what) {
+    char where[192];
+    snprintf(where, sizeof where, "%s (%s)", what, s->first_error_where);
+    cudaError_t e = s->first_error;
+    cublasStatus_t blas = s->first_error_blas;
+    s->first_error = cudaSuccess;
+    s->first_error_blas = CUBLAS_STATUS_SUCCESS;
+    if (blas != CUBLAS_STATUS_SUCCESS)
+        return vox_fail(err, VOX_ERR_DEVICE, "%s: cuBLASLt error %s", where,
+                        vox_cublas_status_name(blas));
+    return cuda_fail(err, e, where);
 }
 
 /* ---- cuBLASLt: loaded and started beside the weights --------------------------------------- */
@@ -387,16 +408,18 @@ static void cu_upload_f32(vox_backend *be, vox_tensor *t, const float *src, size
 
 static vox_status cu_sync(vox_backend *be, vox_error *err) {
     cuda_state *s = S(be);
+    const char *call = "cudaStreamSynchronize";
     cudaError_t e = cudaStreamSynchronize(s->stream);
-    if (e == cudaSuccess) e = cudaGetLastError();
-    if (s->first_error != cudaSuccess) {
-        cudaError_t first = s->first_error;
-        s->first_error = cudaSuccess;
+    if (e == cudaSuccess && (e = cudaGetLastError()) != cudaSuccess) call = "cudaGetLastError";
+    if (s->first_error != cudaSuccess) return pending_fail(s, err, s->name);
+    if (e != cudaSuccess) {
+        /* an asynchronous fault: it happened in the last operation enqueued or one before it
+         * (CUDA_LAUNCH_BLOCKING=1 makes them one) */
         char what[160];
-        snprintf(what, sizeof what, "%s (%s)", s->name, s->first_error_where);
-        return cuda_fail(err, first, what);
+        snprintf(what, sizeof what, "%s: %s (last operation enqueued: %s)", s->name, call,
+                 s->last_op ? s->last_op : "none");
+        return cuda_fail(err, e, what);
     }
-    if (e != cudaSuccess) return cuda_fail(err, e, s->name);
     return VOX_OK;
 }
 
@@ -505,7 +528,13 @@ static cublasStatus_t lt_matmul_scaled(cuda_state *s, cudaDataType_t ab, cudaDat
                                        y, lc, y, lc,
                                        plan ? &plan->algo : NULL, s->gemm_ws, GEMM_WORKSPACE_BYTES,
                                        s->stream);
-    if (st != CUBLAS_STATUS_SUCCESS) note_error(s, cudaErrorUnknown, "cublasLtMatmul");
+    s->last_op = "cublasLtMatmul";
+    if (st != CUBLAS_STATUS_SUCCESS && s->first_error == cudaSuccess) {
+        s->first_error = cudaErrorUnknown; /* marks the failure pending; the status says what */
+        s->first_error_blas = st;
+        snprintf(s->first_error_where, sizeof s->first_error_where,
+                 "cublasLtMatmul %lld x %lld x %lld", (long long)M, (long long)N, (long long)K);
+    }
     cublasLtMatrixLayoutDestroy(la);
     cublasLtMatrixLayoutDestroy(lb);
     cublasLtMatrixLayoutDestroy(lc);
@@ -642,6 +671,8 @@ static vox_status fp8_choose_gemm(cuda_state *s, vox_error *err) {
                 acc += (double)vox_e4m3_to_f32(hx[m * PK + k]) * vox_e4m3_to_f32(hw[n * PK + k]);
             want[m * PN + n] = (float)(acc * hxs[m] * hws[n]);
         }
+    /* the probe below clears what it provokes: a failure noted before it is reported first */
+    if (s->first_error != cudaSuccess) return pending_fail(s, err, s->name);
     const char *force = getenv("VOX_FP8_GEMM");
     fp8_gemm_mode order[2] = {FP8_GEMM_OUTER_VEC, FP8_GEMM_EPILOGUE};
     int first = force && strcmp(force, "epilogue") == 0 ? 1 : 0;
@@ -661,6 +692,7 @@ static vox_status fp8_choose_gemm(cuda_state *s, vox_error *err) {
         cudaError_t e = cudaMemcpyAsync(got, dy, sizeof got, cudaMemcpyDeviceToHost, s->stream);
         if (e == cudaSuccess) e = cudaStreamSynchronize(s->stream);
         s->first_error = cudaSuccess; /* a refusal here is an answer, not a failure */
+        s->first_error_blas = CUBLAS_STATUS_SUCCESS;
         cudaGetLastError();
         for (int j = 0; ok && e == cudaSuccess && j < PM * PN; j++) /* within bf16 rounding */
             ok = fabsf(vox_bf16_to_f32(got[j]) - want[j]) <= fabsf(want[j]) * (1.0f / 128);
@@ -1222,14 +1254,23 @@ static vox_status cu_graph_end(vox_backend *be, void **out, vox_error *err) {
     s->capturing = false;
     cudaGraph_t graph = NULL;
     cudaError_t e = cudaStreamEndCapture(s->stream, &graph);
-    if (e == cudaSuccess && s->first_error != cudaSuccess) e = s->first_error;
+    if (s->first_error != cudaSuccess) { /* an operation failed while it was recorded */
+        if (graph) cudaGraphDestroy(graph);
+        cudaGetLastError();
+        return pending_fail(s, err, "graph capture of the decode step");
+    }
+    const char *call = "cudaStreamEndCapture";
     cudaGraphExec_t exec = NULL;
-    if (e == cudaSuccess) e = cudaGraphInstantiate(&exec, graph, 0);
+    if (e == cudaSuccess) {
+        call = "cudaGraphInstantiate";
+        e = cudaGraphInstantiate(&exec, graph, 0);
+    }
     if (graph) cudaGraphDestroy(graph);
     if (e != cudaSuccess) {
-        s->first_error = cudaSuccess;
         cudaGetLastError();
-        return cuda_fail(err, e, "graph capture of the decode step");
+        char what[96];
+        snprintf(what, sizeof what, "graph capture of the decode step (%s)", call);
+        return cuda_fail(err, e, what);
     }
     *out = exec;
     return VOX_OK;
@@ -1237,6 +1278,7 @@ static vox_status cu_graph_end(vox_backend *be, void **out, vox_error *err) {
 
 static vox_status cu_graph_replay(vox_backend *be, void *graph, vox_error *err) {
     cuda_state *s = S(be);
+    s->last_op = "the decode step's graph";
     cudaError_t e = cudaGraphLaunch((cudaGraphExec_t)graph, s->stream);
     if (e != cudaSuccess) return cuda_fail(err, e, "graph launch");
     return VOX_OK;

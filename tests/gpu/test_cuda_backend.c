@@ -44,6 +44,23 @@ static pair pair_new(int64_t rows, int64_t cols, float scale) {
     return p;
 }
 
+/* An output: zeros on the CPU; on the GPU as allocated, never written from the host, so that
+ * only the operation under test writes it (under compute-sanitizer initcheck, reading it back
+ * tells whether the tool saw those writes). */
+static pair pair_fresh(int64_t rows, int64_t cols) {
+    pair p = {0};
+    p.n = (size_t)(rows * cols);
+    p.host = calloc(p.n, sizeof(float));
+    vox_error err;
+    if (!p.host || vox_tensor_new2(cpu, &p.c, VOX_DTYPE_F32, rows, cols, &err) ||
+        vox_tensor_new2(gpu, &p.g, gpu->act_type, rows, cols, &err)) {
+        fprintf(stderr, "allocation failed: %s\n", p.host ? err.msg : "out of memory");
+        exit(1);
+    }
+    cpu->upload_f32(cpu, &p.c, p.host, p.n);
+    return p;
+}
+
 /* A weight: the CPU keeps a view of host f32, the GPU uploads it (converted to bf16, exact). */
 static pair weight_new(int ndim, const int64_t *shape, float scale) {
     pair p = {0};
@@ -85,11 +102,12 @@ static void compare(const char *what, pair *p, double atol, double rtol) {
     free(ref);
 }
 
-static void test_matmul(int64_t M, int64_t N, int64_t K, bool bias) {
+/* fresh: y is a new allocation that only the GEMM writes (pair_fresh), as in the model */
+static void test_matmul(int64_t M, int64_t N, int64_t K, bool bias, bool fresh) {
     char what[128];
-    snprintf(what, sizeof what, "matmul M=%lld N=%lld K=%lld bias=%d", (long long)M, (long long)N,
-             (long long)K, bias);
-    pair x = pair_new(M, K, 1.0f), y = pair_new(M, N, 0.0f);
+    snprintf(what, sizeof what, "matmul M=%lld N=%lld K=%lld bias=%d%s", (long long)M, (long long)N,
+             (long long)K, bias, fresh ? " (fresh output)" : "");
+    pair x = pair_new(M, K, 1.0f), y = fresh ? pair_fresh(M, N) : pair_new(M, N, 0.0f);
     int64_t ws[2] = {N, K}, bs[1] = {N};
     pair w = weight_new(2, ws, 1.0f / sqrtf((float)K)), b = weight_new(1, bs, 0.5f);
     cpu->matmul(cpu, &y.c, &x.c, &w.c, bias ? &b.c : NULL);
@@ -579,11 +597,16 @@ int main(void) {
     }
     rng = gtu_rng_seed(20261130);
 
-    test_matmul(1, 3072, 3072, false);  /* decode GEMV */
-    test_matmul(17, 1027, 515, true);   /* awkward, with bias */
-    test_matmul(5, 9, 7, false);        /* awkward, no bias */
-    test_matmul(388, 1024, 3072, false); /* prefill k/v projection */
-    test_matmul(3000, 1280, 1280, true); /* encoder, 2 chunks */
+    test_matmul(1, 3072, 3072, false, false);  /* decode GEMV */
+    test_matmul(17, 1027, 515, true, false);   /* awkward, with bias */
+    test_matmul(5, 9, 7, false, false);        /* awkward, no bias */
+    test_matmul(388, 1024, 3072, false, false); /* prefill k/v projection */
+    test_matmul(3000, 1280, 1280, true, false); /* encoder, 2 chunks */
+    /* into outputs nothing else wrote: the encoder's first GEMM (conv1 after im2col: 3000 frames
+     * of a chunk, 128 mel bins x 3 taps, 1280 channels, bias), whose output initcheck reported
+     * uninitialised when GELU read it (bench/NOTES-2026-12-01-sanitizers.md); a decoder one */
+    test_matmul(3000, 1280, 384, true, true);
+    test_matmul(388, 4096, 3072, false, true);
     test_norms(1, 3072);
     test_norms(17, 1280);
     test_norms(3000, 1280);

@@ -1,14 +1,26 @@
 /* cuBLASLt loaded at run time (src/backend/cublaslt_loader.h), without a GPU: the library loads,
  * every function cuda.c calls forwards to it (the descriptor calls need no device), and loading
- * twice is loading once. Skips in a build without the CUDA backend. */
+ * twice is loading once; the names of cuBLAS statuses in messages. Skips in a build without the
+ * CUDA backend. */
 #include "harness.h"
 
 #ifdef VOX_HAVE_CUDA
 #include <cublasLt.h>
+#include <string.h>
 
 #include "backend/cublaslt_loader.h"
 
 int main(void) {
+    /* the status names of the CUDA backend's messages (no library needed) */
+    static const struct { int status; const char *name; } names[] = {
+        {CUBLAS_STATUS_NOT_SUPPORTED, "CUBLAS_STATUS_NOT_SUPPORTED"},
+        {CUBLAS_STATUS_INVALID_VALUE, "CUBLAS_STATUS_INVALID_VALUE"},
+        {CUBLAS_STATUS_SUCCESS, "CUBLAS_STATUS_SUCCESS"},
+        {12345, "cuBLAS status 12345"},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        CHECK_MSG(strcmp(vox_cublas_status_name(names[i].status), names[i].name) == 0, "%d: %s",
+                  names[i].status, vox_cublas_status_name(names[i].status));
     vox_error err = {0};
     CHECK_MSG(vox_cublaslt_load(&err) == VOX_OK, "%s", err.msg);
     CHECK(vox_cublaslt_load(&err) == VOX_OK);

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# scripts/gpu-check.sh --sanitize without a GPU: a stand-in compute-sanitizer (COMPUTE_SANITIZER)
+# runs the real voxtral_runner on the tiny model (SAN_DEVICE=cpu) and ends as each tool might:
+# clean, errors reported (memcheck's and racecheck's summary lines), the runner failing on its
+# own (VOX_FAULT), no summary line, killed (SIGKILL, as racecheck's host OOM was), a hang past
+# SAN_TIMEOUT. Checks the table's rc, errors and note per run, the runner's message under the
+# table, the logs, and the exit status (0 only when every run is clean).
+# Usage: test_gpu_check_sanitize.sh BUILD_DIR FIXTURES_DIR
+set -u
+build=$1
+fixtures=$2
+source "$(dirname "$0")/runner_common.sh"
+if ! command -v python3 >/dev/null || ! command -v timeout >/dev/null; then
+    echo "SKIPPED: gpu-check.sh --sanitize needs python3 and timeout"
+    exit 77
+fi
+root=$(cd "$(dirname "$0")/../.." && pwd)
+script=$root/scripts/gpu-check.sh
+audio=$root/tests/fixtures/tiny/audio # the clips gpu-check.sh takes
+tmp=$(mktemp -d /tmp/vox_cli_sanitize_XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+export_tiny_model "$tmp/model"
+
+# The stand-in: the tool is --tool's value; what it does is STUB_<tool> (clean by default).
+cat >"$tmp/compute-sanitizer" <<'EOF'
+#!/usr/bin/env bash
+[ "$1" = --version ] && { echo "stand-in compute-sanitizer"; exit 0; }
+tool=memcheck code=0
+while [ $# -gt 0 ] && ! { [ -f "$1" ] && [ -x "$1" ]; }; do # up to the program
+    case $1 in
+        --tool) tool=$2; shift ;;
+        --error-exitcode) code=$2; shift ;;
+    esac
+    shift
+done
+mode_var=STUB_$tool
+mode=${!mode_var:-clean}
+echo "========= COMPUTE-SANITIZER ($tool, $mode): $*"
+case $mode in
+    kill) kill -9 $$ ;;
+    hang) sleep 60; exit 0 ;;
+    fault) VOX_FAULT=step:1:sticky "$@"; rc=$? ;;
+    *) "$@"; rc=$? ;;
+esac
+case $mode in
+    clean|fault) if [ "$tool" = racecheck ]; then
+            echo "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)"
+        else
+            echo "========= ERROR SUMMARY: 0 errors"
+        fi
+        exit $rc ;;
+    errors) echo "========= Invalid __global__ read of size 2 bytes"
+        echo "========= ERROR SUMMARY: 2 errors"
+        exit "$code" ;;
+    race) echo "========= Error: Race reported between Write access and Read access"
+        echo "========= RACECHECK SUMMARY: 3 hazards displayed (1 error, 2 warnings)"
+        exit "$code" ;;
+    warn) echo "========= RACECHECK SUMMARY: 1 hazard displayed (0 errors, 1 warning)"
+        exit $rc ;;
+    nosummary) exit $rc ;;
+esac
+EOF
+chmod +x "$tmp/compute-sanitizer"
+
+# sanitize NAME WANT_RC [VAR=VALUE...]: gpu-check.sh --sanitize with these settings (WANT_RC
+# "any": not checked); its output in $tmp/NAME.out, logs in $tmp/NAME/
+sanitize() {
+    local name=$1 want=$2
+    shift 2
+    checks=$((checks + 1))
+    env COMPUTE_SANITIZER="$tmp/compute-sanitizer" SAN_DEVICE=cpu "$@" \
+        bash "$script" --sanitize "$build" "$tmp/model" "$tmp/$name" >"$tmp/$name.out" 2>&1
+    local rc=$?
+    [ "$want" = any ] || [ "$rc" -eq "$want" ] || fail "$name: exit $rc, want $want: $(tail -c 3000 "$tmp/$name.out")"
+}
+# row NAME TOOL RUN RC ERRORS [NOTE]: the table has that row (NOTE: a part of the note)
+row() {
+    local name=$1 tool=$2 run=$3 rc=$4 errors=$5 note=${6:-}
+    checks=$((checks + 1))
+    local line
+    line=$(grep -E "^$tool +$run " "$tmp/$name.out" | tail -1)
+    read -r t r c e _ <<<"$line"
+    if [ "$t $r $c $e" != "$tool $run $rc $errors" ] || [[ "$line" != *"$note"* ]]; then
+        fail "$name: row '$line', want '$tool $run $rc $errors ...$note'"
+    fi
+}
+has() { # has FILE TEXT
+    checks=$((checks + 1))
+    grep -qF -- "$2" "$1" || fail "$1 lacks '$2': $(tail -c 2000 "$1")"
+}
+
+# every tool clean: exit 0, both runs of each, a log each and the summary file
+sanitize clean 0
+for tool in memcheck racecheck synccheck initcheck; do
+    for run in one batch; do
+        row clean $tool $run 0 0
+        check "clean: $tool-$run.log" [ -s "$tmp/clean/$tool-$run.log" ]
+    done
+done
+has "$tmp/clean.out" "tool       run      rc  errors  seconds  max_rss_GiB  note"
+has "$tmp/clean/summary.txt" "compute-sanitizer summary ($tmp/model, VOX_CUDA_PLAIN_MALLOC=1, -d cpu"
+has "$tmp/clean/memcheck-one.log" "VOX_CUDA_PLAIN_MALLOC=1 timeout 600 $tmp/compute-sanitizer --tool memcheck --error-exitcode 99"
+has "$tmp/clean/racecheck-batch.log" "--tool racecheck --error-exitcode 99 --racecheck-report all"
+has "$tmp/clean/memcheck-batch.log" "$audio/short.wav $audio/speech.flac $audio/long.wav"
+has "$tmp/clean/memcheck-one.log" "-n 3 --ignore-eos"
+
+# errors, racecheck errors and warnings, the runner failing, no summary
+sanitize mixed 1 STUB_memcheck=errors STUB_racecheck=race STUB_synccheck=fault STUB_initcheck=nosummary
+row mixed memcheck one 99 2 "errors reported"
+row mixed racecheck batch 99 1 "2 racecheck warnings"
+row mixed synccheck one 1 0 "exit status 1"
+row mixed initcheck batch 0 "?" "no summary line"
+has "$tmp/mixed.out" "memcheck/one (log $tmp/mixed/memcheck-one.log):"
+has "$tmp/mixed.out" "  ========= Invalid __global__ read of size 2 bytes"
+has "$tmp/mixed.out" "synccheck/one (log $tmp/mixed/synccheck-one.log):"
+has "$tmp/mixed.out" "  voxtral_runner: $audio/short.wav: cpu: decoder step 1: "
+has "$tmp/mixed.out" "injected fault (VOX_FAULT=step:1:sticky): the device is lost"
+
+# racecheck warnings alone are not a failure
+sanitize warn 0 SAN_TOOLS=racecheck STUB_racecheck=warn
+row warn racecheck one 0 0 "1 racecheck warnings"
+
+# killed (racecheck's host OOM at full size), and a hang cut by SAN_TIMEOUT
+sanitize killed 1 SAN_TOOLS="racecheck synccheck" STUB_racecheck=kill STUB_synccheck=hang SAN_TIMEOUT=2
+row killed racecheck one 137 "?" "SIGKILL"
+row killed synccheck batch 124 "?" "timed out after 2 s"
+
+# the test_cuda_backend control run (it passes on a GPU, skips without: exit 77); an unknown run
+# is a usage error
+if [ -x "$build/tests/test_cuda_backend" ]; then
+    sanitize backend any SAN_TOOLS=initcheck SAN_RUNS="one backend"
+    has "$tmp/backend/initcheck-backend.log" "--error-exitcode 99 $build/tests/test_cuda_backend"
+else
+    sanitize backend 1 SAN_TOOLS=initcheck SAN_RUNS="one backend"
+    row backend initcheck backend - "?" "not built: $build/tests/test_cuda_backend"
+fi
+row backend initcheck one 0 0
+sanitize badrun 2 SAN_RUNS="one twice"
+has "$tmp/badrun.out" "SAN_RUNS: unknown run 'twice'"
+
+# SAN_ARGS and SAN_ARGS_<tool>; a missing compute-sanitizer is a usage error
+sanitize args 0 SAN_TOOLS=racecheck SAN_ARGS="--print-limit 5" SAN_ARGS_racecheck="--racecheck-report hazard"
+has "$tmp/args/racecheck-one.log" "--tool racecheck --error-exitcode 99 --racecheck-report hazard --print-limit 5 "
+sanitize missing 2 COMPUTE_SANITIZER="$tmp/none"
+has "$tmp/missing.out" "no compute-sanitizer"
+
+echo "$checks checks, $failures failed"
+[ "$failures" -eq 0 ]
