@@ -64,7 +64,7 @@ constexpr int kMaxSplits = 16;     // attention splits of a kv head
 constexpr int kSplitRound = 16;    // split lengths are multiples of this many keys
 constexpr int kCounterStride = 32; // counters 128 bytes apart
 constexpr unsigned kBarConsumers = 1; // named barrier of the consumer warps
-constexpr long long kWatchdogNs = 2000000000LL;
+constexpr double kWatchdogSeconds = 10.0; // VOX_PDECODE_WATCHDOG_S changes it (sanitizers: more)
 
 enum OpKind { OP_QKV, OP_ATTN, OP_O, OP_GU, OP_DOWN, OP_LM };
 constexpr int kOpsPerLayer = 5;
@@ -87,6 +87,7 @@ struct Params {
     bf16 *xa, *xb, *qkv, *attn, *gu;
     float *part_o, *part_ml;
     unsigned long long *stamps;
+    long long watchdog_ns; // a wait longer than this traps
     int experiment; // timing experiments only (VOX_PDECODE_EXPERIMENT): 1 no dot products, 2 no waits
 };
 
@@ -134,9 +135,10 @@ __device__ void wait_counter(const Params &p, int i, unsigned target) {
             for (int spin = 0;; spin++) {
                 __nanosleep(32);
                 if (ld_acquire(c) >= target) break;
-                if ((spin & 1023) == 1023 && global_ns() - t0 > kWatchdogNs) {
-                    printf("vox_k_pdecode: block %d waited 2 s for counter %d (%u of %u)\n",
-                           blockIdx.x, i, ld_acquire(c), target);
+                if ((spin & 1023) == 1023 && global_ns() - t0 > p.watchdog_ns) {
+                    printf("vox_k_pdecode: block %d waited %.0f s for counter %d (%u of %u): "
+                           "blocks not all resident, or a bug\n",
+                           blockIdx.x, p.watchdog_ns * 1e-9, i, ld_acquire(c), target);
                     __trap();
                 }
             }
@@ -884,6 +886,12 @@ extern "C" int vox_k_pdecode(const vox_k_pdecode_args *a, cudaStream_t stream) {
         experiment = !e ? 0 : strcmp(e, "nocompute") == 0 ? 1 : strcmp(e, "nowait") == 0 ? 2 : 0;
     }
     p.experiment = experiment;
+    static double watchdog_s = -1;
+    if (watchdog_s < 0) {
+        const char *e = getenv("VOX_PDECODE_WATCHDOG_S");
+        watchdog_s = e && atof(e) > 0 ? atof(e) : kWatchdogSeconds;
+    }
+    p.watchdog_ns = (long long)(watchdog_s * 1e9);
     switch (a->head_dim) {
     case 32: launch<1>(p, stream); break;
     case 64: launch<2>(p, stream); break;

@@ -5,7 +5,8 @@
 #
 # --sanitize: voxtral_runner under compute-sanitizer's memcheck, racecheck, synccheck and
 # initcheck, each on one file and on a batch of three, with every tensor in its own allocation
-# (VOX_CUDA_PLAIN_MALLOC=1); one log a run in LOG_DIR and one table: tool, run, exit status,
+# (VOX_CUDA_PLAIN_MALLOC=1) and the persistent decode kernel's watchdog at 600 s (tools slow it
+# down); one log a run in LOG_DIR and one table: tool, run, exit status,
 # errors the tool counted, seconds, the largest process's peak RSS (racecheck's bookkeeping on
 # the host got the full-size runner killed). Exit status 1 when a run failed, timed out, was
 # killed, reported errors or printed no summary. MODEL_DIR: a full-width model with few layers
@@ -117,8 +118,8 @@ sys.exit(128 - rc if rc < 0 else rc)'
       echo "running $tool on $run, log $log"
       start=$(date +%s.%N)
       {
-        echo "\$ VOX_CUDA_PLAIN_MALLOC=1 timeout $timeout_s ${cmd[*]}"
-        VOX_CUDA_PLAIN_MALLOC=1 python3 -c "$rss_py" "$L/.rss" timeout --kill-after=30 "$timeout_s" "${cmd[@]}"
+        echo "\$ VOX_CUDA_PLAIN_MALLOC=1 VOX_PDECODE_WATCHDOG_S=600 timeout $timeout_s ${cmd[*]}"
+        VOX_CUDA_PLAIN_MALLOC=1 VOX_PDECODE_WATCHDOG_S=600 python3 -c "$rss_py" "$L/.rss" timeout --kill-after=30 "$timeout_s" "${cmd[@]}"
       } >"$log" 2>&1
       rc=$?
       secs=$(python3 -c "print(round($(date +%s.%N) - $start, 1))")

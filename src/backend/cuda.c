@@ -125,6 +125,7 @@ typedef struct {
     bool no_matvec;          /* VOX_NO_MATVEC=1: projections as separate operations */
     /* the persistent decode kernel's workspace (kernels/pdecode.cu) */
     bool no_pdecode;         /* VOX_DECODE=graph: decode steps of one row op by op */
+    bool force_pdecode;      /* VOX_DECODE=persistent: also FP8 decoders through the kernel */
     void *pdecode_ws;
     size_t pdecode_ws_bytes;
     cudaError_t first_error; /* first failure seen by an operation that cannot return it */
@@ -1158,6 +1159,11 @@ static bool cu_decode_fused(vox_backend *be, const vox_fused_decode *f) {
     VOX_ASSERT(b->n_rows == 1 && b->n_decode == 1 && b->n_seqs == 1 && b->n_logits == 1);
     const vox_fused_layer *L0 = &f->layers[0];
     bool fp8 = L0->qkv->dtype == VOX_DTYPE_F8_E4M3;
+    /* FP8 decoders stay op by op unless VOX_DECODE=persistent: the kernel takes them (and its
+     * test checks them), but at batch 1 on the H200 it measured 2.626 ms a token against
+     * 2.393 op by op (it is bound by its waits, not by the halved bytes; bench/NOTES-2026-12-01-
+     * pdecode.md) */
+    if (fp8 && !s->force_pdecode) return false;
     for (int l = 0; l < f->n_layers; l++) { /* every projection of the same type, and the kernel's */
         const vox_fused_layer *L = &f->layers[l];
         const vox_tensor *w[] = {L->qkv, L->o, L->gate_up, L->down};
@@ -1465,6 +1471,7 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
     s->no_matvec = no_matvec && *no_matvec && strcmp(no_matvec, "0") != 0;
     const char *decode = getenv("VOX_DECODE");
     s->no_pdecode = decode && strcmp(decode, "graph") == 0;
+    s->force_pdecode = decode && strcmp(decode, "persistent") == 0;
     const char *plain = getenv("VOX_CUDA_PLAIN_MALLOC");
     s->plain_malloc = plain && *plain && strcmp(plain, "0") != 0;
     s->load_threads = default_load_threads();
