@@ -676,17 +676,8 @@ __global__ void __launch_bounds__(kDecodeWarps * 32) attn_decode_split_kernel(co
     for (int t = threadIdx.x; t < nrows * D; t += THREADS) {
         const int row = t / D, d = t % D, head = head0 + row;
         const int64_t slot0 = ((int64_t)b * p.n_heads + head) * p.s_max;
-        float mx = -INFINITY;
-        for (int s = 0; s < n_active; s++) mx = fmaxf(mx, __ldcg(&p.ws_ml[(slot0 + s) * 2]));
-        const float base = mx == -INFINITY ? 0.0f : mx;
-        float acc = 0.0f, l = 0.0f;
-        for (int s = 0; s < n_active; s++) {
-            const float f = exp2f(__ldcg(&p.ws_ml[(slot0 + s) * 2]) - base);
-            acc += f * __ldcg(&p.ws_o[(slot0 + s) * D + d]);
-            l += f * __ldcg(&p.ws_ml[(slot0 + s) * 2 + 1]);
-        }
         p.out[(int64_t)b * p.q_stride + (int64_t)head * D + d] =
-            __float2bfloat16_rn(l > 0.0f ? acc / l : 0.0f);
+            __float2bfloat16_rn(vk_merge_partials(p.ws_ml, p.ws_o, slot0, n_active, D, d));
     }
 }
 

@@ -1,11 +1,13 @@
 // Small helpers shared by the kernels/*.cu files (device code only, internal to vox_kernels):
 //   bf16 <-> fp32 of single values and of 8-wide (16-byte) vectors, an alignment test,
-//   warp sums / maxima by shuffles, a block sum, VOX_K_LAUNCH_CHECK, and programmatic dependent
+//   warp sums / maxima by shuffles, a block sum, a bf16 dot product of 8, the merge of
+//   flash-decoding partials, VOX_K_LAUNCH_CHECK, and programmatic dependent
 //   launch (vk_launch, vk_pdl_wait, vk_pdl_trigger).
 // Everything is static inline: each .cu file is its own translation unit.
 #ifndef VOX_KERNELS_COMMON_CUH
 #define VOX_KERNELS_COMMON_CUH
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +60,36 @@ static __device__ __forceinline__ void vk_store8(void *p, const float f[8]) {
 #pragma unroll
     for (int i = 0; i < 4; i++) h[i] = __floats2bfloat162_rn(f[2 * i], f[2 * i + 1]);
     *(uint4 *)p = u;
+}
+
+// The dot product of 8 bf16 (one 16-byte word) with 8 floats: fp32 products, summed in order.
+static __device__ __forceinline__ float vk_dot8_bf16(uint4 w, const float x[8]) {
+    const __nv_bfloat162 *h = (const __nv_bfloat162 *)&w;
+    float s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const float2 f = __bfloat1622float2(h[i]);
+        s = fmaf(f.x, x[2 * i], s);
+        s = fmaf(f.y, x[2 * i + 1], s);
+    }
+    return s;
+}
+
+// Element d of the merge of n flash-decoding partials at slots slot0 .. slot0 + n - 1: ml holds
+// each slot's (max in log2 units, sum), o its unnormalised output [D]. sum 2^(m - M) o over
+// sum 2^(m - M) l (0 when that is 0), read through L2 (other blocks wrote them), in slot order.
+static __device__ __forceinline__ float vk_merge_partials(const float *ml, const float *o,
+                                                          int64_t slot0, int n, int D, int d) {
+    float mx = -INFINITY;
+    for (int s = 0; s < n; s++) mx = fmaxf(mx, __ldcg(&ml[(slot0 + s) * 2]));
+    const float base = mx == -INFINITY ? 0.0f : mx;
+    float acc = 0.0f, l = 0.0f;
+    for (int s = 0; s < n; s++) {
+        const float f = exp2f(__ldcg(&ml[(slot0 + s) * 2]) - base);
+        acc += f * __ldcg(&o[(slot0 + s) * D + d]);
+        l += f * __ldcg(&ml[(slot0 + s) * 2 + 1]);
+    }
+    return l > 0.0f ? acc / l : 0.0f;
 }
 
 static __device__ __forceinline__ float vk_warp_sum(float v) {

@@ -56,18 +56,6 @@ namespace {
 static __device__ __forceinline__ const vk_bf16 *bf(const void *p) { return (const vk_bf16 *)p; }
 static __device__ __forceinline__ vk_bf16 *bf(void *p) { return (vk_bf16 *)p; }
 
-__device__ __forceinline__ float dot8(uint4 w, const float x[8]) {
-    const __nv_bfloat162 *h = (const __nv_bfloat162 *)&w;
-    float s = 0.0f;
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        const float2 f = __bfloat1622float2(h[i]);
-        s = fmaf(f.x, x[2 * i], s);
-        s = fmaf(f.y, x[2 * i + 1], s);
-    }
-    return s;
-}
-
 // Weights are read once a token and never fit in L2: stream them (evict-first), which keeps
 // the activations and the KV cache resident instead.
 __device__ __forceinline__ uint4 load_weights(const void *p) { return __ldcs((const uint4 *)p); }
@@ -289,7 +277,7 @@ __global__ void __launch_bounds__(WARPS * 32) matvec_kernel(const vox_k_matvec_a
 #pragma unroll
                         for (int r = 0; r < R; r++) {
                             if constexpr (FP8) acc[mm][r] += vk_dot16_e4m3(wv[r][c], xf);
-                            else acc[mm][r] += dot8(wv[r][c], xf);
+                            else acc[mm][r] += vk_dot8_bf16(wv[r][c], xf);
                         }
                     }
                 }

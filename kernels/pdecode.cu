@@ -408,15 +408,7 @@ __device__ __forceinline__ float dot_vec(uint4 w, const bf16 *x, bool fp8) {
     }
     float xf[8];
     vk_load8(x, xf);
-    const __nv_bfloat162 *h = (const __nv_bfloat162 *)&w;
-    float s = 0.0f;
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        const float2 f = __bfloat1622float2(h[i]);
-        s = fmaf(f.x, xf[2 * i], s);
-        s = fmaf(f.y, xf[2 * i + 1], s);
-    }
-    return s;
+    return vk_dot8_bf16(w, xf);
 }
 
 template <bool FP8>
@@ -662,17 +654,8 @@ __device__ __forceinline__ void attention_unit(const Params &p, int layer, int g
         if (!*s.last) return;
         for (int i = t; i < GQ * D; i += kConsumers) {
             const int h = i / D, d = i % D;
-            const int64_t s0 = ws0 + (int64_t)h * kMaxSplits;
-            float mx = -INFINITY;
-            for (int k = 0; k < n_active; k++) mx = fmaxf(mx, __ldcg(&p.part_ml[(s0 + k) * 2]));
-            const float base = mx == -INFINITY ? 0.0f : mx;
-            float acc = 0.0f, ls = 0.0f;
-            for (int k = 0; k < n_active; k++) {
-                const float f = exp2f(__ldcg(&p.part_ml[(s0 + k) * 2]) - base);
-                acc += f * __ldcg(&p.part_o[(s0 + k) * D + d]);
-                ls += f * __ldcg(&p.part_ml[(s0 + k) * 2 + 1]);
-            }
-            p.attn[(int64_t)(g * GQ + h) * D + d] = vk_bf(ls > 0.0f ? acc / ls : 0.0f);
+            p.attn[(int64_t)(g * GQ + h) * D + d] = vk_bf(
+                vk_merge_partials(p.part_ml, p.part_o, ws0 + (int64_t)h * kMaxSplits, n_active, D, d));
         }
     }
     signal_counter(p, op_counter(layer, OP_ATTN)); // one more group's output is complete
