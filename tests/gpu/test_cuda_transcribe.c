@@ -6,7 +6,9 @@
  *    margin is not a bf16 near-tie (< 0.25) the GPU chooses the same id; mean |delta logprob|
  *    at most 0.05 and the top-1 agreeing on at least 90% of all steps (FP8 decoder: the bounds
  *    of bf16_bounds below). (Free-running greedy ids
- *    cannot be compared past the first near-tie, and this random model has them early.) */
+ *    cannot be compared past the first near-tie, and this random model has them early.)
+ *  - the same teacher forcing through the persistent decode kernel and through the op-by-op
+ *    path (VOX_DECODE=graph), step by step, with the same bounds. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,6 +153,33 @@ static void compare_transcription(voxtral_context *cc, voxtral_context *cg, cons
     voxtral_result_free(rg);
 }
 
+/* ---- one file's decode steps: the persistent kernel against the op-by-op path ------------- */
+/* The single-file decode steps run through the persistent kernel where the GPU takes it (sm_90,
+ * bf16), else op by op; a context made with VOX_DECODE=graph runs them op by op. Both are teacher
+ * forced with the CPU's ids, and every step's log-probabilities of one are held against the
+ * other's with the CPU comparison's bounds (the two differ by the order of fp32 sums and the
+ * basis P is rounded against in attention). */
+static void compare_decode_paths(voxtral_context *cc, voxtral_context *cg, voxtral_context *cgraph,
+                                 const char *file) {
+    char path[1024], what[96];
+    snprintf(path, sizeof path, "%s/tiny/audio/%s", VOX_FIXTURES, file);
+    voxtral_transcribe_params p = voxtral_transcribe_default_params();
+    p.max_new_tokens = 24;
+    p.logprobs = 5;
+    voxtral_result *rc = NULL, *rp = NULL, *rg = NULL;
+    vox_error err;
+    CHECK_MSG(voxtral_transcribe_file(cc, path, &p, &rc, &err) == VOX_OK, "%s", err.msg);
+    if (rc) {
+        p.force_ids = rc->ids;
+        p.n_force_ids = rc->n_ids;
+        CHECK_MSG(voxtral_transcribe_file(cg, path, &p, &rp, &err) == VOX_OK, "%s", err.msg);
+        CHECK_MSG(voxtral_transcribe_file(cgraph, path, &p, &rg, &err) == VOX_OK, "%s", err.msg);
+    }
+    snprintf(what, sizeof what, "%s persistent vs graph", file);
+    if (rp && rg) check_forced(what, rp, rg, true);
+    voxtral_result_free(rc), voxtral_result_free(rp), voxtral_result_free(rg);
+}
+
 /* ---- batched: many requests in one queue on the GPU, each against the CPU alone ---------- */
 
 #define N_BATCH 9
@@ -282,6 +311,13 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 3; i++) compare_transcription(cc, cg, files[i]);
     compare_batched(cc, cg, N_BATCH, NULL);  /* all at once */
     compare_batched(cc, cg, 3, "23");        /* slots reused, prompts in chunks of 23 rows */
+    voxtral_context *cgraph = NULL;
+    setenv("VOX_DECODE", "graph", 1); /* read when the context's backend is made */
+    CHECK_MSG(voxtral_init(&cp, &cgraph, &err) == VOX_OK, "%s", err.msg);
+    unsetenv("VOX_DECODE");
+    if (cgraph)
+        for (int i = 0; i < 3; i++) compare_decode_paths(cc, cg, cgraph, files[i]);
+    voxtral_free(cgraph);
     voxtral_free(cc);
     voxtral_free(cg);
     return test_finish("cuda_transcribe");
