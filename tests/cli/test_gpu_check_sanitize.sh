@@ -99,7 +99,7 @@ for tool in memcheck racecheck synccheck initcheck; do
 done
 has "$tmp/clean.out" "tool       run      rc  errors  seconds  max_rss_GiB  note"
 has "$tmp/clean/summary.txt" "compute-sanitizer summary ($tmp/model, VOX_CUDA_PLAIN_MALLOC=1, -d cpu"
-has "$tmp/clean/memcheck-one.log" "VOX_CUDA_PLAIN_MALLOC=1 timeout 600 $tmp/compute-sanitizer --tool memcheck --error-exitcode 99"
+has "$tmp/clean/memcheck-one.log" "VOX_CUDA_PLAIN_MALLOC=1 VOX_PDECODE_WATCHDOG_S=600 timeout 600 $tmp/compute-sanitizer --tool memcheck --error-exitcode 99"
 has "$tmp/clean/racecheck-batch.log" "--tool racecheck --error-exitcode 99 --racecheck-report all"
 has "$tmp/clean/memcheck-batch.log" "$audio/short.wav $audio/speech.flac $audio/long.wav"
 has "$tmp/clean/memcheck-one.log" "-n 3 --ignore-eos"
