@@ -19,8 +19,9 @@
 
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
-#include <pthread.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1152,10 +1153,22 @@ static bool pdecode_workspace(cuda_state *s, const vox_k_pdecode_args *a) {
     return true;
 }
 
+/* CUDA backends alive in this process, per device. The persistent kernel needs every one of its
+ * blocks resident at once; two backends on one device (-d cuda:0,cuda:0) could launch it from
+ * two streams at the same time, and two such grids each partly resident would wait for each
+ * other. Where a device has more than one backend, decode steps stay op by op. */
+#define PDECODE_DEVICES 64
+static atomic_int backends_on_device[PDECODE_DEVICES];
+
+static bool device_shared(const cuda_state *s) {
+    return s->device < 0 || s->device >= PDECODE_DEVICES ||
+           atomic_load(&backends_on_device[s->device]) > 1;
+}
+
 static bool cu_decode_fused(vox_backend *be, const vox_fused_decode *f) {
     cuda_state *s = S(be);
     const vox_batch *b = &s->batch;
-    if (s->no_pdecode || s->no_matvec || f->n_layers < 1) return false;
+    if (s->no_pdecode || s->no_matvec || f->n_layers < 1 || device_shared(s)) return false;
     VOX_ASSERT(b->n_rows == 1 && b->n_decode == 1 && b->n_seqs == 1 && b->n_logits == 1);
     const vox_fused_layer *L0 = &f->layers[0];
     bool fp8 = L0->qkv->dtype == VOX_DTYPE_F8_E4M3;
@@ -1392,6 +1405,7 @@ static void cu_destroy(vox_backend *be) {
         return;
     }
     if (s->blas_pending) pthread_join(s->blas_thread, NULL);
+    if (s->device >= 0 && s->device < PDECODE_DEVICES) atomic_fetch_sub(&backends_on_device[s->device], 1);
     cudaSetDevice(s->device); /* this thread may have worked on another device last */
     if (s->stream) cudaStreamSynchronize(s->stream);
     dev_free(s, s->ids_dev, s->ids_dev_cap * sizeof(int32_t));
@@ -1466,6 +1480,7 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
     be->destroy = cu_destroy;
     be->bind_thread = cu_bind_thread;
     s->device = device;
+    if (device >= 0 && device < PDECODE_DEVICES) atomic_fetch_add(&backends_on_device[device], 1);
     snprintf(s->name, sizeof s->name, "cuda:%d", device);
     const char *no_matvec = getenv("VOX_NO_MATVEC");
     s->no_matvec = no_matvec && *no_matvec && strcmp(no_matvec, "0") != 0;

@@ -155,29 +155,25 @@ static void compare_transcription(voxtral_context *cc, voxtral_context *cg, cons
 
 /* ---- one file's decode steps: the persistent kernel against the op-by-op path ------------- */
 /* The single-file decode steps run through the persistent kernel where the GPU takes it (sm_90,
- * bf16), else op by op; a context made with VOX_DECODE=graph runs them op by op. Both are teacher
- * forced with the CPU's ids, and every step's log-probabilities of one are held against the
- * other's with the CPU comparison's bounds (the two differ by the order of fp32 sums and the
- * basis P is rounded against in attention). */
-static void compare_decode_paths(voxtral_context *cc, voxtral_context *cg, voxtral_context *cgraph,
-                                 const char *file) {
-    char path[1024], what[96];
+ * bf16, one backend on the device), else op by op; a context made with VOX_DECODE=graph runs
+ * them op by op. Both are teacher forced with the CPU's ids, and every step's log-probabilities
+ * of one are held against the other's with the CPU comparison's bounds (the two differ by the
+ * order of fp32 sums and the basis P is rounded against in attention). The contexts take
+ * turns: while two CUDA backends share a device, neither takes the persistent kernel. */
+static voxtral_result *forced_run(voxtral_context *ctx, const char *file, const voxtral_result *ids) {
+    char path[1024];
     snprintf(path, sizeof path, "%s/tiny/audio/%s", VOX_FIXTURES, file);
     voxtral_transcribe_params p = voxtral_transcribe_default_params();
     p.max_new_tokens = 24;
     p.logprobs = 5;
-    voxtral_result *rc = NULL, *rp = NULL, *rg = NULL;
-    vox_error err;
-    CHECK_MSG(voxtral_transcribe_file(cc, path, &p, &rc, &err) == VOX_OK, "%s", err.msg);
-    if (rc) {
-        p.force_ids = rc->ids;
-        p.n_force_ids = rc->n_ids;
-        CHECK_MSG(voxtral_transcribe_file(cg, path, &p, &rp, &err) == VOX_OK, "%s", err.msg);
-        CHECK_MSG(voxtral_transcribe_file(cgraph, path, &p, &rg, &err) == VOX_OK, "%s", err.msg);
+    if (ids) {
+        p.force_ids = ids->ids;
+        p.n_force_ids = ids->n_ids;
     }
-    snprintf(what, sizeof what, "%s persistent vs graph", file);
-    if (rp && rg) check_forced(what, rp, rg, true);
-    voxtral_result_free(rc), voxtral_result_free(rp), voxtral_result_free(rg);
+    voxtral_result *r = NULL;
+    vox_error err;
+    CHECK_MSG(voxtral_transcribe_file(ctx, path, &p, &r, &err) == VOX_OK, "%s: %s", file, err.msg);
+    return r;
 }
 
 /* ---- batched: many requests in one queue on the GPU, each against the CPU alone ---------- */
@@ -311,14 +307,24 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 3; i++) compare_transcription(cc, cg, files[i]);
     compare_batched(cc, cg, N_BATCH, NULL);  /* all at once */
     compare_batched(cc, cg, 3, "23");        /* slots reused, prompts in chunks of 23 rows */
+    voxtral_result *ids[3], *persistent[3], *graph[3] = {0};
+    for (int i = 0; i < 3; i++) {
+        ids[i] = forced_run(cc, files[i], NULL);
+        persistent[i] = ids[i] ? forced_run(cg, files[i], ids[i]) : NULL;
+    }
+    voxtral_free(cg);
     voxtral_context *cgraph = NULL;
     setenv("VOX_DECODE", "graph", 1); /* read when the context's backend is made */
     CHECK_MSG(voxtral_init(&cp, &cgraph, &err) == VOX_OK, "%s", err.msg);
     unsetenv("VOX_DECODE");
-    if (cgraph)
-        for (int i = 0; i < 3; i++) compare_decode_paths(cc, cg, cgraph, files[i]);
+    for (int i = 0; i < 3; i++) {
+        char what[96];
+        snprintf(what, sizeof what, "%s persistent vs graph", files[i]);
+        if (cgraph && ids[i]) graph[i] = forced_run(cgraph, files[i], ids[i]);
+        if (persistent[i] && graph[i]) check_forced(what, persistent[i], graph[i], true);
+        voxtral_result_free(ids[i]), voxtral_result_free(persistent[i]), voxtral_result_free(graph[i]);
+    }
     voxtral_free(cgraph);
     voxtral_free(cc);
-    voxtral_free(cg);
     return test_finish("cuda_transcribe");
 }
