@@ -426,8 +426,33 @@ static vox_status decode_source(vox_audio_source *src, const char *path, double 
         if (st) vox_error_prefix(err, "%s", path);
     }
 
+    /* Mono at 16 kHz (the common case) is read straight into the output, sized from the header
+     * when it says (up to 2^22 samples, 262 s: a header may lie), one pass instead of four. */
+    const int direct_read = channels == 1 && !resample;
+    if (!st && direct_read && src->expected_frames > 0) {
+        double want = src->expected_frames < max_frames ? src->expected_frames : max_frames;
+        if (want > 4194304.0) want = 4194304.0;
+        if (!vec_reserve(&direct, (size_t)want)) st = vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", path);
+    }
     size_t total = 0;
-    while (!st) {
+    while (!st && direct_read) {
+        if (direct.cap == direct.n && !vec_reserve(&direct, block)) {
+            st = vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", path);
+            break;
+        }
+        float *at = direct.data + direct.n;
+        size_t room = direct.cap - direct.n;
+        size_t n = src->read(src, at, room < block ? room : block);
+        if (n == 0) break;
+        if ((double)(total + n) > max_frames) {
+            st = too_long(path, max_seconds, err);
+            break;
+        }
+        if ((st = check_finite(path, at, n, total, err))) break;
+        direct.n += n;
+        total += n;
+    }
+    while (!st && !direct_read) {
         size_t n = src->read(src, buf, block);
         if (n == 0) break;
         if ((double)(total + n) > max_frames) {
@@ -482,7 +507,7 @@ static vox_status decode_source(vox_audio_source *src, const char *path, double 
     if (!st && direct.n == 0)
         st = vox_fail(err, VOX_ERR_FORMAT, "%s: too short: %zu frames at %d Hz leave no sample at "
                       "%d Hz", path, total, src->rate, VOX_SAMPLE_RATE);
-    for (size_t i = 0; !st && i < direct.n; i++)
+    for (size_t i = 0; !st && resample && i < direct.n; i++) /* read samples were checked */
         if (!isfinite(direct.data[i]))
             st = vox_fail(err, VOX_ERR_FORMAT, "%s: resampling overflowed: sample values near "
                           "the float limit are not audio", path);
