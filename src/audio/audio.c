@@ -410,71 +410,68 @@ static vox_status decode_source(vox_audio_source *src, const char *path, double 
     const double rate = src->rate;
     const double max_frames = floor(max_seconds * rate);
 
-    /* Blocks of about 64k samples whatever the channel count. */
+    /* Blocks of about 64k samples whatever the channel count. Mono at 16 kHz (the common case)
+     * is read straight into the output, sized from the header when it says (up to 2^22
+     * samples, 262 s: a header may lie): one pass over the samples. The rest is read into buf,
+     * mixed down into mono when there are several channels, then resampled or appended. */
+    const int resample = src->rate != VOX_SAMPLE_RATE;
+    const int direct_read = channels == 1 && !resample;
     size_t block = 65536 / (size_t)channels;
     if (block < 256) block = 256;
-    float *buf = malloc(block * (size_t)channels * sizeof(float));
-    float *mono = malloc(block * sizeof(float));
+    float *buf = direct_read ? NULL : malloc(block * (size_t)channels * sizeof(float));
+    float *mono = channels > 1 ? malloc(block * sizeof(float)) : NULL;
     vox_resampler rs;
     memset(&rs, 0, sizeof rs);
     float_vec direct = {0};
-    const int resample = src->rate != VOX_SAMPLE_RATE;
     vox_status st = VOX_OK;
-    if (!buf || !mono) st = vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", path);
+    if ((!direct_read && !buf) || (channels > 1 && !mono))
+        st = vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", path);
     if (!st && resample) {
         st = resampler_init(&rs, rate, VOX_SAMPLE_RATE, err);
         if (st) vox_error_prefix(err, "%s", path);
     }
-
-    /* Mono at 16 kHz (the common case) is read straight into the output, sized from the header
-     * when it says (up to 2^22 samples, 262 s: a header may lie), one pass instead of four. */
-    const int direct_read = channels == 1 && !resample;
     if (!st && direct_read && src->expected_frames > 0) {
         double want = src->expected_frames < max_frames ? src->expected_frames : max_frames;
         if (want > 4194304.0) want = 4194304.0;
         if (!vec_reserve(&direct, (size_t)want)) st = vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", path);
     }
+
     size_t total = 0;
-    while (!st && direct_read) {
-        if (direct.cap == direct.n && !vec_reserve(&direct, block)) {
-            st = vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", path);
-            break;
+    while (!st) {
+        float *in = buf;
+        size_t want = block;
+        if (direct_read) {
+            if (direct.cap == direct.n && !vec_reserve(&direct, block)) {
+                st = vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", path);
+                break;
+            }
+            in = direct.data + direct.n;
+            want = direct.cap - direct.n < block ? direct.cap - direct.n : block;
         }
-        float *at = direct.data + direct.n;
-        size_t room = direct.cap - direct.n;
-        size_t n = src->read(src, at, room < block ? room : block);
+        size_t n = src->read(src, in, want);
         if (n == 0) break;
         if ((double)(total + n) > max_frames) {
             st = too_long(path, max_seconds, err);
             break;
         }
-        if ((st = check_finite(path, at, n, total, err))) break;
-        direct.n += n;
-        total += n;
-    }
-    while (!st && !direct_read) {
-        size_t n = src->read(src, buf, block);
-        if (n == 0) break;
-        if ((double)(total + n) > max_frames) {
-            st = too_long(path, max_seconds, err);
-            break;
-        }
-        if (channels == 1) {
-            memcpy(mono, buf, n * sizeof(float));
-        } else {
+        const float *x = in; /* the block, mono */
+        if (channels > 1) {
             for (size_t i = 0; i < n; i++)
                 mono[i] = (float)((double)numpy_sum(buf + i * (size_t)channels,
                                                     (size_t)channels) / (double)channels);
+            x = mono;
         }
-        st = check_finite(path, mono, n, total, err);
+        st = check_finite(path, x, n, total, err);
         if (st) break;
-        if (resample) {
-            st = resampler_push(&rs, mono, n, err);
+        if (direct_read) {
+            direct.n += n;
+        } else if (resample) {
+            st = resampler_push(&rs, x, n, err);
             if (st) vox_error_prefix(err, "%s", path);
         } else if (!vec_reserve(&direct, n)) {
             st = vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", path);
         } else {
-            memcpy(direct.data + direct.n, mono, n * sizeof(float));
+            memcpy(direct.data + direct.n, x, n * sizeof(float));
             direct.n += n;
         }
         total += n;
