@@ -75,7 +75,6 @@ struct Params {
     vox_k_pdecode_layer layers[VOX_K_PDECODE_MAX_LAYERS];
     int n_layers, hidden, heads, kv_heads, head_dim, ffn;
     int64_t vocab;
-    int fp8;
     float eps, scale_log2;
     double theta;
     const bf16 *x_in, *final_norm, *lm_head;
@@ -853,7 +852,7 @@ extern "C" int vox_k_pdecode(const vox_k_pdecode_args *a, cudaStream_t stream) {
     Params p = {};
     for (int i = 0; i < a->n_layers; i++) p.layers[i] = a->layers[i];
     p.n_layers = a->n_layers, p.hidden = a->hidden, p.heads = a->heads, p.kv_heads = a->kv_heads;
-    p.head_dim = a->head_dim, p.ffn = a->ffn, p.vocab = a->vocab, p.fp8 = a->fp8;
+    p.head_dim = a->head_dim, p.ffn = a->ffn, p.vocab = a->vocab;
     p.eps = a->eps, p.scale_log2 = a->attn_scale * 1.4426950408889634f, p.theta = a->theta;
     p.x_in = (const bf16 *)a->x, p.final_norm = (const bf16 *)a->final_norm;
     p.lm_head = (const bf16 *)a->lm_head, p.logits = (bf16 *)a->logits;

@@ -454,7 +454,7 @@ int main(void) {
     int major = 0;
     GTU_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
     static const shape shapes[] = {
-        /* name            layers hidden heads kv  D   ffn   vocab pos0 steps fp8 */
+        /* name            layers hidden heads kv  D   ffn   vocab pos0 steps fp8 in_order */
         {"first position", 2, 128, 4, 2, 32, 256, 1400, 0, 3, 0, 0},
         {"first position fp8", 2, 128, 4, 2, 32, 256, 1400, 0, 3, 1, 0},
         {"tiny long", 2, 128, 4, 2, 32, 256, 1400, 770, 3, 0, 0},
