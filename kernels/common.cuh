@@ -43,9 +43,8 @@ static __device__ __forceinline__ vk_bf16 vk_bf(float x) { return __float2bfloat
 // x rounded to bf16 and back: the value torch holds after an op's output cast.
 static __device__ __forceinline__ float vk_round(float x) { return vk_f(vk_bf(x)); }
 
-// 8 bf16 in one 16-byte word (the pointer must be 16-byte aligned).
-static __device__ __forceinline__ void vk_load8(const void *p, float f[8]) {
-    uint4 u = *(const uint4 *)p;
+// The 8 bf16 of a 16-byte word, as floats.
+static __device__ __forceinline__ void vk_unpack8(uint4 u, float f[8]) {
     const __nv_bfloat162 *h = (const __nv_bfloat162 *)&u;
 #pragma unroll
     for (int i = 0; i < 4; i++) {
@@ -53,6 +52,10 @@ static __device__ __forceinline__ void vk_load8(const void *p, float f[8]) {
         f[2 * i] = t.x;
         f[2 * i + 1] = t.y;
     }
+}
+// 8 bf16 in one 16-byte word (the pointer must be 16-byte aligned).
+static __device__ __forceinline__ void vk_load8(const void *p, float f[8]) {
+    vk_unpack8(*(const uint4 *)p, f);
 }
 static __device__ __forceinline__ void vk_store8(void *p, const float f[8]) {
     uint4 u;

@@ -334,54 +334,63 @@ template <bool MAX> __device__ float consumers_reduce(float v, float *red) {
     return t;
 }
 
-__device__ __forceinline__ void load8_cg(const bf16 *p, float f[8]) {
-    const uint4 u = __ldcg((const uint4 *)p);
-    const __nv_bfloat162 *h = (const __nv_bfloat162 *)&u;
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        const float2 t = __bfloat1622float2(h[i]);
-        f[2 * i] = t.x;
-        f[2 * i + 1] = t.y;
-    }
-}
+// 16-byte vectors a consumer thread loads at once when staging.
+constexpr int kStageBatch = 2; // 4 made ptxas spill more of the attention's state (head_dim 128)
 
 // xs [k] = the op's input (RMSNorm'd as matvec.cuh's stage_input, copied, or SwiGLU of
 // gate|up as fused.cu rounds it); FP8: quantized, *sx its scale. Ends with a barrier.
+// Thread t stages elements t * 8 + i * kConsumers * 8, loading kStageBatch vectors from L2 at
+// once (one round trip for K <= 4096; the loop loaded one vector a turn before). RMSNorm
+// keeps the raw row in xs for its second pass instead of reloading it from L2.
 __device__ void stage_input(const Params &p, const Proj &q, bf16 *xs, float *red, float *sx) {
     const int t = threadIdx.x, K = q.k;
-    float inv = 1.0f;
-    if (q.norm) {
-        float ss = 0.0f;
-        for (int e = t * 8; e < K; e += kConsumers * 8) {
-            float xf[8];
-            load8_cg(q.in + e, xf);
+    constexpr int stride = kConsumers * 8;
+    float ss = 0.0f, mx = 0.0f;
+    for (int e0 = t * 8; e0 < K; e0 += kStageBatch * stride) {
+        uint4 a[kStageBatch], b[kStageBatch]; // gate|up: b holds up
 #pragma unroll
-            for (int j = 0; j < 8; j++) ss = fmaf(xf[j], xf[j], ss);
-        }
-        ss = consumers_reduce<false>(ss, red);
-        inv = rsqrtf(ss / (float)K + p.eps);
-    }
-    float mx = 0.0f;
-    for (int e = t * 8; e < K; e += kConsumers * 8) {
-        float xf[8];
-        if (q.swiglu) {
-            float g[8], u[8];
-            load8_cg(q.in + e, g);
-            load8_cg(q.in + p.ffn + e, u);
-#pragma unroll
-            for (int j = 0; j < 8; j++) xf[j] = vk_round(vk_swiglu(g[j], u[j]));
-        } else {
-            load8_cg(q.in + e, xf);
-            if (q.norm) {
-                float g[8];
-                vk_load8(q.norm + e, g);
-#pragma unroll
-                for (int j = 0; j < 8; j++) xf[j] = vk_round(g[j] * vk_round(xf[j] * inv));
+        for (int i = 0; i < kStageBatch; i++) {
+            const int e = e0 + i * stride;
+            a[i] = b[i] = make_uint4(0u, 0u, 0u, 0u);
+            if (e < K) {
+                a[i] = __ldcg((const uint4 *)(q.in + e));
+                if (q.swiglu) b[i] = __ldcg((const uint4 *)(q.in + p.ffn + e));
             }
         }
 #pragma unroll
-        for (int j = 0; j < 8; j++) mx = fmaxf(mx, fabsf(xf[j]));
-        vk_store8(xs + e, xf);
+        for (int i = 0; i < kStageBatch; i++) {
+            const int e = e0 + i * stride;
+            if (e >= K) break;
+            float xf[8];
+            vk_unpack8(a[i], xf);
+            if (q.swiglu) {
+                float u[8];
+                vk_unpack8(b[i], u);
+#pragma unroll
+                for (int j = 0; j < 8; j++) xf[j] = vk_round(vk_swiglu(xf[j], u[j]));
+            }
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                ss = fmaf(xf[j], xf[j], ss);
+                mx = fmaxf(mx, fabsf(xf[j]));
+            }
+            vk_store8(xs + e, xf); // exact: raw bf16 values, or SwiGLU already rounded
+        }
+    }
+    if (q.norm) { // second pass over the raw row this thread staged
+        const float inv = rsqrtf(consumers_reduce<false>(ss, red) / (float)K + p.eps);
+        mx = 0.0f;
+        for (int e = t * 8; e < K; e += stride) {
+            float xf[8], g[8];
+            vk_load8(xs + e, xf);
+            vk_load8(q.norm + e, g);
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                xf[j] = vk_round(g[j] * vk_round(xf[j] * inv));
+                mx = fmaxf(mx, fabsf(xf[j]));
+            }
+            vk_store8(xs + e, xf);
+        }
     }
     if (q.w_scale) { // each thread quantizes what it staged, with the row's scale
         const float s = vk_fp8_scale(consumers_reduce<true>(mx, red));
@@ -395,6 +404,16 @@ __device__ void stage_input(const Params &p, const Proj &q, bf16 *xs, float *red
         if (t == 0) *sx = s;
     }
     consumers_sync();
+}
+
+// The residual values an ADD projection adds, loaded before its staging so that no epilogue
+// waits on L2: lane j of warp w holds row w of the block's j-th unit (units past 32 are loaded
+// in the epilogue). The residual is complete before the op's own wait (it is the input of an
+// op this one already waited for).
+__device__ __forceinline__ float resid_prefetch(const Proj &q, int offset) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, G = gridDim.x;
+    const int64_t u = (blockIdx.x - offset + G) % G + (int64_t)lane * G;
+    return q.resid && u < q.n / kUnitRows ? vk_f(__ldcg(q.resid + u * kUnitRows + warp)) : 0.0f;
 }
 
 // ---- a projection (consumers) ------------------------------------------------------------------
@@ -412,12 +431,13 @@ __device__ __forceinline__ float dot_vec(uint4 w, const bf16 *x, bool fp8) {
 
 template <bool FP8>
 __device__ void run_projection(const Params &p, const Proj &q, int offset, const bf16 *xs, float sx,
-                               const unsigned char *ring, uint64_t *full, uint64_t *empty,
-                               uint32_t &page) {
+                               float resid, const unsigned char *ring, uint64_t *full,
+                               uint64_t *empty, uint32_t &page) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, G = gridDim.x;
     const int pc = page_cols(FP8), ve = vec_elems(FP8);
     const int64_t units = q.n / kUnitRows;
-    for (int64_t u = (blockIdx.x - offset + G) % G; u < units; u += G) {
+    int nth = 0; // the unit's place among this block's units
+    for (int64_t u = (blockIdx.x - offset + G) % G; u < units; u += G, nth++) {
         // four partial sums (lane's vectors i, i + 32, ... of each page in turn): a full page's
         // four loads go out together and its products form four independent chains
         float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -441,10 +461,14 @@ __device__ void run_projection(const Params &p, const Proj &q, int offset, const
             if (lane == 0) mbar_arrive(&empty[slot]);
         }
         float acc = vk_warp_sum((part[0] + part[1]) + (part[2] + part[3]));
+        const int64_t r = u * kUnitRows + warp;
+        const float res = __shfl_sync(0xffffffffu, resid, nth & 31); // resid_prefetch's
         if (lane == 0) {
-            const int64_t r = u * kUnitRows + warp;
             if (FP8) acc *= sx * q.w_scale[r];
-            q.y[r] = q.resid ? vk_bf(vk_f(__ldcg(q.resid + r)) + vk_round(acc)) : vk_bf(acc);
+            if (q.resid)
+                q.y[r] = vk_bf((nth < 32 ? res : vk_f(__ldcg(q.resid + r))) + vk_round(acc));
+            else
+                q.y[r] = vk_bf(acc);
         }
     }
 }
@@ -535,8 +559,11 @@ __device__ __forceinline__ void attention_unit(const Params &p, int layer, int g
     const int GQ = p.heads / p.kv_heads, QD = p.heads * D, KD = p.kv_heads * D;
     const AttnSmem s(stage, GQ, D);
     const int pos = *p.pos, L = *p.len;
+    // the new value, loaded first so that its L2 round trip overlaps the queries' (the stores
+    // into the scratch below would keep the compiler from hoisting it)
+    const float v_new = t < D ? vk_f(__ldcg(p.qkv + QD + KD + (int64_t)g * D + t)) : 0.0f;
     consumers_sync(); // the scratch may still be read by the previous unit's merge
-    // RoPE'd q of the group's heads, the new key, the new value (matvec.cuh's rounding)
+    // RoPE'd q of the group's heads, the new key (matvec.cuh's rounding), the new value
     for (int i = t; i < (GQ + 1) * half; i += kConsumers) {
         const int h = i / half, d = i % half;
         const bf16 *src = h < GQ ? p.qkv + (int64_t)(g * GQ + h) * D : p.qkv + QD + (int64_t)g * D;
@@ -547,7 +574,7 @@ __device__ __forceinline__ void attention_unit(const Params &p, int layer, int g
         dst[d] = vk_round(o1);
         dst[d + half] = vk_round(o2);
     }
-    for (int d = t; d < D; d += kConsumers) s.v_new[d] = vk_f(__ldcg(p.qkv + QD + KD + (int64_t)g * D + d));
+    if (t < D) s.v_new[t] = v_new;
     consumers_sync();
     if (split == 0) { // the new key and value into the cache (the others read them from s)
         bf16 *kc = (bf16 *)Ly.k_cache + (int64_t)*p.slot * KD + (int64_t)g * D;
@@ -736,11 +763,13 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
             continue;
         }
         const Proj q = proj_of(p, step);
-        stage_input(p, q, reinterpret_cast<bf16 *>(stage), red, &sx);
+        const float resid = resid_prefetch(q, offset); // before staging: its round trip overlaps
+        bf16 *xs = reinterpret_cast<bf16 *>(stage);
+        stage_input(p, q, xs, red, &sx);
         if (q.w_scale)
-            run_projection<true>(p, q, offset, reinterpret_cast<bf16 *>(stage), sx, ring, full, empty, page);
+            run_projection<true>(p, q, offset, xs, sx, resid, ring, full, empty, page);
         else
-            run_projection<false>(p, q, offset, reinterpret_cast<bf16 *>(stage), 0.0f, ring, full, empty, page);
+            run_projection<false>(p, q, offset, xs, 0.0f, resid, ring, full, empty, page);
         offset = (int)((offset + q.n / kUnitRows) % G);
         if (p.stamps && threadIdx.x == 0) p.stamps[((size_t)blockIdx.x * n_steps(p) + step) * 2 + 1] = global_ns();
         if (op != OP_LM) {
