@@ -42,6 +42,15 @@
 #include "common.cuh"
 #include "kernels.h"
 
+#ifndef VOX_ATTN_SM90
+/* Built without sm_90 among the architectures: the Hopper kernel's entries take nothing. */
+namespace vk_attn {
+bool sm90_takes(const AttnParams &) { return false; }
+void sm90_launch(int, const AttnParams &, cudaStream_t) {}
+void sm90_info(int, int *regs, int *smem_bytes, int *blocks) { *regs = *smem_bytes = *blocks = -1; }
+} // namespace vk_attn
+#endif
+
 namespace {
 
 using namespace vk_attn;
@@ -611,14 +620,24 @@ void info_simple(int *regs, int *smem_bytes, int *blocks) {
     kernel_info(attn_simple_kernel<4>, 128, 0, regs, smem_bytes, blocks);
 }
 
+/* The Hopper kernel's tilings (attention_sm90.cu) as table entries. */
+template <int CONFIG> void launch_sm90(const AttnParams &p, cudaStream_t stream) {
+    sm90_launch(CONFIG, p, stream);
+}
+template <int CONFIG> void info_sm90(int *regs, int *smem_bytes, int *blocks) {
+    sm90_info(CONFIG, regs, smem_bytes, blocks);
+}
+
 struct PrefillConfig {
     int head_dim;
     const char *name;
     void (*launch)(const AttnParams &, cudaStream_t);
     void (*info)(int *, int *, int *);
+    bool (*takes)(const AttnParams &); /* NULL: every shape tiled_ok accepts */
 };
 /* Index 0 is the simple kernel; the rest are the tiled variants the test times against each
- * other. Names: d<D> <BM>x<BN> w<warps> s<stages>. */
+ * other. Names: d<D> <BM>x<BN> w<warps> s<stages>. New entries go at the end, so that variant
+ * numbers keep their meaning. */
 const PrefillConfig kPrefill[] = {
     {0, "simple", launch_simple, info_simple},
     {64, "d64 64x64 w4 s2", launch_prefill<64, 64, 64, 4, 2>,
@@ -645,8 +664,13 @@ const PrefillConfig kPrefill[] = {
      info_prefill<64, 256, 64, 8, 2>},
     {64, "d64 128x128 w8 s3", launch_prefill<64, 128, 128, 8, 3>,
      info_prefill<64, 128, 128, 8, 3>},
+    /* wgmma (sm_90a only): bidirectional d64 on a contiguous cache; 128 or 192 query rows */
+    {64, "sm90 d64 128x128 s4", launch_sm90<0>, info_sm90<0>, sm90_takes},
+    {64, "sm90 d64 192x128 s4", launch_sm90<1>, info_sm90<1>, sm90_takes},
 };
+constexpr int kPrefillSm90 = 13; /* the first sm90 entry */
 constexpr int kNumPrefill = (int)(sizeof kPrefill / sizeof kPrefill[0]);
+static_assert(kNumPrefill == kPrefillSm90 + 2, "kPrefillSm90 names the first sm90 entry");
 
 int sm_count() {
     int dev = 0, n = 0;
@@ -692,8 +716,19 @@ bool tiled_ok(const AttnParams &p) {
            aligned(p.v, 16) && aligned(p.out, 4);
 }
 
+/* Whether prefill_auto may pick the Hopper kernel: only with VOX_ATTN_SM90=1 in the environment
+ * until it has been timed against the mma.sync kernel on the GPU (read once). */
+bool sm90_auto_enabled() {
+    static const bool on = [] {
+        const char *e = getenv("VOX_ATTN_SM90");
+        return e && e[0] == '1' && e[1] == 0;
+    }();
+    return on;
+}
+
 int prefill_auto(const AttnParams &p) {
     if (!tiled_ok(p)) return 0;
+    if (p.head_dim == 64 && sm90_auto_enabled() && sm90_takes(p)) return kPrefillSm90;
     if (p.head_dim == 64) return 2; /* d64 128x64 w4 s2: the encoder's best (bench/NOTES-2026-12-01-kernels.md) */
     /* d128: 128-row tiles when they still give two blocks per SM, else 64-row ones */
     const int64_t blocks128 = (int64_t)p.batch * p.n_heads * ((p.t_q + 127) / 128);
@@ -776,7 +811,9 @@ static void set_paging(AttnParams &p, const int32_t *tables, int table_width, in
 static int prefill_run(int variant, const AttnParams &p, cudaStream_t stream) {
     if (variant < 0) variant = prefill_auto(p);
     if (variant >= kNumPrefill) return 0;
-    if (variant > 0 && (!tiled_ok(p) || kPrefill[variant].head_dim != p.head_dim)) return 0;
+    if (variant > 0 && (!tiled_ok(p) || kPrefill[variant].head_dim != p.head_dim ||
+                        (kPrefill[variant].takes && !kPrefill[variant].takes(p))))
+        return 0;
     kPrefill[variant].launch(p, stream);
     return 1;
 }
