@@ -38,74 +38,24 @@
 #include <atomic>
 #include <stdint.h>
 
+#include "attention_common.cuh"
 #include "common.cuh"
 #include "kernels.h"
 
+#ifndef VOX_ATTN_SM90
+/* Built without sm_90 among the architectures: the Hopper kernel's entries take nothing. */
+namespace vk_attn {
+bool sm90_takes(const AttnParams &) { return false; }
+void sm90_launch(int, const AttnParams &, cudaStream_t) {}
+void sm90_info(int, int *regs, int *smem_bytes, int *blocks) { *regs = *smem_bytes = *blocks = -1; }
+} // namespace vk_attn
+#endif
+
 namespace {
 
-typedef __nv_bfloat16 bf16;
+using namespace vk_attn;
 
-constexpr float kLog2e = 1.4426950408889634f;
-
-struct AttnParams {
-    const bf16 *q, *k, *v;
-    bf16 *out;
-    int batch, t_q, t_k, n_heads, n_kv_heads, group, head_dim;
-    int64_t kv_seq_stride;      /* rows between sequences in k/v (not paged) */
-    int64_t q_stride, kv_stride; /* elements per row: n_heads*D, n_kv_heads*D */
-    float scale, scale_log2;
-    int causal;
-    int64_t q_pos0;
-    /* paged cache (tables != NULL): k/v are pools of blocks of block_size rows; key j of
-     * sequence b is row j % block_size of block tables[b * table_width + j / block_size] */
-    const int32_t *tables;
-    int table_width, block_size;
-    int block_shift; /* log2(block_size) when a power of two (shifts for the division), else -1 */
-    /* prefill of several sequences in one launch (seq_row0 != NULL, paged): sequence b's query
-     * rows are q/out rows seq_row0[b] .. seq_row0[b + 1] - 1, at positions row_pos[seq_row0[b]]
-     * onwards; it attends causally to its keys 0 .. its last position (t_q, t_k and q_pos0 are
-     * then per sequence; p.t_q is the longest, which sizes the grid) */
-    const int32_t *seq_row0, *row_pos;
-    /* decode only */
-    const int32_t *kv_len;
-    int64_t max_kv;
-    int s_max;       /* splits per sequence the grid and workspace are sized for */
-    int write_final; /* s_max == 1: the split kernel writes bf16 out directly */
-    float *ws_o;     /* [batch, n_heads, s_max, D] unnormalised partial outputs */
-    float *ws_ml;    /* [batch, n_heads, s_max, 2] (max in log2 units, sum) */
-    unsigned *ws_count; /* per (batch, kv head, row chunk): splits done (zero between launches) */
-};
-
-/* The row of k/v (counted from p.k, p.v) that holds key j of sequence b: row j of the sequence's
- * kv_seq_stride rows, or, paged, through the sequence's block table. Called for valid keys only,
- * so a table is read only where its sequence has keys. j < 2^31 (the launchers check it). */
-__device__ __forceinline__ int64_t kv_row(const AttnParams &p, int b, int64_t j) {
-    if (!p.tables) return (int64_t)b * p.kv_seq_stride + j;
-    const int jj = (int)j;
-    const int32_t *table = p.tables + (int64_t)b * p.table_width;
-    if (p.block_shift >= 0)
-        return ((int64_t)table[jj >> p.block_shift] << p.block_shift) + (jj & (p.block_size - 1));
-    return (int64_t)table[jj / p.block_size] * p.block_size + jj % p.block_size;
-}
-
-/* ---- PTX wrappers ---------------------------------------------------------------------------- */
-
-__device__ __forceinline__ uint32_t smem_u32(const void *p) {
-    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-/* 16 bytes global -> shared, bypassing L1; zero-filled (nothing read) when !valid. */
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, bool valid) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-                 "r"(valid ? 16 : 0)
-                 : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-template <int N> __device__ __forceinline__ void cp_async_wait() {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
+/* ---- mma.sync wrappers ----------------------------------------------------------------------- */
 
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
@@ -131,20 +81,6 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], 
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-/* Two floats as a bf16x2 register, lo in the low half (the lower column index). */
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<uint32_t *>(&v);
-}
-
-__device__ __forceinline__ float quad_max(float x) {
-    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
-    return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
-}
-__device__ __forceinline__ float quad_sum(float x) {
-    x += __shfl_xor_sync(0xffffffffu, x, 1);
-    return x + __shfl_xor_sync(0xffffffffu, x, 2);
-}
 
 /* Lane offsets (in elements, row stride LD) for ldmatrix.x4 over a 16x16 block at (0, 0):
  * a_off: matrices (rows 0-7, cols 0-7), (rows 8-15, cols 0-7), (rows 0-7, cols 8-15),
@@ -157,47 +93,6 @@ template <int LD> __device__ __forceinline__ int a_off(int lane) {
 }
 template <int LD> __device__ __forceinline__ int b_off(int lane) {
     return ((lane & 7) + (lane >> 4) * 8) * LD + ((lane >> 3) & 1) * 8;
-}
-
-/* 2^x by the hardware's approximation (ex2.approx, about 2 ulp, as exp2f), flushing results
- * below 2^-126 to zero: those weigh nothing next to the row's maximum, which is 1. exp2f itself
- * spends a compare and two multiplies per call to keep such denormal results, on the hottest line
- * of the softmax. exp2(-inf) = 0, as the masking needs. */
-__device__ __forceinline__ float fast_exp2(float x) {
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
-}
-
-/* One online-softmax step for the two rows (g, g+8) a thread holds in a 16 x (8*NT) score
- * fragment s (raw Q.K, -inf where masked): updates the running max m (log2 units) and the
- * thread's partial sum l, turns s into p = exp2(s*scale_log2 - m), and returns in alpha the
- * factor the running output rows must be multiplied by. */
-template <int NT>
-__device__ __forceinline__ void softmax_step(float (&s)[NT][4], float (&m)[2], float (&l)[2],
-                                             float (&alpha)[2], float scale_log2) {
-#pragma unroll
-    for (int hh = 0; hh < 2; hh++) {
-        float mx = -INFINITY;
-#pragma unroll
-        for (int nt = 0; nt < NT; nt++) mx = fmaxf(mx, fmaxf(s[nt][2 * hh], s[nt][2 * hh + 1]));
-        mx = quad_max(mx);
-        const float m_new = fmaxf(m[hh], mx * scale_log2);
-        const float base = m_new == -INFINITY ? 0.0f : m_new;
-        alpha[hh] = fast_exp2(m[hh] - base);
-        m[hh] = m_new;
-        float sum = 0.0f;
-#pragma unroll
-        for (int nt = 0; nt < NT; nt++) {
-#pragma unroll
-            for (int e = 0; e < 2; e++) {
-                const float p = fast_exp2(fmaf(s[nt][2 * hh + e], scale_log2, -base));
-                s[nt][2 * hh + e] = p;
-                sum += p;
-            }
-        }
-        l[hh] = l[hh] * alpha[hh] + sum;
-    }
 }
 
 /* ---- the simple kernel ----------------------------------------------------------------------- */
@@ -683,19 +578,6 @@ __global__ void __launch_bounds__(kDecodeWarps * 32) attn_decode_split_kernel(co
 
 /* ---- launchers ------------------------------------------------------------------------------- */
 
-/* Raises a kernel's dynamic shared-memory limit once per device (outside any hot loop; the call
- * is not a stream operation, so it is also safe during graph capture). */
-template <typename Kernel> void ensure_smem(Kernel kernel, size_t bytes, std::atomic<uint64_t> &done) {
-    if (bytes <= 48 * 1024) return;
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess) return;
-    const uint64_t bit = dev < 64 ? (1ull << dev) : 0;
-    if (bit && (done.load() & bit)) return;
-    if (cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             (int)bytes) == cudaSuccess)
-        done.fetch_or(bit);
-}
-
 /* An impossible launch, so that an unsupported shape surfaces at the caller's error check
  * (launchers cannot return errors). */
 __global__ void attn_unsupported_kernel() {}
@@ -726,16 +608,6 @@ void launch_prefill(const AttnParams &p, cudaStream_t stream) {
     VOX_K_LAUNCH_CHECK();
 }
 
-/* Registers, dynamic shared memory and resident blocks per SM of a kernel (for the test's report). */
-template <typename Kernel>
-void kernel_info(Kernel kernel, int threads, size_t smem, int *regs, int *smem_bytes, int *blocks) {
-    cudaFuncAttributes a;
-    *regs = cudaFuncGetAttributes(&a, (const void *)kernel) == cudaSuccess ? a.numRegs : -1;
-    *smem_bytes = (int)smem;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, kernel, threads, smem) != cudaSuccess)
-        *blocks = -1;
-}
-
 template <int D, int BM, int BN, int WARPS, int STAGES>
 void info_prefill(int *regs, int *smem_bytes, int *blocks) {
     static std::atomic<uint64_t> done{0};
@@ -748,14 +620,24 @@ void info_simple(int *regs, int *smem_bytes, int *blocks) {
     kernel_info(attn_simple_kernel<4>, 128, 0, regs, smem_bytes, blocks);
 }
 
+/* The Hopper kernel's tilings (attention_sm90.cu) as table entries. */
+template <int CONFIG> void launch_sm90(const AttnParams &p, cudaStream_t stream) {
+    sm90_launch(CONFIG, p, stream);
+}
+template <int CONFIG> void info_sm90(int *regs, int *smem_bytes, int *blocks) {
+    sm90_info(CONFIG, regs, smem_bytes, blocks);
+}
+
 struct PrefillConfig {
     int head_dim;
     const char *name;
     void (*launch)(const AttnParams &, cudaStream_t);
     void (*info)(int *, int *, int *);
+    bool (*takes)(const AttnParams &); /* NULL: every shape tiled_ok accepts */
 };
 /* Index 0 is the simple kernel; the rest are the tiled variants the test times against each
- * other. Names: d<D> <BM>x<BN> w<warps> s<stages>. */
+ * other. Names: d<D> <BM>x<BN> w<warps> s<stages>. New entries go at the end, so that variant
+ * numbers keep their meaning. */
 const PrefillConfig kPrefill[] = {
     {0, "simple", launch_simple, info_simple},
     {64, "d64 64x64 w4 s2", launch_prefill<64, 64, 64, 4, 2>,
@@ -782,8 +664,13 @@ const PrefillConfig kPrefill[] = {
      info_prefill<64, 256, 64, 8, 2>},
     {64, "d64 128x128 w8 s3", launch_prefill<64, 128, 128, 8, 3>,
      info_prefill<64, 128, 128, 8, 3>},
+    /* wgmma (sm_90a only): bidirectional d64 on a contiguous cache; 128 or 192 query rows */
+    {64, "sm90 d64 128x128 s4", launch_sm90<0>, info_sm90<0>, sm90_takes},
+    {64, "sm90 d64 192x128 s4", launch_sm90<1>, info_sm90<1>, sm90_takes},
 };
+constexpr int kPrefillSm90 = 13; /* the first sm90 entry */
 constexpr int kNumPrefill = (int)(sizeof kPrefill / sizeof kPrefill[0]);
+static_assert(kNumPrefill == kPrefillSm90 + 2, "kPrefillSm90 names the first sm90 entry");
 
 int sm_count() {
     int dev = 0, n = 0;
@@ -829,8 +716,19 @@ bool tiled_ok(const AttnParams &p) {
            aligned(p.v, 16) && aligned(p.out, 4);
 }
 
+/* Whether prefill_auto may pick the Hopper kernel: only with VOX_ATTN_SM90=1 in the environment
+ * until it has been timed against the mma.sync kernel on the GPU (read once). */
+bool sm90_auto_enabled() {
+    static const bool on = [] {
+        const char *e = getenv("VOX_ATTN_SM90");
+        return e && e[0] == '1' && e[1] == 0;
+    }();
+    return on;
+}
+
 int prefill_auto(const AttnParams &p) {
     if (!tiled_ok(p)) return 0;
+    if (p.head_dim == 64 && sm90_auto_enabled() && sm90_takes(p)) return kPrefillSm90;
     if (p.head_dim == 64) return 2; /* d64 128x64 w4 s2: the encoder's best (bench/NOTES-2026-12-01-kernels.md) */
     /* d128: 128-row tiles when they still give two blocks per SM, else 64-row ones */
     const int64_t blocks128 = (int64_t)p.batch * p.n_heads * ((p.t_q + 127) / 128);
@@ -913,7 +811,9 @@ static void set_paging(AttnParams &p, const int32_t *tables, int table_width, in
 static int prefill_run(int variant, const AttnParams &p, cudaStream_t stream) {
     if (variant < 0) variant = prefill_auto(p);
     if (variant >= kNumPrefill) return 0;
-    if (variant > 0 && (!tiled_ok(p) || kPrefill[variant].head_dim != p.head_dim)) return 0;
+    if (variant > 0 && (!tiled_ok(p) || kPrefill[variant].head_dim != p.head_dim ||
+                        (kPrefill[variant].takes && !kPrefill[variant].takes(p))))
+        return 0;
     kPrefill[variant].launch(p, stream);
     return 1;
 }

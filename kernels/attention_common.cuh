@@ -1,0 +1,174 @@
+/* Internal to kernels/attention*.cu: what the mma.sync kernels (attention.cu) and the Hopper
+ * kernel (attention_sm90.cu) share: the launch parameters, the key-row lookup, cp.async and the
+ * online-softmax step (so both round the same way), and the launchers' shared-memory and
+ * occupancy helpers. Everything lives in namespace vk_attn; each .cu file is its own translation
+ * unit (inline functions, no relocatable device code). */
+#ifndef VOX_KERNELS_ATTENTION_COMMON_CUH
+#define VOX_KERNELS_ATTENTION_COMMON_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <math.h>
+#include <stdint.h>
+
+namespace vk_attn {
+
+typedef __nv_bfloat16 bf16;
+
+constexpr float kLog2e = 1.4426950408889634f;
+
+struct AttnParams {
+    const bf16 *q, *k, *v;
+    bf16 *out;
+    int batch, t_q, t_k, n_heads, n_kv_heads, group, head_dim;
+    int64_t kv_seq_stride;      /* rows between sequences in k/v (not paged) */
+    int64_t q_stride, kv_stride; /* elements per row: n_heads*D, n_kv_heads*D */
+    float scale, scale_log2;
+    int causal;
+    int64_t q_pos0;
+    /* paged cache (tables != NULL): k/v are pools of blocks of block_size rows; key j of
+     * sequence b is row j % block_size of block tables[b * table_width + j / block_size] */
+    const int32_t *tables;
+    int table_width, block_size;
+    int block_shift; /* log2(block_size) when a power of two (shifts for the division), else -1 */
+    /* prefill of several sequences in one launch (seq_row0 != NULL, paged): sequence b's query
+     * rows are q/out rows seq_row0[b] .. seq_row0[b + 1] - 1, at positions row_pos[seq_row0[b]]
+     * onwards; it attends causally to its keys 0 .. its last position (t_q, t_k and q_pos0 are
+     * then per sequence; p.t_q is the longest, which sizes the grid) */
+    const int32_t *seq_row0, *row_pos;
+    /* decode only */
+    const int32_t *kv_len;
+    int64_t max_kv;
+    int s_max;       /* splits per sequence the grid and workspace are sized for */
+    int write_final; /* s_max == 1: the split kernel writes bf16 out directly */
+    float *ws_o;     /* [batch, n_heads, s_max, D] unnormalised partial outputs */
+    float *ws_ml;    /* [batch, n_heads, s_max, 2] (max in log2 units, sum) */
+    unsigned *ws_count; /* per (batch, kv head, row chunk): splits done (zero between launches) */
+};
+
+/* The row of k/v (counted from p.k, p.v) that holds key j of sequence b: row j of the sequence's
+ * kv_seq_stride rows, or, paged, through the sequence's block table. Called for valid keys only,
+ * so a table is read only where its sequence has keys. j < 2^31 (the launchers check it). */
+__device__ __forceinline__ int64_t kv_row(const AttnParams &p, int b, int64_t j) {
+    if (!p.tables) return (int64_t)b * p.kv_seq_stride + j;
+    const int jj = (int)j;
+    const int32_t *table = p.tables + (int64_t)b * p.table_width;
+    if (p.block_shift >= 0)
+        return ((int64_t)table[jj >> p.block_shift] << p.block_shift) + (jj & (p.block_size - 1));
+    return (int64_t)table[jj / p.block_size] * p.block_size + jj % p.block_size;
+}
+
+/* ---- PTX wrappers and the softmax step ------------------------------------------------------- */
+
+__device__ __forceinline__ uint32_t smem_u32(const void *p) {
+    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+/* 16 bytes global -> shared, bypassing L1; zero-filled (nothing read) when !valid. */
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, bool valid) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+                 "r"(valid ? 16 : 0)
+                 : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int N> __device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+/* Two floats as a bf16x2 register, lo in the low half (the lower column index). */
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<uint32_t *>(&v);
+}
+
+__device__ __forceinline__ float quad_max(float x) {
+    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+    return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+__device__ __forceinline__ float quad_sum(float x) {
+    x += __shfl_xor_sync(0xffffffffu, x, 1);
+    return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+
+/* 2^x by the hardware's approximation (ex2.approx, about 2 ulp, as exp2f), flushing results
+ * below 2^-126 to zero: those weigh nothing next to the row's maximum, which is 1. exp2f itself
+ * spends a compare and two multiplies per call to keep such denormal results, on the hottest line
+ * of the softmax. exp2(-inf) = 0, as the masking needs. */
+__device__ __forceinline__ float fast_exp2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+
+/* One online-softmax step for the two rows (g, g+8) a thread holds in a 16 x (8*NT) score
+ * fragment s (raw Q.K, -inf where masked): updates the running max m (log2 units) and the
+ * thread's partial sum l, turns s into p = exp2(s*scale_log2 - m), and returns in alpha the
+ * factor the running output rows must be multiplied by. */
+template <int NT>
+__device__ __forceinline__ void softmax_step(float (&s)[NT][4], float (&m)[2], float (&l)[2],
+                                             float (&alpha)[2], float scale_log2) {
+#pragma unroll
+    for (int hh = 0; hh < 2; hh++) {
+        float mx = -INFINITY;
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++) mx = fmaxf(mx, fmaxf(s[nt][2 * hh], s[nt][2 * hh + 1]));
+        mx = quad_max(mx);
+        const float m_new = fmaxf(m[hh], mx * scale_log2);
+        const float base = m_new == -INFINITY ? 0.0f : m_new;
+        alpha[hh] = fast_exp2(m[hh] - base);
+        m[hh] = m_new;
+        float sum = 0.0f;
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++) {
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const float p = fast_exp2(fmaf(s[nt][2 * hh + e], scale_log2, -base));
+                s[nt][2 * hh + e] = p;
+                sum += p;
+            }
+        }
+        l[hh] = l[hh] * alpha[hh] + sum;
+    }
+}
+
+/* ---- launcher helpers ------------------------------------------------------------------------ */
+
+/* Raises a kernel's dynamic shared-memory limit once per device (outside any hot loop; the call
+ * is not a stream operation, so it is also safe during graph capture). */
+template <typename Kernel> void ensure_smem(Kernel kernel, size_t bytes, std::atomic<uint64_t> &done) {
+    if (bytes <= 48 * 1024) return;
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) return;
+    const uint64_t bit = dev < 64 ? (1ull << dev) : 0;
+    if (bit && (done.load() & bit)) return;
+    if (cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             (int)bytes) == cudaSuccess)
+        done.fetch_or(bit);
+}
+
+/* Registers, dynamic shared memory and resident blocks per SM of a kernel (for the test's report). */
+template <typename Kernel>
+void kernel_info(Kernel kernel, int threads, size_t smem, int *regs, int *smem_bytes, int *blocks) {
+    cudaFuncAttributes a;
+    *regs = cudaFuncGetAttributes(&a, (const void *)kernel) == cudaSuccess ? a.numRegs : -1;
+    *smem_bytes = (int)smem;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, kernel, threads, smem) != cudaSuccess)
+        *blocks = -1;
+}
+
+/* The Hopper kernel (attention_sm90.cu, built for sm_90a only when 90 is among the CUDA
+ * architectures; attention.cu has stubs otherwise): whether it takes p on the current device, the
+ * launch of tiling `config`, and its registers / shared memory / resident blocks for the test's
+ * report (-1 where it cannot run). */
+bool sm90_takes(const AttnParams &p);
+void sm90_launch(int config, const AttnParams &p, cudaStream_t stream);
+void sm90_info(int config, int *regs, int *smem_bytes, int *blocks);
+
+} // namespace vk_attn
+
+#endif

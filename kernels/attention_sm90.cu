@@ -1,0 +1,449 @@
+/* Encoder attention on Hopper (sm_90a): head_dim 64, bidirectional, the FlashAttention-3 design.
+ *
+ * The same math as attention.cu's tiled kernels (its softmax_step, shared through
+ * attention_common.cuh): fp32 scores, the scale folded into exp2, running max and sum in fp32,
+ * P rounded to bf16 for P@V while the row sum adds the fp32 p, fp32 O, one rounding at the end.
+ * What changes is how the tensor cores are fed: wgmma.mma_async, one 64-row instruction per
+ * warpgroup, reads K and V (and Q) straight from shared memory, so no warp spends issue slots on
+ * ldmatrix, and the MMAs run while the same warps compute the softmax.
+ *
+ *   block    (query tile of BM = 64 * CWG rows, head, sequence); grid as attention.cu's prefill
+ *            kernel: x = head, y = query tile, z = sequence. 1 + CWG warpgroups, one block an SM.
+ *   producer warpgroup 0 (40 or 32 registers after setmaxnreg): loads the Q tile once, then K/V
+ *            tiles of 128 keys into a ring of STAGES buffers, with cp.async (16-byte pieces; rows
+ *            past t_k are zero-filled and never read, as in attention.cu). Each thread's copies
+ *            arrive on the buffer's "full" mbarrier when they land (cp.async.mbarrier.arrive
+ *            .noinc, 128 arrivals); before refilling a buffer it waits on its "empty" mbarrier.
+ *            cp.async rather than TMA: the same row lookup (kv_row) and zero-fill as the other
+ *            kernels, and no tensor map to build on the host.
+ *   consumers warpgroups 1..CWG (232 or 160 registers), 64 query rows each. Per key tile j:
+ *              S_j+1 = Q K_j+1^T  wgmma m64n128k16 x 4, both operands in shared memory
+ *              O    += P_j V_j    wgmma m64n64k16 x 8, P_j from registers (A), V from shared
+ *              (wait S_j+1) mask, softmax_step on S_j+1 while P_j V_j runs
+ *              (wait P_j V_j) release buffer j, O *= alpha, P_j+1 = bf16(S_j+1)
+ *            so the exp2 work of one tile overlaps the MMAs of the previous one inside a
+ *            warpgroup, and the CWG warpgroups (plus the producer) overlap with each other.
+ *
+ * Shared memory layout: every tile row is 64 bf16 = 128 bytes, stored with the 128-byte swizzle
+ * (16-byte piece c of row r at piece c ^ (r % 8)), tiles 1024-byte aligned. That is the canonical
+ * "K-major, 128B swizzle" layout for Q (A) and K (B of Q K^T: rows = keys, K dim = head dim) and,
+ * read the other way, the "MN-major, 128B swizzle" layout for V (B of P V: rows = keys = the K
+ * dim, 64 contiguous head dims = N), so K and V are written the same way. Descriptors: start
+ * address >> 4 in bits 0-13, leading byte offset >> 4 in 16-29, stride byte offset >> 4 in 32-45,
+ * layout 1 (128B swizzle) in bits 62-63. 8-row groups lie 1024 bytes apart (the stride offset);
+ * K-steps of 16 advance the start by 32 bytes inside the swizzled row (Q, K) or by 16 rows =
+ * 2048 bytes (V). Fragment layouts: the wgmma accumulator of warp w of a warpgroup holds rows
+ * 16w + g and 16w + g + 8 (g = lane / 4) in the mma.sync m16n8 order, n8 block after n8 block,
+ * and the register A operand is mma.sync's A fragment: exactly what softmax_step and the P
+ * packing of attention.cu already work on.
+ *
+ * Registers: the producer needs few, the consumers hold S (64 floats), P (32 words) and O (32
+ * floats) at once, hence setmaxnreg. Shared memory: Q 8 KB a warpgroup + 32 KB a stage.
+ * Everything is compiled for sm_90a only (kernels/CMakeLists.txt); the body is guarded so the
+ * file also compiles for any other target, and sm90_takes checks the device at run time. */
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <stdint.h>
+
+#include "attention_common.cuh"
+#include "common.cuh"
+
+namespace vk_attn {
+namespace {
+
+constexpr int kD = 64;                       /* head_dim */
+constexpr int kBN = 128;                     /* keys per tile */
+constexpr uint32_t kRow = kD * 2;            /* bytes a tile row: one 128-byte swizzle row */
+constexpr uint32_t kTileBytes = kBN * kRow;  /* one K or V tile */
+
+template <int CWG, int STAGES> struct Sm90Cfg {
+    static constexpr int BM = 64 * CWG;
+    static constexpr int THREADS = 128 * (CWG + 1);
+    /* setmaxnreg budgets: 128 * producer + 128 * CWG * consumer <= 65536 */
+    static constexpr int PRODUCER_REGS = CWG == 2 ? 40 : 32;
+    static constexpr int CONSUMER_REGS = CWG == 2 ? 232 : 160;
+    static_assert(128 * PRODUCER_REGS + 128 * CWG * CONSUMER_REGS <= 65536, "register budget");
+    /* 1024 bytes of slack to align the tiles to the swizzle pattern's 1024-byte period */
+    static constexpr size_t SMEM = 1024 + (size_t)BM * kRow + (size_t)STAGES * 2 * kTileBytes;
+};
+
+/* Byte offset of the 16-byte piece c (of 8) of row r in a 128B-swizzled tile. */
+__device__ __forceinline__ uint32_t swz(int r, int c) {
+    return (uint32_t)r * kRow + ((uint32_t)(c ^ (r & 7)) << 4);
+}
+
+/* ---- PTX wrappers (sm_90) -------------------------------------------------------------------- */
+
+__device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+    asm volatile("{\n"
+                 ".reg .b64 state;\n"
+                 "mbarrier.arrive.shared::cta.b64 state, [%0];\n"
+                 "}\n" ::"r"(bar)
+                 : "memory");
+}
+/* Returns once the phase with the given parity has completed (every lane of the warp calls it). */
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+    uint32_t done;
+    do {
+        asm volatile("{\n"
+                     ".reg .pred p;\n"
+                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p;\n"
+                     "}\n"
+                     : "=r"(done)
+                     : "r"(bar), "r"(parity)
+                     : "memory");
+    } while (!done);
+    __syncwarp(); /* lanes leave the loop apart; the .aligned wgmma that follows needs them together */
+}
+/* One arrival on bar once every cp.async this thread issued so far has landed (the arrival is
+ * one of the barrier's expected count: .noinc). */
+__device__ __forceinline__ void cp_async_arrive(uint32_t bar) {
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+/* Orders shared-memory writes seen through the generic proxy (cp.async) before the async
+ * proxy's reads (wgmma operands). */
+__device__ __forceinline__ void fence_proxy_async() {
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void wgmma_fence() {
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wgmma_commit() {
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+template <int N> __device__ __forceinline__ void wgmma_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+/* The compiler sees a wgmma asm as done when it returns; these pin the registers it writes to
+ * the program point after the matching wait, so no use moves above the wait. */
+template <int N> __device__ __forceinline__ void pin(float (&x)[N][4]) {
+#pragma unroll
+    for (int i = 0; i < N; i++)
+        asm volatile("" : "+f"(x[i][0]), "+f"(x[i][1]), "+f"(x[i][2]), "+f"(x[i][3])::"memory");
+}
+
+/* Shared-memory matrix descriptor, 128B swizzle, tile 1024-byte aligned (base offset 0). */
+__device__ __forceinline__ uint64_t desc_sw128(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+    return (uint64_t)((addr & 0x3FFFFu) >> 4) | (uint64_t)((lbo >> 4) & 0x3FFFu) << 16 |
+           (uint64_t)((sbo >> 4) & 0x3FFFu) << 32 | 1ull << 62;
+}
+/* Q and K (K-major): the leading offset is unused with a swizzle (a K-step of 16 stays inside
+ * the 128-byte row; CUTLASS sets 1); 8-row groups 1024 bytes apart. */
+__device__ __forceinline__ uint64_t desc_k_major(uint32_t addr) { return desc_sw128(addr, 16, 1024); }
+/* V (MN-major): the 8-key groups are 1024 bytes apart; the offset between 64-wide N blocks is
+ * never used (N = 64 is one block). Both offsets are set to 1024, so the descriptor is right
+ * whichever of the two fields the hardware reads for the K-group stride. */
+__device__ __forceinline__ uint64_t desc_mn_major(uint32_t addr) { return desc_sw128(addr, 1024, 1024); }
+
+/* s = Q K^T (scale_d 0: overwrite) or += (1), 64 x 128, one k-step of 16. */
+__device__ __forceinline__ void wgmma_qk(float (&s)[16][4], uint64_t da, uint64_t db, int scale_d) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile(
+        "{\n"
+        ".reg .pred p;\n"
+        "setp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+        "%64, %65, p, 1, 1, 0, 0;\n"
+        "}\n"
+        : "+f"(s[0][0]), "+f"(s[0][1]), "+f"(s[0][2]), "+f"(s[0][3]), "+f"(s[1][0]),
+          "+f"(s[1][1]), "+f"(s[1][2]), "+f"(s[1][3]), "+f"(s[2][0]), "+f"(s[2][1]),
+          "+f"(s[2][2]), "+f"(s[2][3]), "+f"(s[3][0]), "+f"(s[3][1]), "+f"(s[3][2]),
+          "+f"(s[3][3]), "+f"(s[4][0]), "+f"(s[4][1]), "+f"(s[4][2]), "+f"(s[4][3]),
+          "+f"(s[5][0]), "+f"(s[5][1]), "+f"(s[5][2]), "+f"(s[5][3]), "+f"(s[6][0]),
+          "+f"(s[6][1]), "+f"(s[6][2]), "+f"(s[6][3]), "+f"(s[7][0]), "+f"(s[7][1]),
+          "+f"(s[7][2]), "+f"(s[7][3]), "+f"(s[8][0]), "+f"(s[8][1]), "+f"(s[8][2]),
+          "+f"(s[8][3]), "+f"(s[9][0]), "+f"(s[9][1]), "+f"(s[9][2]), "+f"(s[9][3]),
+          "+f"(s[10][0]), "+f"(s[10][1]), "+f"(s[10][2]), "+f"(s[10][3]), "+f"(s[11][0]),
+          "+f"(s[11][1]), "+f"(s[11][2]), "+f"(s[11][3]), "+f"(s[12][0]), "+f"(s[12][1]),
+          "+f"(s[12][2]), "+f"(s[12][3]), "+f"(s[13][0]), "+f"(s[13][1]), "+f"(s[13][2]),
+          "+f"(s[13][3]), "+f"(s[14][0]), "+f"(s[14][1]), "+f"(s[14][2]), "+f"(s[14][3]),
+          "+f"(s[15][0]), "+f"(s[15][1]), "+f"(s[15][2]), "+f"(s[15][3])
+        : "l"(da), "l"(db), "r"(scale_d)
+        : "memory");
+#endif
+}
+
+/* o += P V, 64 x 64, one k-step of 16 keys; P from registers (mma.sync's A fragment), V
+ * MN-major (transposed: imm-trans-b 1). */
+__device__ __forceinline__ void wgmma_pv(float (&o)[8][4], const uint32_t (&a)[4], uint64_t db) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile(
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+        "{%32, %33, %34, %35}, %36, 1, 1, 1, 1;\n"
+        : "+f"(o[0][0]), "+f"(o[0][1]), "+f"(o[0][2]), "+f"(o[0][3]), "+f"(o[1][0]),
+          "+f"(o[1][1]), "+f"(o[1][2]), "+f"(o[1][3]), "+f"(o[2][0]), "+f"(o[2][1]),
+          "+f"(o[2][2]), "+f"(o[2][3]), "+f"(o[3][0]), "+f"(o[3][1]), "+f"(o[3][2]),
+          "+f"(o[3][3]), "+f"(o[4][0]), "+f"(o[4][1]), "+f"(o[4][2]), "+f"(o[4][3]),
+          "+f"(o[5][0]), "+f"(o[5][1]), "+f"(o[5][2]), "+f"(o[5][3]), "+f"(o[6][0]),
+          "+f"(o[6][1]), "+f"(o[6][2]), "+f"(o[6][3]), "+f"(o[7][0]), "+f"(o[7][1]),
+          "+f"(o[7][2]), "+f"(o[7][3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db)
+        : "memory");
+#endif
+}
+
+/* ---- the kernel ------------------------------------------------------------------------------ */
+
+template <int CWG, int STAGES>
+__global__ void __launch_bounds__(Sm90Cfg<CWG, STAGES>::THREADS, 1)
+    attn_sm90_kernel(const AttnParams p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    using Cfg = Sm90Cfg<CWG, STAGES>;
+    constexpr int BM = Cfg::BM;
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    /* [0] Q landed; [1 + s] buffer s full; [1 + STAGES + s] buffer s empty */
+    __shared__ __align__(8) uint64_t bars[1 + 2 * STAGES];
+
+    const uint32_t sQ = (smem_u32(smem_raw) + 1023u) & ~1023u;
+    const uint32_t sK = sQ + BM * kRow, sV = sK + STAGES * kTileBytes;
+    const uint32_t q_full = smem_u32(&bars[0]);
+    auto full = [&](int s) { return smem_u32(&bars[1 + s]); };
+    auto empty = [&](int s) { return smem_u32(&bars[1 + STAGES + s]); };
+
+    const int h = blockIdx.x, b = blockIdx.z, m0 = blockIdx.y * BM;
+    const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
+    const int n_tiles = (int)((p.t_k + kBN - 1) / kBN);
+
+    if (threadIdx.x == 0) {
+        mbar_init(q_full, 128);
+        for (int s = 0; s < STAGES; s++) {
+            mbar_init(full(s), 128);        /* the producer's threads, through cp.async */
+            mbar_init(empty(s), 4 * CWG);   /* lane 0 of every consumer warp */
+        }
+    }
+    __syncthreads();
+
+    if (wg == 0) {
+        /* ---- producer ---- */
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Cfg::PRODUCER_REGS));
+        const int kh = h / p.group;
+        const bf16 *qg = p.q + (int64_t)b * p.t_q * p.q_stride + (int64_t)h * kD;
+        const bf16 *kg = p.k + (int64_t)kh * kD, *vg = p.v + (int64_t)kh * kD;
+#pragma unroll
+        for (int i = 0; i < BM * 8 / 128; i++) {
+            const int c = tid + i * 128, r = c >> 3, piece = c & 7;
+            const bool ok = m0 + r < p.t_q;
+            cp_async16(sQ + swz(r, piece), qg + (ok ? (int64_t)(m0 + r) * p.q_stride + piece * 8 : 0),
+                       ok);
+        }
+        cp_async_arrive(q_full);
+        for (int it = 0; it < n_tiles; it++) {
+            const int s = it % STAGES;
+            if (it >= STAGES) mbar_wait(empty(s), (uint32_t)((it / STAGES - 1) & 1));
+            const int64_t n0 = (int64_t)it * kBN;
+#pragma unroll
+            for (int i = 0; i < kBN * 8 / 128; i++) {
+                const int c = tid + i * 128, r = c >> 3, piece = c & 7;
+                const bool ok = n0 + r < p.t_k;
+                const int64_t off = ok ? kv_row(p, b, n0 + r) * p.kv_stride + piece * 8 : 0;
+                cp_async16(sK + s * kTileBytes + swz(r, piece), kg + off, ok);
+                cp_async16(sV + s * kTileBytes + swz(r, piece), vg + off, ok);
+            }
+            cp_async_arrive(full(s));
+        }
+        cp_async_wait<0>(); /* leave no copy in flight behind an exited thread */
+        return;
+    }
+
+    /* ---- consumers ---- */
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Cfg::CONSUMER_REGS));
+    const int cw = wg - 1, warp = tid / 32, lane = tid % 32;
+    const int g = lane >> 2, tig = lane & 3;
+    const int row0 = m0 + cw * 64 + warp * 16; /* this warp's first query row */
+    const uint64_t dq = desc_k_major(sQ + cw * 64 * kRow);
+
+    float o[8][4], s[16][4], m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
+    uint32_t pa[8][4];
+#pragma unroll
+    for (int dt = 0; dt < 8; dt++) o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.0f;
+
+    /* S = Q K^T of tile it into s (issued, not waited for). */
+    auto issue_qk = [&](int it) {
+        const int st = it % STAGES;
+        mbar_wait(full(st), (uint32_t)((it / STAGES) & 1));
+        fence_proxy_async();
+        wgmma_fence();
+#pragma unroll
+        for (int ks = 0; ks < kD / 16; ks++)
+            wgmma_qk(s, dq + (uint64_t)(ks * 32 >> 4), desc_k_major(sK + st * kTileBytes + ks * 32),
+                     ks);
+        wgmma_commit();
+    };
+    /* Mask keys at or past t_k (only the last tile has any), then the online-softmax step. */
+    auto softmax = [&](int it, float (&alpha)[2]) {
+        const int64_t n0 = (int64_t)it * kBN;
+        if (n0 + kBN > p.t_k) {
+#pragma unroll
+            for (int nt = 0; nt < 16; nt++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    if (n0 + nt * 8 + tig * 2 + (e & 1) >= p.t_k) s[nt][e] = -INFINITY;
+        }
+        softmax_step<16>(s, m_run, l_run, alpha, p.scale_log2);
+    };
+    /* P = bf16(p): the score blocks 2kk, 2kk+1 are the A fragment of k-step kk. */
+    auto pack_p = [&]() {
+#pragma unroll
+        for (int kk = 0; kk < 8; kk++) {
+            pa[kk][0] = pack_bf16(s[2 * kk][0], s[2 * kk][1]);
+            pa[kk][1] = pack_bf16(s[2 * kk][2], s[2 * kk][3]);
+            pa[kk][2] = pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+            pa[kk][3] = pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+        }
+    };
+
+    /* O += P V of tile it, issued (wgmma.fence: o was rescaled and pa rewritten by ordinary
+     * instructions since the last wgmma). */
+    auto issue_pv = [&](int it) {
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < kBN / 16; kk++)
+            wgmma_pv(o, pa[kk], desc_mn_major(sV + (it % STAGES) * kTileBytes + kk * 16 * kRow));
+        wgmma_commit();
+    };
+
+    /* No branch lies between a wgmma and its wait (a value merged from two paths would be
+     * copied out of the accumulators while the MMA runs, and ptxas would then serialise every
+     * wgmma): the last tile's P V is peeled off the loop. */
+    mbar_wait(q_full, 0);
+    if (n_tiles > 0) {
+        float alpha[2]; /* o is still 0: nothing to rescale */
+        issue_qk(0);
+        wgmma_wait<0>();
+        pin(s);
+        softmax(0, alpha);
+        pack_p();
+    }
+    for (int it = 0; it + 1 < n_tiles; it++) {
+        issue_qk(it + 1);
+        issue_pv(it);
+        float alpha[2];
+        wgmma_wait<1>(); /* S of tile it + 1 */
+        pin(s);
+        softmax(it + 1, alpha);
+        wgmma_wait<0>(); /* P V of tile it: its buffer and pa are free again */
+        pin(o);
+        pin(s);
+        if (lane == 0) mbar_arrive(empty(it % STAGES));
+#pragma unroll
+        for (int dt = 0; dt < 8; dt++) {
+            o[dt][0] *= alpha[0];
+            o[dt][1] *= alpha[0];
+            o[dt][2] *= alpha[1];
+            o[dt][3] *= alpha[1];
+        }
+        pack_p();
+    }
+    if (n_tiles > 0) {
+        issue_pv(n_tiles - 1);
+        wgmma_wait<0>();
+        pin(o);
+    }
+
+#pragma unroll
+    for (int hh = 0; hh < 2; hh++) {
+        const float l = quad_sum(l_run[hh]);
+        const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+        const int row = row0 + g + 8 * hh;
+        if (row < p.t_q) {
+            bf16 *orow = p.out + ((int64_t)b * p.t_q + row) * p.q_stride + (int64_t)h * kD;
+#pragma unroll
+            for (int dt = 0; dt < 8; dt++)
+                *reinterpret_cast<uint32_t *>(orow + dt * 8 + tig * 2) =
+                    pack_bf16(o[dt][2 * hh] * inv, o[dt][2 * hh + 1] * inv);
+        }
+    }
+#else
+    (void)p;
+#endif
+}
+
+/* ---- launchers ------------------------------------------------------------------------------- */
+
+/* Whether the current device runs this file's sm_90a code, asked once per device: compute
+ * capability exactly 9.0 (sm_90a code runs nowhere else), and the kernel's image loads there
+ * (cudaFuncGetAttributes fails if the build has no such image). The attribute query is enough:
+ * the file is built for sm_90a alone, so an image that loads is the real kernel, never an empty
+ * stand-in from another target. */
+bool device_ok() {
+    static signed char cached[64]; /* 0 unknown, 1 yes, -1 no */
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return false;
+    if (!cached[dev]) {
+        int major = 0, minor = 0;
+        bool ok = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) ==
+                      cudaSuccess &&
+                  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) ==
+                      cudaSuccess &&
+                  major == 9 && minor == 0;
+        if (ok) {
+            cudaFuncAttributes a;
+            ok = cudaFuncGetAttributes(&a, (const void *)attn_sm90_kernel<2, 4>) == cudaSuccess;
+            if (!ok) (void)cudaGetLastError(); /* the failed query is not the caller's error */
+        }
+        cached[dev] = ok ? 1 : -1;
+    }
+    return cached[dev] > 0;
+}
+
+template <int CWG, int STAGES> void launch(const AttnParams &p, cudaStream_t stream) {
+    using Cfg = Sm90Cfg<CWG, STAGES>;
+    static std::atomic<uint64_t> done{0};
+    auto kernel = attn_sm90_kernel<CWG, STAGES>;
+    ensure_smem(kernel, Cfg::SMEM, done);
+    dim3 grid((unsigned)p.n_heads, (unsigned)((p.t_q + Cfg::BM - 1) / Cfg::BM), (unsigned)p.batch);
+    kernel<<<grid, Cfg::THREADS, Cfg::SMEM, stream>>>(p);
+    VOX_K_LAUNCH_CHECK();
+}
+
+template <int CWG, int STAGES> void info(int *regs, int *smem_bytes, int *blocks) {
+    using Cfg = Sm90Cfg<CWG, STAGES>;
+    if (!device_ok()) {
+        *regs = *smem_bytes = *blocks = -1;
+        return;
+    }
+    static std::atomic<uint64_t> done{0};
+    ensure_smem(attn_sm90_kernel<CWG, STAGES>, Cfg::SMEM, done);
+    kernel_info(attn_sm90_kernel<CWG, STAGES>, Cfg::THREADS, Cfg::SMEM, regs, smem_bytes, blocks);
+}
+
+} // namespace
+
+/* Bidirectional head_dim 64 attention over a contiguous K/V (the encoder's; GQA groups are
+ * fine), on a device that runs sm_90a code. The rest (alignment, a positive scale) is tiled_ok's. */
+bool sm90_takes(const AttnParams &p) {
+    return p.head_dim == kD && !p.causal && !p.tables && !p.seq_row0 && !p.kv_len && p.t_k >= 0 &&
+           device_ok();
+}
+
+/* config 0: 128 query rows (2 consumer warpgroups), 1: 192 rows (3); both 4 buffers of 128 keys.
+ * Buffer j + 1 is refilled only once buffer j + 1 - STAGES is released, at the end of iteration
+ * j + 1 - STAGES, and S_j+1 is issued at the start of iteration j: STAGES - 2 iterations (about
+ * 1 us each at this shape) to hide a load's latency, hence 4 rather than 2. */
+void sm90_launch(int config, const AttnParams &p, cudaStream_t stream) {
+    if (config == 0)
+        launch<2, 4>(p, stream);
+    else
+        launch<3, 4>(p, stream);
+}
+void sm90_info(int config, int *regs, int *smem_bytes, int *blocks) {
+    if (config == 0)
+        info<2, 4>(regs, smem_bytes, blocks);
+    else
+        info<3, 4>(regs, smem_bytes, blocks);
+}
+
+} // namespace vk_attn
