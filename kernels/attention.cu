@@ -42,7 +42,7 @@
 #include "common.cuh"
 #include "kernels.h"
 
-#ifndef VOX_ATTN_SM90
+#ifndef VOX_HAVE_ATTN_SM90
 /* Built without sm_90 among the architectures: the Hopper kernel's entries take nothing. */
 namespace vk_attn {
 bool sm90_takes(const AttnParams &) { return false; }
@@ -716,19 +716,26 @@ bool tiled_ok(const AttnParams &p) {
            aligned(p.v, 16) && aligned(p.out, 4);
 }
 
-/* Whether prefill_auto may pick the Hopper kernel: only with VOX_ATTN_SM90=1 in the environment
- * until it has been timed against the mma.sync kernel on the GPU (read once). */
+/* Whether prefill_auto may pick the Hopper kernel where it runs: yes unless VOX_ATTN_SM90=0 in
+ * the environment (for A/B runs against the mma.sync kernel; read once). */
 bool sm90_auto_enabled() {
     static const bool on = [] {
         const char *e = getenv("VOX_ATTN_SM90");
-        return e && e[0] == '1' && e[1] == 0;
+        return !(e && e[0] == '0' && e[1] == 0);
     }();
     return on;
 }
 
 int prefill_auto(const AttnParams &p) {
     if (!tiled_ok(p)) return 0;
-    if (p.head_dim == 64 && sm90_auto_enabled() && sm90_takes(p)) return kPrefillSm90;
+    /* Hopper, d64 bidirectional (the encoder): 192-row tiles once they fill four waves, else
+     * 128-row ones. H200, 1500 x 1500, 20 heads: one chunk 44.5 us (128 rows) against 53.3
+     * (192) and 49.0 (mma.sync); 8 chunks 255 us (192 rows, 361 TFLOP/s) against 314 (128)
+     * and 367 (mma.sync). */
+    if (p.head_dim == 64 && sm90_auto_enabled() && sm90_takes(p)) {
+        const int64_t blocks192 = (int64_t)p.batch * p.n_heads * ((p.t_q + 191) / 192);
+        return blocks192 >= 4 * sm_count() ? kPrefillSm90 + 1 : kPrefillSm90;
+    }
     if (p.head_dim == 64) return 2; /* d64 128x64 w4 s2: the encoder's best (bench/NOTES-2026-12-01-kernels.md) */
     /* d128: 128-row tiles when they still give two blocks per SM, else 64-row ones */
     const int64_t blocks128 = (int64_t)p.batch * p.n_heads * ((p.t_q + 127) / 128);
