@@ -20,6 +20,9 @@
  *            the length read on the device, so one captured launch fits every length up to
  *            max_kv. The last split of a group to finish (an atomic count in the workspace)
  *            merges the splits' (max, sum, unnormalised O): one launch, no second kernel.
+ *   sm90     (attention_sm90.cu) the encoder's bidirectional head_dim 64 attention on Hopper:
+ *            wgmma from shared memory, a loader warpgroup, the same softmax_step; prefill_auto
+ *            takes it on compute capability 9.0 (VOX_ATTN_SM90=0: not).
  *
  * Paged caches (continuous batching): K/V rows are found through a block table per sequence
  * (kv_row); only the addresses change, so paged and contiguous launches on the same keys give
