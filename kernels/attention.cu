@@ -1,6 +1,6 @@
 /* Attention: flash-style prefill / encoder attention and split-sequence (flash-decoding) decode.
  *
- * Three implementations of the same math, all bf16 in, fp32 scores, fp32 online softmax (running
+ * Four implementations of the same math, all bf16 in, fp32 scores, fp32 online softmax (running
  * max and sum, rescaled as the max grows), fp32 accumulation of P@V, output rounded to bf16 once:
  *
  *   simple   one warp per (sequence, head, query row), keys one at a time, P kept in fp32. The
