@@ -379,10 +379,11 @@ __global__ void __launch_bounds__(Sm90Cfg<CWG, STAGES>::THREADS, 1)
  * the file is built for sm_90a alone, so an image that loads is the real kernel, never an empty
  * stand-in from another target. */
 bool device_ok() {
-    static signed char cached[64]; /* 0 unknown, 1 yes, -1 no */
+    /* 0 unknown, 1 yes, -1 no; atomic: engines on different devices ask from their threads */
+    static std::atomic<signed char> cached[64];
     int dev = 0;
     if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return false;
-    if (!cached[dev]) {
+    if (!cached[dev].load()) {
         int major = 0, minor = 0;
         bool ok = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) ==
                       cudaSuccess &&
@@ -394,9 +395,9 @@ bool device_ok() {
             ok = cudaFuncGetAttributes(&a, (const void *)attn_sm90_kernel<2, 4>) == cudaSuccess;
             if (!ok) (void)cudaGetLastError(); /* the failed query is not the caller's error */
         }
-        cached[dev] = ok ? 1 : -1;
+        cached[dev].store(ok ? 1 : -1);
     }
-    return cached[dev] > 0;
+    return cached[dev].load() > 0;
 }
 
 template <int CWG, int STAGES> void launch(const AttnParams &p, cudaStream_t stream) {
