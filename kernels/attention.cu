@@ -605,7 +605,7 @@ void launch_prefill(const AttnParams &p, cudaStream_t stream) {
     static std::atomic<uint64_t> done{0};
     constexpr size_t smem = (size_t)(BM + 2 * STAGES * BN) * (D + 8) * sizeof(bf16);
     auto kernel = attn_prefill_kernel<D, BM, BN, WARPS, STAGES>;
-    ensure_smem(kernel, smem, done);
+    vk_ensure_smem(kernel, smem, done);
     dim3 grid((unsigned)p.n_heads, (unsigned)((p.t_q + BM - 1) / BM), (unsigned)p.batch);
     kernel<<<grid, WARPS * 32, smem, stream>>>(p);
     VOX_K_LAUNCH_CHECK();
@@ -616,7 +616,7 @@ void info_prefill(int *regs, int *smem_bytes, int *blocks) {
     static std::atomic<uint64_t> done{0};
     constexpr size_t smem = (size_t)(BM + 2 * STAGES * BN) * (D + 8) * sizeof(bf16);
     auto kernel = attn_prefill_kernel<D, BM, BN, WARPS, STAGES>;
-    ensure_smem(kernel, smem, done);
+    vk_ensure_smem(kernel, smem, done);
     kernel_info(kernel, WARPS * 32, smem, regs, smem_bytes, blocks);
 }
 void info_simple(int *regs, int *smem_bytes, int *blocks) {
@@ -765,7 +765,7 @@ void launch_decode(const AttnParams &p, cudaStream_t stream) {
     constexpr size_t merge = (size_t)kDecodeWarps * 16 * ((D + 4) + 2) * sizeof(float);
     constexpr size_t smem = pipe > merge ? pipe : merge;
     auto kernel = attn_decode_split_kernel<D, STAGES>;
-    ensure_smem(kernel, smem, done);
+    vk_ensure_smem(kernel, smem, done);
     const int row_chunks = (p.group + 15) / 16;
     dim3 grid((unsigned)p.s_max, (unsigned)(p.n_kv_heads * row_chunks), (unsigned)p.batch);
     vk_launch(kernel, grid, dim3(kDecodeWarps * 32), smem, stream, p);
@@ -793,12 +793,12 @@ int vox_k_attention_variant_info(int variant, int *regs, int *smem_bytes, int *b
         const size_t smem = (size_t)2 * 3 * kDecodeTile * ((d64 ? 64 : 128) + 8) * sizeof(bf16);
         if (d64) {
             static std::atomic<uint64_t> done{0};
-            ensure_smem(attn_decode_split_kernel<64, 3>, smem, done);
+            vk_ensure_smem(attn_decode_split_kernel<64, 3>, smem, done);
             kernel_info(attn_decode_split_kernel<64, 3>, kDecodeWarps * 32, smem, regs, smem_bytes,
                         blocks_per_sm);
         } else {
             static std::atomic<uint64_t> done{0};
-            ensure_smem(attn_decode_split_kernel<128, 3>, smem, done);
+            vk_ensure_smem(attn_decode_split_kernel<128, 3>, smem, done);
             kernel_info(attn_decode_split_kernel<128, 3>, kDecodeWarps * 32, smem, regs,
                         smem_bytes, blocks_per_sm);
         }

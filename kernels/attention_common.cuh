@@ -138,19 +138,6 @@ __device__ __forceinline__ void softmax_step(float (&s)[NT][4], float (&m)[2], f
 
 /* ---- launcher helpers ------------------------------------------------------------------------ */
 
-/* Raises a kernel's dynamic shared-memory limit once per device (outside any hot loop; the call
- * is not a stream operation, so it is also safe during graph capture). */
-template <typename Kernel> void ensure_smem(Kernel kernel, size_t bytes, std::atomic<uint64_t> &done) {
-    if (bytes <= 48 * 1024) return;
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess) return;
-    const uint64_t bit = dev < 64 ? (1ull << dev) : 0;
-    if (bit && (done.load() & bit)) return;
-    if (cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             (int)bytes) == cudaSuccess)
-        done.fetch_or(bit);
-}
-
 /* Registers, dynamic shared memory and resident blocks per SM of a kernel (for the test's report). */
 template <typename Kernel>
 void kernel_info(Kernel kernel, int threads, size_t smem, int *regs, int *smem_bytes, int *blocks) {

@@ -404,7 +404,7 @@ template <int CWG, int STAGES> void launch(const AttnParams &p, cudaStream_t str
     using Cfg = Sm90Cfg<CWG, STAGES>;
     static std::atomic<uint64_t> done{0};
     auto kernel = attn_sm90_kernel<CWG, STAGES>;
-    ensure_smem(kernel, Cfg::SMEM, done);
+    vk_ensure_smem(kernel, Cfg::SMEM, done);
     dim3 grid((unsigned)p.n_heads, (unsigned)((p.t_q + Cfg::BM - 1) / Cfg::BM), (unsigned)p.batch);
     kernel<<<grid, Cfg::THREADS, Cfg::SMEM, stream>>>(p);
     VOX_K_LAUNCH_CHECK();
@@ -417,7 +417,7 @@ template <int CWG, int STAGES> void info(int *regs, int *smem_bytes, int *blocks
         return;
     }
     static std::atomic<uint64_t> done{0};
-    ensure_smem(attn_sm90_kernel<CWG, STAGES>, Cfg::SMEM, done);
+    vk_ensure_smem(attn_sm90_kernel<CWG, STAGES>, Cfg::SMEM, done);
     kernel_info(attn_sm90_kernel<CWG, STAGES>, Cfg::THREADS, Cfg::SMEM, regs, smem_bytes, blocks);
 }
 

@@ -1,8 +1,8 @@
 // Small helpers shared by the kernels/*.cu files (device code only, internal to vox_kernels):
 //   bf16 <-> fp32 of single values and of 8-wide (16-byte) vectors, an alignment test,
 //   warp sums / maxima by shuffles, a block sum, a bf16 dot product of 8, the merge of
-//   flash-decoding partials, VOX_K_LAUNCH_CHECK, and programmatic dependent
-//   launch (vk_launch, vk_pdl_wait, vk_pdl_trigger).
+//   flash-decoding partials, VOX_K_LAUNCH_CHECK, programmatic dependent launch (vk_launch,
+//   vk_pdl_wait, vk_pdl_trigger), and the per-device shared-memory opt-in (vk_ensure_smem).
 // Everything is static inline: each .cu file is its own translation unit.
 #ifndef VOX_KERNELS_COMMON_CUH
 #define VOX_KERNELS_COMMON_CUH
@@ -14,6 +14,8 @@
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+
+#include <atomic>
 
 typedef __nv_bfloat16 vk_bf16;
 
@@ -33,6 +35,20 @@ typedef __nv_bfloat16 vk_bf16;
 #else
 #define VOX_K_LAUNCH_CHECK() ((void)0)
 #endif
+
+// Raises a kernel's dynamic shared-memory limit once per device (outside any hot loop; the call
+// is not a stream operation, so it is also safe during graph capture). done: one per kernel.
+template <typename Kernel>
+static void vk_ensure_smem(Kernel kernel, size_t bytes, std::atomic<uint64_t> &done) {
+    if (bytes <= 48 * 1024) return;
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) return;
+    const uint64_t bit = dev < 64 ? (1ull << dev) : 0;
+    if (bit && (done.load() & bit)) return;
+    if (cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             (int)bytes) == cudaSuccess)
+        done.fetch_or(bit);
+}
 
 static inline int64_t vk_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static inline bool vk_aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }

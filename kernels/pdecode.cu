@@ -826,14 +826,10 @@ int device_ok() {
 
 template <int DPL> void launch(const Params &p, cudaStream_t stream) {
     auto kernel = pdecode_kernel<DPL>;
-    static int configured_for = -1;
-    int dev = 0;
+    static std::atomic<uint64_t> smem_set{0};
+    vk_ensure_smem(kernel, kSmemBytes, smem_set);
+    int dev = 0, sms = 0;
     cudaGetDevice(&dev);
-    if (configured_for != dev) { // a host call, not a stream operation: fine during capture
-        cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
-        configured_for = dev;
-    }
-    int sms = 0;
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
     // co-resident or refused: the blocks wait for each other
     cudaLaunchAttribute attr[1];
