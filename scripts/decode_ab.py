@@ -3,10 +3,11 @@
 
 Each setting runs the runner once on REPEATS copies of one clip (--ignore-eos, -n TOKENS, -o json
 --latency-json), and reports the medians over the copies after the first: decode ms/token
-(text_decoder_decode / (tokens - 1)), prefill and end-to-end ms. Settings are NAME=ENV pairs, ENV
-a comma-separated list of VAR=VALUE ("-" for none), e.g.
+(text_decoder_decode / (tokens - 1)), the encoder, prefill and end-to-end ms. Settings are NAME=ENV
+pairs, ENV a comma-separated list of VAR=VALUE ("-" for none); RUNNER=PATH in ENV runs another
+build instead of --runner (binary A/B), e.g.
     scripts/decode_ab.py --runner B/voxtral_runner --model M --wav clip30.wav \\
-        default=- no_pdl=VOX_NO_PDL=1 cublas=VOX_NO_MATVEC=1
+        default=- no_pdl=VOX_NO_PDL=1 cublas=VOX_NO_MATVEC=1 old=RUNNER=old/voxtral_runner
 Rounds alternate the settings (ABAB...) so clock or thermal drift does not favour one.
 """
 import argparse
@@ -21,8 +22,9 @@ import tempfile
 def run_once(a, env_extra):
     env = dict(os.environ)
     env.update(env_extra)
+    runner = env.pop("RUNNER", a.runner)
     with tempfile.NamedTemporaryFile(suffix=".json") as lat:
-        cmd = [a.runner, "-m", a.model, "-d", a.device, "--batch-size", str(a.batch_size), "--ignore-eos",
+        cmd = [runner, "-m", a.model, "-d", a.device, "--batch-size", str(a.batch_size), "--ignore-eos",
                "-n", str(a.tokens), "-o", "json",
                "--latency-json", lat.name] + [a.wav] * a.repeats
         p = subprocess.run(cmd, env=env, capture_output=True, text=True)
@@ -31,9 +33,10 @@ def run_once(a, env_extra):
     lines = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
     lines = lines[1:]  # the first run warms up
     dec = [l["latency_ms"]["text_decoder_decode"] / max(1, len(l["tokens"]) - 1) for l in lines]
+    enc = [l["latency_ms"].get("audio_encoder", float("nan")) for l in lines]
     pre = [l["latency_ms"].get("text_decoder_prefill", float("nan")) for l in lines]
     tot = [l["latency_ms"]["total"] for l in lines]
-    return (dec, pre, tot), None
+    return (dec, enc, pre, tot), None
 
 
 def main():
@@ -58,7 +61,7 @@ def main():
                 k, _, v = kv.partition("=")
                 extra[k] = v
         settings.append((name, extra))
-    results = {name: ([], [], []) for name, _ in settings}
+    results = {name: ([], [], [], []) for name, _ in settings}
     for _ in range(a.rounds):
         for name, extra in settings:
             r, err = run_once(a, extra)
@@ -67,14 +70,15 @@ def main():
                 continue
             for acc, vals in zip(results[name], r):
                 acc.extend(vals)
-    print(f"{'setting':24s} {'decode ms/tok':>13s} {'min':>7s} {'prefill ms':>10s} {'total ms':>9s}  runs")
+    print(f"{'setting':24s} {'decode ms/tok':>13s} {'min':>7s} {'encoder ms':>10s} {'prefill ms':>10s} "
+          f"{'total ms':>9s}  runs")
     for name, _ in settings:
-        dec, pre, tot = results[name]
+        dec, enc, pre, tot = results[name]
         if not dec:
             print(f"{name:24s} failed")
             continue
-        print(f"{name:24s} {statistics.median(dec):13.3f} {min(dec):7.3f} {statistics.median(pre):10.2f} "
-              f"{statistics.median(tot):9.1f}  {len(dec)}")
+        print(f"{name:24s} {statistics.median(dec):13.3f} {min(dec):7.3f} {statistics.median(enc):10.2f} "
+              f"{statistics.median(pre):10.2f} {statistics.median(tot):9.1f}  {len(dec)}")
 
 
 if __name__ == "__main__":
