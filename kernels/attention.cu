@@ -204,7 +204,7 @@ __global__ void __launch_bounds__(WARPS * 32) attn_prefill_kernel(const AttnPara
     for (int c = threadIdx.x; c < BM * CPR; c += THREADS) {
         const int r = c / CPR, col = (c % CPR) * 8;
         const bool ok = m0 + r < t_q;
-        cp_async16(smem_u32(sQ + r * LD + col), qg + (ok ? (int64_t)(m0 + r) * p.q_stride + col : 0),
+        cp_async16(vk_smem_u32(sQ + r * LD + col), qg + (ok ? (int64_t)(m0 + r) * p.q_stride + col : 0),
                    ok);
     }
     /* A fixed trip count, unrolled: the block-table reads of a paged cache are all issued before
@@ -219,8 +219,8 @@ __global__ void __launch_bounds__(WARPS * 32) attn_prefill_kernel(const AttnPara
             const int r = c / CPR, col = (c % CPR) * 8;
             const bool ok = n0 + r < kv_end;
             const int64_t off = ok ? kv_row(p, b, n0 + r) * p.kv_stride + col : 0;
-            cp_async16(smem_u32(dk + r * LD + col), kg + off, ok);
-            cp_async16(smem_u32(dv + r * LD + col), vg + off, ok);
+            cp_async16(vk_smem_u32(dk + r * LD + col), kg + off, ok);
+            cp_async16(vk_smem_u32(dv + r * LD + col), vg + off, ok);
         }
     };
 #pragma unroll
@@ -255,7 +255,7 @@ __global__ void __launch_bounds__(WARPS * 32) attn_prefill_kernel(const AttnPara
 #pragma unroll
                 for (int ks = 0; ks < KS; ks++)
                     ldmatrix_x4(qa[mt][ks],
-                                smem_u32(sQ + (warp * MT + mt) * 16 * LD + ks * 16 + a_off<LD>(lane)));
+                                vk_smem_u32(sQ + (warp * MT + mt) * 16 * LD + ks * 16 + a_off<LD>(lane)));
         }
         const bf16 *sKt = sK + (it % STAGES) * BN * LD, *sVt = sV + (it % STAGES) * BN * LD;
 
@@ -269,7 +269,7 @@ __global__ void __launch_bounds__(WARPS * 32) attn_prefill_kernel(const AttnPara
 #pragma unroll
             for (int np = 0; np < NT / 2; np++) {
                 uint32_t kb[4];
-                ldmatrix_x4(kb, smem_u32(sKt + np * 16 * LD + ks * 16 + b_off<LD>(lane)));
+                ldmatrix_x4(kb, vk_smem_u32(sKt + np * 16 * LD + ks * 16 + b_off<LD>(lane)));
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++) {
                     mma_bf16(s[mt][2 * np], qa[mt][ks], kb[0], kb[1]);
@@ -326,7 +326,7 @@ __global__ void __launch_bounds__(WARPS * 32) attn_prefill_kernel(const AttnPara
 #pragma unroll
             for (int dp = 0; dp < D / 16; dp++) {
                 uint32_t vb[4];
-                ldmatrix_x4_trans(vb, smem_u32(sVt + kk * 16 * LD + dp * 16 + a_off<LD>(lane)));
+                ldmatrix_x4_trans(vb, vk_smem_u32(sVt + kk * 16 * LD + dp * 16 + a_off<LD>(lane)));
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++) {
                     mma_bf16(o[mt][2 * dp], pa[mt], vb[0], vb[1]);
@@ -430,8 +430,8 @@ __global__ void __launch_bounds__(kDecodeWarps * 32) attn_decode_split_kernel(co
             const int r = c / CPR, col = (c % CPR) * 8;
             const bool ok = n0 + r < k_end;
             const int64_t off = ok ? kv_row(p, b, n0 + r) * p.kv_stride + col : 0;
-            cp_async16(smem_u32(dk + r * LD + col), kg + off, ok);
-            cp_async16(smem_u32(dv + r * LD + col), vg + off, ok);
+            cp_async16(vk_smem_u32(dk + r * LD + col), kg + off, ok);
+            cp_async16(vk_smem_u32(dv + r * LD + col), vg + off, ok);
         }
     };
 #pragma unroll
@@ -477,7 +477,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32) attn_decode_split_kernel(co
 #pragma unroll
         for (int ks = 0; ks < KS; ks++) {
             uint32_t kb[4];
-            ldmatrix_x4(kb, smem_u32(sKt + ks * 16 + b_off<LD>(lane)));
+            ldmatrix_x4(kb, vk_smem_u32(sKt + ks * 16 + b_off<LD>(lane)));
             mma_bf16(s[0], qa[ks], kb[0], kb[1]);
             mma_bf16(s[1], qa[ks], kb[2], kb[3]);
         }
@@ -496,7 +496,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32) attn_decode_split_kernel(co
 #pragma unroll
         for (int dp = 0; dp < D / 16; dp++) {
             uint32_t vb[4];
-            ldmatrix_x4_trans(vb, smem_u32(sVt + dp * 16 + a_off<LD>(lane)));
+            ldmatrix_x4_trans(vb, vk_smem_u32(sVt + dp * 16 + a_off<LD>(lane)));
             o[2 * dp][0] *= alpha[0];
             o[2 * dp][1] *= alpha[0];
             o[2 * dp][2] *= alpha[1];

@@ -13,6 +13,8 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "common.cuh" /* vk_fast_exp2, vk_smem_u32 */
+
 namespace vk_attn {
 
 typedef __nv_bfloat16 bf16;
@@ -62,10 +64,6 @@ __device__ __forceinline__ int64_t kv_row(const AttnParams &p, int b, int64_t j)
 
 /* ---- PTX wrappers and the softmax step ------------------------------------------------------- */
 
-__device__ __forceinline__ uint32_t smem_u32(const void *p) {
-    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
 /* 16 bytes global -> shared, bypassing L1; zero-filled (nothing read) when !valid. */
 __device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, bool valid) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
@@ -95,16 +93,6 @@ __device__ __forceinline__ float quad_sum(float x) {
 }
 
 
-/* 2^x by the hardware's approximation (ex2.approx, about 2 ulp, as exp2f), flushing results
- * below 2^-126 to zero: those weigh nothing next to the row's maximum, which is 1. exp2f itself
- * spends a compare and two multiplies per call to keep such denormal results, on the hottest line
- * of the softmax. exp2(-inf) = 0, as the masking needs. */
-__device__ __forceinline__ float fast_exp2(float x) {
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
-}
-
 /* One online-softmax step for the two rows (g, g+8) a thread holds in a 16 x (8*NT) score
  * fragment s (raw Q.K, -inf where masked): updates the running max m (log2 units) and the
  * thread's partial sum l, turns s into p = exp2(s*scale_log2 - m), and returns in alpha the
@@ -120,14 +108,14 @@ __device__ __forceinline__ void softmax_step(float (&s)[NT][4], float (&m)[2], f
         mx = quad_max(mx);
         const float m_new = fmaxf(m[hh], mx * scale_log2);
         const float base = m_new == -INFINITY ? 0.0f : m_new;
-        alpha[hh] = fast_exp2(m[hh] - base);
+        alpha[hh] = vk_fast_exp2(m[hh] - base);
         m[hh] = m_new;
         float sum = 0.0f;
 #pragma unroll
         for (int nt = 0; nt < NT; nt++) {
 #pragma unroll
             for (int e = 0; e < 2; e++) {
-                const float p = fast_exp2(fmaf(s[nt][2 * hh + e], scale_log2, -base));
+                const float p = vk_fast_exp2(fmaf(s[nt][2 * hh + e], scale_log2, -base));
                 s[nt][2 * hh + e] = p;
                 sum += p;
             }

@@ -76,30 +76,11 @@ __device__ __forceinline__ uint32_t swz(int r, int c) {
 
 /* ---- PTX wrappers (sm_90) -------------------------------------------------------------------- */
 
-__device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
-    asm volatile("{\n"
-                 ".reg .b64 state;\n"
-                 "mbarrier.arrive.shared::cta.b64 state, [%0];\n"
-                 "}\n" ::"r"(bar)
-                 : "memory");
-}
-/* Returns once the phase with the given parity has completed (every lane of the warp calls it). */
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-    uint32_t done;
-    do {
-        asm volatile("{\n"
-                     ".reg .pred p;\n"
-                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                     "selp.u32 %0, 1, 0, p;\n"
-                     "}\n"
-                     : "=r"(done)
-                     : "r"(bar), "r"(parity)
-                     : "memory");
-    } while (!done);
-    __syncwarp(); /* lanes leave the loop apart; the .aligned wgmma that follows needs them together */
+/* vk_mbar_wait (common.cuh), then the warp together again: lanes leave the wait loop apart, and
+ * the .aligned wgmma that follows needs them together (every lane of the warp calls it). */
+__device__ __forceinline__ void mbar_wait_warp(uint32_t bar, uint32_t parity) {
+    vk_mbar_wait(bar, parity);
+    __syncwarp();
 }
 /* One arrival on bar once every cp.async this thread issued so far has landed (the arrival is
  * one of the barrier's expected count: .noinc). */
@@ -207,21 +188,21 @@ __global__ void __launch_bounds__(Sm90Cfg<CWG, STAGES>::THREADS, 1)
     /* [0] Q landed; [1 + s] buffer s full; [1 + STAGES + s] buffer s empty */
     __shared__ __align__(8) uint64_t bars[1 + 2 * STAGES];
 
-    const uint32_t sQ = (smem_u32(smem_raw) + 1023u) & ~1023u;
+    const uint32_t sQ = (vk_smem_u32(smem_raw) + 1023u) & ~1023u;
     const uint32_t sK = sQ + BM * kRow, sV = sK + STAGES * kTileBytes;
-    const uint32_t q_full = smem_u32(&bars[0]);
-    auto full = [&](int s) { return smem_u32(&bars[1 + s]); };
-    auto empty = [&](int s) { return smem_u32(&bars[1 + STAGES + s]); };
+    const uint32_t q_full = vk_smem_u32(&bars[0]);
+    auto full = [&](int s) { return vk_smem_u32(&bars[1 + s]); };
+    auto empty = [&](int s) { return vk_smem_u32(&bars[1 + STAGES + s]); };
 
     const int h = blockIdx.x, b = blockIdx.z, m0 = blockIdx.y * BM;
     const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
     const int n_tiles = (int)((p.t_k + kBN - 1) / kBN);
 
     if (threadIdx.x == 0) {
-        mbar_init(q_full, 128);
+        vk_mbar_init(q_full, 128);
         for (int s = 0; s < STAGES; s++) {
-            mbar_init(full(s), 128);        /* the producer's threads, through cp.async */
-            mbar_init(empty(s), 4 * CWG);   /* lane 0 of every consumer warp */
+            vk_mbar_init(full(s), 128);        /* the producer's threads, through cp.async */
+            vk_mbar_init(empty(s), 4 * CWG);   /* lane 0 of every consumer warp */
         }
     }
     __syncthreads();
@@ -242,7 +223,7 @@ __global__ void __launch_bounds__(Sm90Cfg<CWG, STAGES>::THREADS, 1)
         cp_async_arrive(q_full);
         for (int it = 0; it < n_tiles; it++) {
             const int s = it % STAGES;
-            if (it >= STAGES) mbar_wait(empty(s), (uint32_t)((it / STAGES - 1) & 1));
+            if (it >= STAGES) mbar_wait_warp(empty(s), (uint32_t)((it / STAGES - 1) & 1));
             const int64_t n0 = (int64_t)it * kBN;
 #pragma unroll
             for (int i = 0; i < kBN * 8 / 128; i++) {
@@ -273,7 +254,7 @@ __global__ void __launch_bounds__(Sm90Cfg<CWG, STAGES>::THREADS, 1)
     /* S = Q K^T of tile it into s (issued, not waited for). */
     auto issue_qk = [&](int it) {
         const int st = it % STAGES;
-        mbar_wait(full(st), (uint32_t)((it / STAGES) & 1));
+        mbar_wait_warp(full(st), (uint32_t)((it / STAGES) & 1));
         fence_proxy_async();
         wgmma_fence();
 #pragma unroll
@@ -318,7 +299,7 @@ __global__ void __launch_bounds__(Sm90Cfg<CWG, STAGES>::THREADS, 1)
     /* No branch lies between a wgmma and its wait (a value merged from two paths would be
      * copied out of the accumulators while the MMA runs, and ptxas would then serialise every
      * wgmma): the last tile's P V is peeled off the loop. */
-    mbar_wait(q_full, 0);
+    mbar_wait_warp(q_full, 0);
     if (n_tiles > 0) {
         float alpha[2]; /* o is still 0: nothing to rescale */
         issue_qk(0);
@@ -337,7 +318,7 @@ __global__ void __launch_bounds__(Sm90Cfg<CWG, STAGES>::THREADS, 1)
         wgmma_wait<0>(); /* P V of tile it: its buffer and pa are free again */
         pin(o);
         pin(s);
-        if (lane == 0) mbar_arrive(empty(it % STAGES));
+        if (lane == 0) vk_mbar_arrive(empty(it % STAGES));
 #pragma unroll
         for (int dt = 0; dt < 8; dt++) {
             o[dt][0] *= alpha[0];

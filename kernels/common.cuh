@@ -2,7 +2,8 @@
 //   bf16 <-> fp32 of single values and of 8-wide (16-byte) vectors, an alignment test,
 //   warp sums / maxima by shuffles, a block sum, a bf16 dot product of 8, the merge of
 //   flash-decoding partials, VOX_K_LAUNCH_CHECK, programmatic dependent launch (vk_launch,
-//   vk_pdl_wait, vk_pdl_trigger), and the per-device shared-memory opt-in (vk_ensure_smem).
+//   vk_pdl_wait, vk_pdl_trigger), the per-device shared-memory opt-in (vk_ensure_smem), exp2 by
+//   ex2.approx (vk_fast_exp2), shared-memory addresses and mbarriers (vk_smem_u32, vk_mbar_*).
 // Everything is static inline: each .cu file is its own translation unit.
 #ifndef VOX_KERNELS_COMMON_CUH
 #define VOX_KERNELS_COMMON_CUH
@@ -109,6 +110,44 @@ static __device__ __forceinline__ float vk_merge_partials(const float *ml, const
         l += f * __ldcg(&ml[(slot0 + s) * 2 + 1]);
     }
     return l > 0.0f ? acc / l : 0.0f;
+}
+
+// 2^x by the hardware's approximation (ex2.approx, about 2 ulp, as exp2f), flushing results
+// below 2^-126 to zero: those weigh nothing next to a softmax row's maximum, which is 1. exp2f
+// itself spends a compare and two multiplies per call to keep such denormal results, on the
+// hottest line of the softmax. exp2(-inf) = 0, as the masking needs.
+static __device__ __forceinline__ float vk_fast_exp2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+
+// ---- shared-memory addresses and mbarriers (the barrier PTX is sm_90's; only sm_90 kernel
+// bodies call these) ----
+static __device__ __forceinline__ uint32_t vk_smem_u32(const void *p) {
+    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+static __device__ __forceinline__ void vk_mbar_init(uint32_t bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+static __device__ __forceinline__ void vk_mbar_arrive(uint32_t bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+// An arrival that also expects bytes more of asynchronous copies (bulk copies) in this phase.
+static __device__ __forceinline__ void vk_mbar_expect_tx(uint32_t bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
+                 : "memory");
+}
+// Returns once the phase with the given parity has completed.
+static __device__ __forceinline__ void vk_mbar_wait(uint32_t bar, unsigned parity) {
+    unsigned done;
+    do {
+        asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     " selp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(bar), "r"(parity)
+                     : "memory");
+    } while (!done);
 }
 
 static __device__ __forceinline__ float vk_warp_sum(float v) {

@@ -154,32 +154,7 @@ __device__ void signal_counter(const Params &p, int i) {
     if (threadIdx.x == 0) red_release_add(counter(p, i), 1u);
 }
 
-// ---- mbarriers and bulk copies ---------------------------------------------------------------
-__device__ __forceinline__ uint32_t smem_u32(const void *ptr) {
-    return static_cast<uint32_t>(__cvta_generic_to_shared(ptr));
-}
-__device__ __forceinline__ void mbar_init(uint64_t *bar, unsigned count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(count)
-                 : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint64_t *bar) {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(bar)) : "memory");
-}
-__device__ __forceinline__ void mbar_expect_tx(uint64_t *bar, unsigned bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)),
-                 "r"(bytes)
-                 : "memory");
-}
-__device__ __forceinline__ void mbar_wait(uint64_t *bar, unsigned parity) {
-    unsigned done;
-    do {
-        asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                     " selp.u32 %0, 1, 0, p;\n}\n"
-                     : "=r"(done)
-                     : "r"(smem_u32(bar)), "r"(parity)
-                     : "memory");
-    } while (!done);
-}
+// ---- bulk copies (the mbarriers they complete: vk_mbar_* in common.cuh) ----------------------
 __device__ __forceinline__ uint64_t evict_first_policy() {
     uint64_t pol;
     asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
@@ -188,8 +163,8 @@ __device__ __forceinline__ uint64_t evict_first_policy() {
 __device__ __forceinline__ void bulk_copy(void *dst, const void *src, unsigned bytes, uint64_t *bar,
                                           uint64_t policy) {
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
-                 " [%0], [%1], %2, [%3], %4;" ::"r"(smem_u32(dst)),
-                 "l"(src), "r"(bytes), "r"(smem_u32(bar)), "l"(policy)
+                 " [%0], [%1], %2, [%3], %4;" ::"r"(vk_smem_u32(dst)),
+                 "l"(src), "r"(bytes), "r"(vk_smem_u32(bar)), "l"(policy)
                  : "memory");
 }
 
@@ -312,8 +287,8 @@ __device__ void producer(const Params &p, unsigned char *ring, uint64_t *full, u
         unsigned bytes;
         const unsigned char *src = page_row(c, lane & (kUnitRows - 1), &bytes);
         if (lane == 0) {
-            mbar_wait(&empty[slot], ((page / kPages) & 1) ^ 1);
-            mbar_expect_tx(&full[slot], bytes * kUnitRows);
+            vk_mbar_wait(vk_smem_u32(&empty[slot]), ((page / kPages) & 1) ^ 1);
+            vk_mbar_expect_tx(vk_smem_u32(&full[slot]), bytes * kUnitRows);
         }
         __syncwarp();
         if (lane < kUnitRows)
@@ -443,7 +418,7 @@ __device__ void run_projection(const Params &p, const Proj &q, int offset, const
         float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         for (int c0 = 0; c0 < q.k; c0 += pc, page++) {
             const int slot = page % kPages;
-            mbar_wait(&full[slot], (page / kPages) & 1);
+            vk_mbar_wait(vk_smem_u32(&full[slot]), (page / kPages) & 1);
             const unsigned char *row = ring + (size_t)slot * kPageBytes + warp * kRowBytes;
             const int nvec = min(pc, q.k - c0) / ve;
             if (p.experiment == 1) {
@@ -458,7 +433,7 @@ __device__ void run_projection(const Params &p, const Proj &q, int offset, const
                     part[0] += dot_vec(*(const uint4 *)(row + v * 16), xs + c0 + v * ve, FP8);
             }
             __syncwarp();
-            if (lane == 0) mbar_arrive(&empty[slot]);
+            if (lane == 0) vk_mbar_arrive(vk_smem_u32(&empty[slot]));
         }
         float acc = vk_warp_sum((part[0] + part[1]) + (part[2] + part[3]));
         const int64_t r = u * kUnitRows + warp;
@@ -474,11 +449,6 @@ __device__ void run_projection(const Params &p, const Proj &q, int offset, const
 }
 
 // ---- attention (consumers) -----------------------------------------------------------------------
-__device__ __forceinline__ float fast_exp2(float x) {
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-}
 
 // How the keys are cut: splits of whole kSplitRound-key pieces, at most kMaxSplits, none empty.
 __device__ __forceinline__ void split_plan(int L, int *chunk, int *n_active) {
@@ -626,14 +596,14 @@ __device__ __forceinline__ void attention_unit(const Params &p, int layer, int g
             }
             const float m_new = fmaxf(m[h], mx * p.scale_log2);
             const float base = m_new == -INFINITY ? 0.0f : m_new;
-            const float alpha = fast_exp2(m[h] - base);
+            const float alpha = vk_fast_exp2(m[h] - base);
             m[h] = m_new;
             float sum = 0.0f;
 #pragma unroll
             for (int e = 0; e < DPL; e++) o[h][e] *= alpha;
 #pragma unroll
             for (int b = 0; b < KB; b++) {
-                const float pb = fast_exp2(fmaf(sc[b], p.scale_log2, -base));
+                const float pb = vk_fast_exp2(fmaf(sc[b], p.scale_log2, -base));
                 sum += pb;
                 const float pr = vk_round(pb); // P is bf16 for P@V, as the tensor-core kernels
 #pragma unroll
@@ -728,8 +698,8 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
     __shared__ int s_last;
     if (threadIdx.x == 0) {
         for (int i = 0; i < kPages; i++) {
-            mbar_init(&full[i], 1);
-            mbar_init(&empty[i], kConsumerWarps);
+            vk_mbar_init(vk_smem_u32(&full[i]), 1);
+            vk_mbar_init(vk_smem_u32(&empty[i]), kConsumerWarps);
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
