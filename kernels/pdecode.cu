@@ -857,17 +857,17 @@ extern "C" int vox_k_pdecode(const vox_k_pdecode_args *a, cudaStream_t stream) {
     p.attn = (bf16 *)(ws + l.attn), p.gu = (bf16 *)(ws + l.gu);
     p.part_o = (float *)(ws + l.part_o), p.part_ml = (float *)(ws + l.part_ml);
     p.stamps = (unsigned long long *)a->stamps;
-    static int experiment = -1;
-    if (experiment < 0) {
+    // read once (C++ initialises function statics once, also when engines on two devices
+    // launch from their own threads at the same time)
+    static const int experiment = [] {
         const char *e = getenv("VOX_PDECODE_EXPERIMENT");
-        experiment = !e ? 0 : strcmp(e, "nocompute") == 0 ? 1 : strcmp(e, "nowait") == 0 ? 2 : 0;
-    }
-    p.experiment = experiment;
-    static double watchdog_s = -1;
-    if (watchdog_s < 0) {
+        return !e ? 0 : strcmp(e, "nocompute") == 0 ? 1 : strcmp(e, "nowait") == 0 ? 2 : 0;
+    }();
+    static const double watchdog_s = [] {
         const char *e = getenv("VOX_PDECODE_WATCHDOG_S");
-        watchdog_s = e && atof(e) > 0 ? atof(e) : kWatchdogSeconds;
-    }
+        return e && atof(e) > 0 ? atof(e) : kWatchdogSeconds;
+    }();
+    p.experiment = experiment;
     p.watchdog_ns = (long long)(watchdog_s * 1e9);
     switch (a->head_dim) {
     case 32: launch<1>(p, stream); break;
