@@ -131,35 +131,8 @@ static void check_forced(const char *what, const voxtral_result *rf, const voxtr
     steps_total += (int)rf->n_ids;
 }
 
-static void compare_transcription(voxtral_context *cc, voxtral_context *cg, const char *file) {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/tiny/audio/%s", VOX_FIXTURES, file);
-    voxtral_transcribe_params p = voxtral_transcribe_default_params();
-    p.max_new_tokens = 24;
-    p.logprobs = 5;
-    voxtral_result *rc = NULL, *rg = NULL;
-    vox_error err;
-    CHECK_MSG(voxtral_transcribe_file(cc, path, &p, &rc, &err) == VOX_OK, "%s", err.msg);
-    CHECK_MSG(voxtral_transcribe_file(cg, path, &p, &rg, &err) == VOX_OK, "%s", err.msg);
-    if (!rc || !rg) return;
-    /* teacher-force the CPU's ids through the GPU */
-    p.force_ids = rc->ids;
-    p.n_force_ids = rc->n_ids;
-    voxtral_result *rf = NULL;
-    CHECK_MSG(voxtral_transcribe_file(cg, path, &p, &rf, &err) == VOX_OK, "%s", err.msg);
-    if (rf) check_forced(file, rf, rc, true);
-    voxtral_result_free(rf);
-    voxtral_result_free(rc);
-    voxtral_result_free(rg);
-}
-
-/* ---- one file's decode steps: the persistent kernel against the op-by-op path ------------- */
-/* The single-file decode steps run through the persistent kernel where the GPU takes it (sm_90,
- * bf16, one backend on the device), else op by op; a context made with VOX_DECODE=graph runs
- * them op by op. Both are teacher forced with the CPU's ids, and every step's log-probabilities
- * of one are held against the other's with the CPU comparison's bounds (the two differ by the
- * order of fp32 sums and the basis P is rounded against in attention). The contexts take
- * turns: while two CUDA backends share a device, neither takes the persistent kernel. */
+/* One transcription of a fixture file, 24 tokens with 5 log-probabilities a step; ids: teacher
+ * forced with these ids (NULL: free running). */
 static voxtral_result *forced_run(voxtral_context *ctx, const char *file, const voxtral_result *ids) {
     char path[1024];
     snprintf(path, sizeof path, "%s/tiny/audio/%s", VOX_FIXTURES, file);
@@ -174,6 +147,16 @@ static voxtral_result *forced_run(voxtral_context *ctx, const char *file, const 
     vox_error err;
     CHECK_MSG(voxtral_transcribe_file(ctx, path, &p, &r, &err) == VOX_OK, "%s: %s", file, err.msg);
     return r;
+}
+
+static void compare_transcription(voxtral_context *cc, voxtral_context *cg, const char *file) {
+    voxtral_result *rc = forced_run(cc, file, NULL), *rg = forced_run(cg, file, NULL);
+    /* teacher-force the CPU's ids through the GPU */
+    voxtral_result *rf = rc && rg ? forced_run(cg, file, rc) : NULL;
+    if (rf) check_forced(file, rf, rc, true);
+    voxtral_result_free(rf);
+    voxtral_result_free(rc);
+    voxtral_result_free(rg);
 }
 
 /* ---- batched: many requests in one queue on the GPU, each against the CPU alone ---------- */
@@ -307,6 +290,12 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 3; i++) compare_transcription(cc, cg, files[i]);
     compare_batched(cc, cg, N_BATCH, NULL);  /* all at once */
     compare_batched(cc, cg, 3, "23");        /* slots reused, prompts in chunks of 23 rows */
+    /* One file's decode steps, the persistent kernel against the op-by-op path: they run
+     * through the persistent kernel where the GPU takes it (sm_90, bf16, one backend on the
+     * device), else op by op; a context made with VOX_DECODE=graph runs them op by op. Both are teacher forced with the CPU's ids, and every step's log-probabilities
+     * of one are held against the other's with the CPU comparison's bounds (the two differ by the
+     * order of fp32 sums and the basis P is rounded against in attention). The contexts take
+     * turns: while two CUDA backends share a device, neither takes the persistent kernel. */
     voxtral_result *ids[3], *persistent[3], *graph[3] = {0};
     for (int i = 0; i < 3; i++) {
         ids[i] = forced_run(cc, files[i], NULL);
