@@ -30,6 +30,7 @@
 
 #include "backend/backend.h"
 #include "backend/cublaslt_loader.h"
+#include "backend/cuda_initcheck.h"
 #include "backend/cuda_upload.h"
 #include "common/clock.h"
 #include "common/fp8.h"
@@ -531,6 +532,8 @@ static cublasStatus_t lt_matmul_scaled(cuda_state *s, cudaDataType_t ab, cudaDat
                                        plan ? &plan->algo : NULL, s->gemm_ws, GEMM_WORKSPACE_BYTES,
                                        s->stream);
     s->last_op = "cublasLtMatmul";
+    if (st == CUBLAS_STATUS_SUCCESS) /* the output [M, N] of c, for initcheck */
+        vox_initcheck_mark(s->stream, y, (size_t)M * (size_t)N * (c == CUDA_R_32F ? 4 : 2));
     if (st != CUBLAS_STATUS_SUCCESS && s->first_error == cudaSuccess) {
         s->first_error = cudaErrorUnknown; /* marks the failure pending; the status says what */
         s->first_error_blas = st;
@@ -1523,6 +1526,7 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
     if (!s->blas_pending) blas_start(s); /* no thread: here and now */
     double t2 = vox_wall_ms();
     TRY(cudaMalloc(&s->gemm_ws, GEMM_WORKSPACE_BYTES), "GEMM workspace");
+    vox_initcheck_mark(s->stream, s->gemm_ws, GEMM_WORKSPACE_BYTES); /* cuBLASLt's alone */
     TRY(cudaEventCreateWithFlags(&s->batch_done, cudaEventDisableTiming), "event");
     TRY(cudaMallocHost((void **)&s->staging_block, (size_t)STAGING_BUFFERS * STAGING_BYTES),
         "pinned staging");
