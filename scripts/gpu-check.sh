@@ -15,7 +15,8 @@
 # environment: SAN_TIMEOUT seconds a run (600); SAN_TOOLS (memcheck racecheck synccheck
 # initcheck); SAN_RUNS (one batch; "backend" adds BUILD_DIR/tests/test_cuda_backend, whose GEMMs
 # go through cuBLASLt and are read back by our kernels: a control for initcheck's reports on
-# cuBLASLt's output); SAN_DEVICE the runner's -d (cuda); COMPUTE_SANITIZER its path
+# cuBLASLt's output; "kernels" adds every BUILD_DIR/tests/test_kernels_* with --no-timing: each
+# of our kernels against the CPU at awkward shapes, without cuBLASLt); SAN_DEVICE the runner's -d (cuda); COMPUTE_SANITIZER its path
 # (compute-sanitizer on PATH, else /usr/local/cuda/bin's); SAN_ARGS added to every tool's
 # options; SAN_ARGS_<tool> replaces that tool's own options (below, in sanitize_args).
 set -uo pipefail
@@ -30,6 +31,10 @@ sanitize_args() {
   case $1 in
     # every hazard (not only the analysis' summary) and its warnings too
     racecheck) echo "--racecheck-report all" ;;
+    # no NVTX: with the backend's initcheck marks (src/backend/cuda_initcheck.h) synccheck never
+    # finished a one-file run (over 30 and 60 s), without them it takes 1.6 s
+    # (bench/NOTES-2026-12-02-sanitizers.md)
+    synccheck) echo "--nvtx no" ;;
     *) echo "" ;;
   esac
 }
@@ -86,26 +91,34 @@ open(sys.argv[1], "w").write("%d\n" % resource.getrusage(resource.RUSAGE_CHILDRE
 sys.exit(128 - rc if rc < 0 else rc)'
   local -a rows=() problems=()
   local failed=0 tool run
+  # the runs: "kernels" stands for one run a kernel test binary (kernels:NAME)
+  local -a runs=()
   for run in ${SAN_RUNS:-one batch}; do
     case $run in
-      one | batch | backend) ;;
-      *) echo "gpu-check.sh: SAN_RUNS: unknown run '$run' (one, batch, backend)" >&2
+      one | batch | backend) runs+=("$run") ;;
+      kernels)
+        local k
+        for k in "$B"/tests/test_kernels_*; do
+          [ -x "$k" ] && runs+=("kernels:$(basename "$k")")
+        done ;;
+      *) echo "gpu-check.sh: SAN_RUNS: unknown run '$run' (one, batch, backend, kernels)" >&2
          return 2 ;;
     esac
   done
   for tool in $tools; do
-    for run in ${SAN_RUNS:-one batch}; do
+    for run in "${runs[@]}"; do
       local -a files app
       case $run in
         one) files=("${one[@]}") ;;
         batch) files=("${batch[@]}") ;;
       esac
-      if [ "$run" = backend ]; then
-        app=("$B/tests/test_cuda_backend")
-      else
-        app=("$B/voxtral_runner" -m "$M" -d "$device" -n 3 --ignore-eos --no-progress "${files[@]}")
-      fi
-      local log="$L/$tool-$run.log" start rc secs rss parsed errors note line
+      case $run in
+        backend) app=("$B/tests/test_cuda_backend") ;;
+        # every check, no timing table (tests without one ignore the option)
+        kernels:*) app=("$B/tests/${run#kernels:}" --no-timing) ;;
+        *) app=("$B/voxtral_runner" -m "$M" -d "$device" -n 3 --ignore-eos --no-progress "${files[@]}") ;;
+      esac
+      local log="$L/$tool-${run/:/-}.log" start rc secs rss parsed errors note line
       if [ ! -x "${app[0]}" ]; then
         failed=1
         rows+=("$(printf '%-10s %-6s %4s %7s %8s %12s  %s' "$tool" "$run" - "?" - - "not built: ${app[0]}")")

@@ -101,6 +101,7 @@ has "$tmp/clean.out" "tool       run      rc  errors  seconds  max_rss_GiB  note
 has "$tmp/clean/summary.txt" "compute-sanitizer summary ($tmp/model, VOX_CUDA_PLAIN_MALLOC=1, -d cpu"
 has "$tmp/clean/memcheck-one.log" "VOX_CUDA_PLAIN_MALLOC=1 VOX_PDECODE_WATCHDOG_S=600 timeout 600 $tmp/compute-sanitizer --tool memcheck --error-exitcode 99"
 has "$tmp/clean/racecheck-batch.log" "--tool racecheck --error-exitcode 99 --racecheck-report all"
+has "$tmp/clean/synccheck-one.log" "--tool synccheck --error-exitcode 99 --nvtx no "
 has "$tmp/clean/memcheck-batch.log" "$audio/short.wav $audio/speech.flac $audio/long.wav"
 has "$tmp/clean/memcheck-one.log" "-n 3 --ignore-eos"
 
@@ -135,6 +136,12 @@ else
     row backend initcheck backend - "?" "not built: $build/tests/test_cuda_backend"
 fi
 row backend initcheck one 0 0
+# "kernels": every kernel test binary under the tool, checks only (here they skip: no device)
+if [ -x "$build/tests/test_kernels_norm" ]; then
+    sanitize kernels any SAN_TOOLS=memcheck SAN_RUNS=kernels
+    has "$tmp/kernels/memcheck-kernels-test_kernels_norm.log" "$build/tests/test_kernels_norm --no-timing"
+    row kernels memcheck kernels:test_kernels_norm 77 0 "exit status 77"
+fi
 sanitize badrun 2 SAN_RUNS="one twice"
 has "$tmp/badrun.out" "SAN_RUNS: unknown run 'twice'"
 
