@@ -402,10 +402,12 @@ static void note_warning(const vox_audio_source *src, size_t total, vox_audio *o
 /* Reads an opened source to its end, mixing and resampling block by block; shared by the file
  * and the memory loaders. */
 static vox_status decode_source(vox_audio_source *src, const char *path, double max_seconds,
-                                vox_audio *out, vox_error *err) {
-    if (src->rate <= 0 || src->rate > MAX_SOURCE_RATE || src->channels <= 0)
+                                float_vec reuse, vox_audio *out, vox_error *err) {
+    if (src->rate <= 0 || src->rate > MAX_SOURCE_RATE || src->channels <= 0) {
+        free(reuse.data);
         return vox_fail(err, VOX_ERR_FORMAT, "%s: invalid header (%d Hz, %d channels)", path,
                         src->rate, src->channels);
+    }
     const int channels = src->channels;
     const double rate = src->rate;
     const double max_frames = floor(max_seconds * rate);
@@ -422,18 +424,29 @@ static vox_status decode_source(vox_audio_source *src, const char *path, double 
     float *mono = channels > 1 ? malloc(block * sizeof(float)) : NULL;
     vox_resampler rs;
     memset(&rs, 0, sizeof rs);
-    float_vec direct = {0};
+    /* the output: the reused buffer (the resampler's output when resampling), empty, n = 0 */
+    reuse.n = 0;
+    float_vec direct = resample ? (float_vec){0} : reuse;
     vox_status st = VOX_OK;
     if ((!direct_read && !buf) || (channels > 1 && !mono))
         st = vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", path);
     if (!st && resample) {
         st = resampler_init(&rs, rate, VOX_SAMPLE_RATE, err);
-        if (st) vox_error_prefix(err, "%s", path);
+        if (st) {
+            vox_error_prefix(err, "%s", path);
+        } else {
+            rs.out = reuse;
+            reuse.data = NULL;
+        }
     }
+    if (resample) free(reuse.data); /* not taken (the resampler did not start) */
     if (!st && direct_read && src->expected_frames > 0) {
         double want = src->expected_frames < max_frames ? src->expected_frames : max_frames;
         if (want > 4194304.0) want = 4194304.0;
-        if (!vec_reserve(&direct, (size_t)want)) st = vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", path);
+        /* + 1: room for the read that finds the end, so a file as long as its header says is
+         * not grown (to twice its size) just to learn that nothing follows */
+        if (!vec_reserve(&direct, (size_t)want + 1))
+            st = vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", path);
     }
 
     size_t total = 0;
@@ -514,46 +527,59 @@ static vox_status decode_source(vox_audio_source *src, const char *path, double 
     }
     out->samples = direct.data;
     out->n_samples = direct.n;
+    out->capacity = direct.cap;
     out->source_rate = src->rate;
     out->source_channels = channels;
     return VOX_OK;
 }
 
 static vox_status load_input(const vox_audio_input *in, const char *name, double max_seconds,
-                             vox_audio *out, vox_error *err) {
+                             float_vec reuse, vox_audio *out, vox_error *err) {
     vox_audio_source src;
     vox_status st = source_open(in, name, &src, err);
-    if (st) return st;
-    st = decode_source(&src, name, max_seconds, out, err);
+    if (st) {
+        free(reuse.data);
+        return st;
+    }
+    st = decode_source(&src, name, max_seconds, reuse, out, err);
     src.close(&src);
+    return st;
+}
+
+/* Opens PATH and decodes it into reuse (owned). */
+static vox_status load_path(const char *path, double max_seconds, float_vec reuse, vox_audio *out,
+                            vox_error *err) {
+    vox_status st = check_limit(path, &max_seconds, err);
+    int fd = st ? -1 : open(path, O_RDONLY);
+    if (!st && fd < 0) st = vox_fail(err, VOX_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    if (!st && fstat(fd, &sb) != 0)
+        st = vox_fail(err, VOX_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
+    if (!st && S_ISDIR(sb.st_mode))
+        st = vox_fail(err, VOX_ERR_IO, "%s: is a directory, not an audio file", path);
+    if (!st && S_ISREG(sb.st_mode) && sb.st_size == 0)
+        st = vox_fail(err, VOX_ERR_FORMAT, "%s: empty file (0 bytes), not audio", path);
+    if (st) {
+        if (fd >= 0) close(fd);
+        free(reuse.data);
+        return st;
+    }
+    vox_audio_input in = {.fd = fd};
+    st = load_input(&in, path, max_seconds, reuse, out, err);
+    close(fd);
     return st;
 }
 
 vox_status vox_audio_load(const char *path, double max_seconds, vox_audio *out, vox_error *err) {
     memset(out, 0, sizeof *out);
-    vox_status st = check_limit(path, &max_seconds, err);
-    if (st) return st;
+    return load_path(path, max_seconds, (float_vec){0}, out, err);
+}
 
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return vox_fail(err, VOX_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        int e = errno;
-        close(fd);
-        return vox_fail(err, VOX_ERR_IO, "%s: cannot read: %s", path, strerror(e));
-    }
-    if (S_ISDIR(sb.st_mode)) {
-        close(fd);
-        return vox_fail(err, VOX_ERR_IO, "%s: is a directory, not an audio file", path);
-    }
-    if (S_ISREG(sb.st_mode) && sb.st_size == 0) {
-        close(fd);
-        return vox_fail(err, VOX_ERR_FORMAT, "%s: empty file (0 bytes), not audio", path);
-    }
-    vox_audio_input in = {.fd = fd};
-    st = load_input(&in, path, max_seconds, out, err);
-    close(fd);
-    return st;
+vox_status vox_audio_load_reusing(const char *path, double max_seconds, float *reuse,
+                                  size_t reuse_cap, vox_audio *out, vox_error *err) {
+    memset(out, 0, sizeof *out);
+    return load_path(path, max_seconds, (float_vec){.data = reuse, .cap = reuse ? reuse_cap : 0},
+                     out, err);
 }
 
 vox_status vox_audio_load_memory(const void *data, size_t size, const char *name,
@@ -565,7 +591,7 @@ vox_status vox_audio_load_memory(const void *data, size_t size, const char *name
         return vox_fail(err, VOX_ERR_FORMAT, "%s: empty file (0 bytes), not audio", name);
     if (size > INT64_MAX) return vox_fail(err, VOX_ERR_TOO_LONG, "%s: too large", name);
     vox_audio_input in = {.fd = -1, .data = data, .size = size};
-    return load_input(&in, name, max_seconds, out, err);
+    return load_input(&in, name, max_seconds, (float_vec){0}, out, err);
 }
 
 void vox_audio_free(vox_audio *a) {

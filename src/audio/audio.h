@@ -20,6 +20,7 @@ extern "C" {
 typedef struct {
     float *samples;    /* mono, VOX_SAMPLE_RATE Hz, owned */
     size_t n_samples;
+    size_t capacity;   /* floats allocated at samples (>= n_samples), for reuse */
     int source_rate;     /* sample rate of the file */
     int source_channels; /* channel count of the file */
     /* A problem that did not stop decoding, or "": a file that ends before its header says, or
@@ -34,6 +35,13 @@ typedef struct {
  * (VOX_ERR_IO / VOX_ERR_FORMAT), empty (VOX_ERR_FORMAT), non-finite samples (VOX_ERR_FORMAT),
  * longer than max_seconds (VOX_ERR_TOO_LONG; 0 means VOX_MAX_AUDIO_SECONDS). */
 vox_status vox_audio_load(const char *path, double max_seconds, vox_audio *out, vox_error *err);
+
+/* vox_audio_load, decoding into `reuse` (reuse_cap floats from malloc, or NULL) instead of fresh
+ * memory, grown if the file needs more: a reader that hands back the buffers of files it is done
+ * with saves faulting in fresh pages for every file (1.3 against 2.6 ms a 30 s file, 8 threads on
+ * the GPU machine). reuse is owned by the call: it ends up in out->samples, or freed. */
+vox_status vox_audio_load_reusing(const char *path, double max_seconds, float *reuse,
+                                  size_t reuse_cap, vox_audio *out, vox_error *err);
 
 /* The same for a whole file's bytes held in memory, data[0..size) (libsndfile virtual I/O);
  * name stands for the file in messages. */

@@ -232,10 +232,7 @@ void vox_queue_release_admitted(voxtral_queue *q) {
     for (; q->next_release < q->next_admit; q->next_release++) {
         vox_request *r = q->rd.reqs[q->next_release];
         if (r && r->encoding > 0) break;
-        if (r) {
-            free(r->samples);
-            r->samples = NULL;
-        }
+        if (r) vox_reader_recycle_locked(&q->rd, r);
     }
     pthread_mutex_unlock(&q->rd.mu);
 }
@@ -333,15 +330,16 @@ vox_status voxtral_queue_create_multi(voxtral_context *const *ctxs, int n,
     q->qp = *params;
     q->n_engines = n;
     pthread_mutex_init(&q->done_mu, NULL);
-    int total = 0;
     for (int i = 0; i < n; i++) {
         int b = params->max_batch > 0 ? params->max_batch : vox_engine_default_batch(ctxs[i]);
         if (b > 4096) b = 4096;
         vox_engine_init(&q->engines[i], q, ctxs[i], b);
         q->engines[i].fault = fault; /* each device counts its own steps and groups */
-        total += b;
     }
-    int ahead = params->read_ahead > 0 ? params->read_ahead : 2 * total;
+    /* Files decoded ahead: four encoder groups an engine. The engine admits one group a step,
+     * so the readers (thousands of files a second) stay far enough ahead, and the few buffers
+     * in flight are reused file after file instead of a fresh one for each (reader.h). */
+    int ahead = params->read_ahead > 0 ? params->read_ahead : 4 * VOX_ENCODER_CHUNK_BATCH * n;
     if (ahead < 16) ahead = 16;
     int threads = params->reader_threads;
     if (threads <= 0) {
@@ -410,5 +408,6 @@ vox_status voxtral_queue_submit_pcm(voxtral_queue *q, const float *samples, size
     }
     memcpy(r->samples, samples, n_samples * sizeof *samples);
     r->n_samples = n_samples;
+    r->samples_cap = n_samples;
     return submit(q, r, params, tag, err);
 }

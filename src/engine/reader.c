@@ -25,14 +25,20 @@ void vox_request_free(vox_request *r) {
     free(r);
 }
 
-/* Decodes (files) and cuts r into pieces; fills status and error on failure. */
-static void read_request(vox_request *r) {
+/* Longest buffer kept for reuse: 2^22 floats (262 s, 16 MB), what the decoder reserves at most
+ * from a header; a longer file's buffer is freed rather than held for short ones. */
+#define VOX_SPARE_MAX_FLOATS ((size_t)1 << 22)
+
+/* Decodes (files, into `reuse`: a spare buffer of reuse_cap floats, or NULL) and cuts r into
+ * pieces; fills status and error on failure. */
+static void read_request(vox_request *r, float *reuse, size_t reuse_cap) {
     vox_error err = {0};
     double t0 = vox_wall_ms();
     vox_status st = VOX_OK;
     if (r->path) {
         vox_audio a;
-        st = vox_audio_load(r->path, r->p.segment ? VOX_SEGMENTED_MAX_SECONDS : 0, &a, &err);
+        st = vox_audio_load_reusing(r->path, r->p.segment ? VOX_SEGMENTED_MAX_SECONDS : 0, reuse,
+                                    reuse_cap, &a, &err);
         if (st == VOX_ERR_TOO_LONG && !r->p.segment) {
             size_t len = strlen(err.msg);
             snprintf(err.msg + len, sizeof err.msg - len,
@@ -41,6 +47,7 @@ static void read_request(vox_request *r) {
         if (!st) {
             r->samples = a.samples;
             r->n_samples = a.n_samples;
+            r->samples_cap = a.capacity;
             if (a.warning[0]) r->warning = strdup(a.warning);
         }
     }
@@ -82,8 +89,15 @@ static void *reader_main(void *arg) {
         vox_request *r = rd->reqs[rd->next_read++];
         rd->held++;
         r->state = VOX_REQ_READING;
+        float *reuse = NULL;
+        size_t reuse_cap = 0;
+        if (r->path && rd->n_spare > 0) { /* the most recently returned: warmest in cache */
+            rd->n_spare--;
+            reuse = rd->spare[rd->n_spare];
+            reuse_cap = rd->spare_cap[rd->n_spare];
+        }
         pthread_mutex_unlock(&rd->mu);
-        read_request(r);
+        read_request(r, reuse, reuse_cap);
         pthread_mutex_lock(&rd->mu);
         r->t_ready = vox_wall_ms();
         r->state = r->status ? VOX_REQ_FAILED : VOX_REQ_READY;
@@ -99,6 +113,12 @@ vox_status vox_reader_init(vox_reader *rd, int threads, int read_ahead, vox_erro
     pthread_cond_init(&rd->work, NULL);
     pthread_cond_init(&rd->ready, NULL);
     rd->read_ahead = read_ahead < 1 ? 1 : read_ahead;
+    rd->spare = malloc((size_t)rd->read_ahead * sizeof *rd->spare);
+    rd->spare_cap = malloc((size_t)rd->read_ahead * sizeof *rd->spare_cap);
+    if (!rd->spare || !rd->spare_cap) {
+        vox_reader_destroy(rd);
+        return vox_fail(err, VOX_ERR_NOMEM, "out of memory");
+    }
     int n = threads < 1 ? 1 : threads > 8 ? 8 : threads;
     for (int i = 0; i < n; i++) {
         if (pthread_create(&rd->threads[i], NULL, reader_main, rd) != 0) {
@@ -118,6 +138,9 @@ void vox_reader_destroy(vox_reader *rd) {
     for (int i = 0; i < rd->n_threads; i++) pthread_join(rd->threads[i], NULL);
     for (size_t i = 0; i < rd->n_reqs; i++) vox_request_free(rd->reqs[i]);
     free(rd->reqs);
+    for (int i = 0; i < rd->n_spare; i++) free(rd->spare[i]);
+    free(rd->spare);
+    free(rd->spare_cap);
     pthread_cond_destroy(&rd->work);
     pthread_cond_destroy(&rd->ready);
     pthread_mutex_destroy(&rd->mu);
@@ -148,4 +171,16 @@ void vox_reader_release(vox_reader *rd) {
     rd->held--;
     pthread_cond_signal(&rd->work);
     pthread_mutex_unlock(&rd->mu);
+}
+
+void vox_reader_recycle_locked(vox_reader *rd, vox_request *r) {
+    if (r->samples && rd->n_spare < rd->read_ahead && r->samples_cap <= VOX_SPARE_MAX_FLOATS) {
+        rd->spare[rd->n_spare] = r->samples;
+        rd->spare_cap[rd->n_spare] = r->samples_cap;
+        rd->n_spare++;
+    } else {
+        free(r->samples);
+    }
+    r->samples = NULL;
+    r->samples_cap = 0;
 }

@@ -18,6 +18,11 @@ typedef struct {
     size_t next_read;     /* the next request a reader takes */
     int held;             /* decoded requests the engine has not released */
     int read_ahead;
+    /* sample buffers the engine is done with, for the next files (at most read_ahead): a
+     * reused buffer's pages are already mapped, a fresh one faults them in (audio.h) */
+    float **spare;
+    size_t *spare_cap;
+    int n_spare;
     bool stop;
     pthread_t threads[8];
     int n_threads;
@@ -30,5 +35,8 @@ void vox_reader_destroy(vox_reader *rd);
 vox_status vox_reader_push(vox_reader *rd, vox_request *r, vox_error *err);
 /* The engine is done with a decoded request's samples: room for one more. */
 void vox_reader_release(vox_reader *rd);
+/* Takes r's samples (capacity r->samples_cap) back for a later file, or frees them; under the
+ * reader's lock. */
+void vox_reader_recycle_locked(vox_reader *rd, vox_request *r);
 
 #endif

@@ -30,6 +30,7 @@ typedef struct {
     vox_request_state state;
     float *samples;                /* 16 kHz mono; freed once every piece has been encoded */
     size_t n_samples;
+    size_t samples_cap;            /* floats allocated at samples, for the readers' reuse */
     double audio_ms;               /* decoding + resampling + cutting, wall clock */
     vox_segment *pieces;           /* what to transcribe (the whole audio when not segmenting) */
     size_t n_pieces;

@@ -611,6 +611,49 @@ static void test_long_file_stops_early(void) {
     CHECK_MSG(secs < 1.0, "rejecting took %.2f s: the file was decoded past the limit", secs);
 }
 
+/* vox_audio_load_reusing gives what vox_audio_load gives, bit for bit, whatever buffer it is
+ * handed: none, too small (grown), its exact length, larger (kept as it is: the same pages), on
+ * the three paths (16 kHz mono read straight in, stereo mixed, 44.1 kHz resampled); a file that
+ * fails frees it (the ASan build would report the leak). */
+static void test_reusing(void) {
+    struct {
+        const char *name;
+        int rate, channels;
+    } files[] = {{"reuse_mono.wav", 16000, 1}, {"reuse_stereo.wav", 16000, 2},
+                 {"reuse_44k.wav", 44100, 1}};
+    const size_t frames = 40000;
+    float *x = hash_signal(frames * 2);
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        const char *path = tmp_path(files[f].name);
+        CHECK(write_audio(path, SF_FORMAT_WAV | SF_FORMAT_FLOAT, files[f].rate, files[f].channels,
+                          x, frames));
+        vox_audio want;
+        vox_error err = {0};
+        CHECK_MSG(vox_audio_load(path, 0, &want, &err) == VOX_OK, "%s", err.msg);
+        const size_t caps[] = {0, 1000, want.n_samples, want.n_samples + 12345};
+        for (size_t c = 0; c < sizeof caps / sizeof caps[0]; c++) {
+            float *buf = caps[c] ? malloc(caps[c] * sizeof *buf) : NULL;
+            vox_audio got;
+            CHECK_MSG(vox_audio_load_reusing(path, 0, buf, caps[c], &got, &err) == VOX_OK, "%s",
+                      err.msg);
+            CHECK_MSG(got.n_samples == want.n_samples && got.capacity >= got.n_samples &&
+                          memcmp(got.samples, want.samples, want.n_samples * sizeof(float)) == 0,
+                      "%s, buffer of %zu: not what vox_audio_load decodes", files[f].name, caps[c]);
+            if (files[f].rate == VOX_SAMPLE_RATE && caps[c] > want.n_samples)
+                CHECK_MSG(got.samples == buf && got.capacity == caps[c],
+                          "%s: a large enough buffer was not used as it is", files[f].name);
+            vox_audio_free(&got);
+        }
+        vox_audio_free(&want);
+    }
+    free(x);
+    float *buf = malloc(4096 * sizeof *buf);
+    vox_audio a;
+    vox_error err = {0};
+    CHECK(vox_audio_load_reusing(bad_path("missing.wav"), 0, buf, 4096, &a, &err) == VOX_ERR_IO);
+    CHECK(a.samples == NULL);
+}
+
 int main(void) {
     const char *tmp = getenv("TMPDIR");
     snprintf(g_dir, sizeof g_dir, "%s/vox_test_audio_XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -627,6 +670,7 @@ int main(void) {
     test_bad_files();
     test_long_file_stops_early();
     test_mpeg();
+    test_reusing();
     cleanup();
     return test_finish("test_audio");
 }
