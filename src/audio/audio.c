@@ -400,14 +400,13 @@ static void note_warning(const vox_audio_source *src, size_t total, vox_audio *o
 }
 
 /* Reads an opened source to its end, mixing and resampling block by block; shared by the file
- * and the memory loaders. */
+ * and the memory loaders. The output goes into *reuse (empty, or a buffer to reuse) when the
+ * decoding takes it (then *reuse is left empty); what is not taken stays the caller's. */
 static vox_status decode_source(vox_audio_source *src, const char *path, double max_seconds,
-                                float_vec reuse, vox_audio *out, vox_error *err) {
-    if (src->rate <= 0 || src->rate > MAX_SOURCE_RATE || src->channels <= 0) {
-        free(reuse.data);
+                                float_vec *reuse, vox_audio *out, vox_error *err) {
+    if (src->rate <= 0 || src->rate > MAX_SOURCE_RATE || src->channels <= 0)
         return vox_fail(err, VOX_ERR_FORMAT, "%s: invalid header (%d Hz, %d channels)", path,
                         src->rate, src->channels);
-    }
     const int channels = src->channels;
     const double rate = src->rate;
     const double max_frames = floor(max_seconds * rate);
@@ -424,9 +423,11 @@ static vox_status decode_source(vox_audio_source *src, const char *path, double 
     float *mono = channels > 1 ? malloc(block * sizeof(float)) : NULL;
     vox_resampler rs;
     memset(&rs, 0, sizeof rs);
-    /* the output: the reused buffer (the resampler's output when resampling), empty, n = 0 */
-    reuse.n = 0;
-    float_vec direct = resample ? (float_vec){0} : reuse;
+    float_vec direct = {0}; /* the output (the resampler's own when resampling) */
+    if (!resample) {
+        direct = *reuse;
+        *reuse = (float_vec){0};
+    }
     vox_status st = VOX_OK;
     if ((!direct_read && !buf) || (channels > 1 && !mono))
         st = vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", path);
@@ -435,11 +436,10 @@ static vox_status decode_source(vox_audio_source *src, const char *path, double 
         if (st) {
             vox_error_prefix(err, "%s", path);
         } else {
-            rs.out = reuse;
-            reuse.data = NULL;
+            rs.out = *reuse;
+            *reuse = (float_vec){0};
         }
     }
-    if (resample) free(reuse.data); /* not taken (the resampler did not start) */
     if (!st && direct_read && src->expected_frames > 0) {
         double want = src->expected_frames < max_frames ? src->expected_frames : max_frames;
         if (want > 4194304.0) want = 4194304.0;
@@ -534,21 +534,19 @@ static vox_status decode_source(vox_audio_source *src, const char *path, double 
 }
 
 static vox_status load_input(const vox_audio_input *in, const char *name, double max_seconds,
-                             float_vec reuse, vox_audio *out, vox_error *err) {
+                             float_vec *reuse, vox_audio *out, vox_error *err) {
     vox_audio_source src;
     vox_status st = source_open(in, name, &src, err);
-    if (st) {
-        free(reuse.data);
-        return st;
-    }
+    if (st) return st;
     st = decode_source(&src, name, max_seconds, reuse, out, err);
     src.close(&src);
     return st;
 }
 
-/* Opens PATH and decodes it into reuse (owned). */
-static vox_status load_path(const char *path, double max_seconds, float_vec reuse, vox_audio *out,
-                            vox_error *err) {
+vox_status vox_audio_load_reusing(const char *path, double max_seconds, float *reuse,
+                                  size_t reuse_cap, vox_audio *out, vox_error *err) {
+    memset(out, 0, sizeof *out);
+    float_vec buf = {.data = reuse, .cap = reuse ? reuse_cap : 0};
     vox_status st = check_limit(path, &max_seconds, err);
     int fd = st ? -1 : open(path, O_RDONLY);
     if (!st && fd < 0) st = vox_fail(err, VOX_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
@@ -559,27 +557,17 @@ static vox_status load_path(const char *path, double max_seconds, float_vec reus
         st = vox_fail(err, VOX_ERR_IO, "%s: is a directory, not an audio file", path);
     if (!st && S_ISREG(sb.st_mode) && sb.st_size == 0)
         st = vox_fail(err, VOX_ERR_FORMAT, "%s: empty file (0 bytes), not audio", path);
-    if (st) {
-        if (fd >= 0) close(fd);
-        free(reuse.data);
-        return st;
+    if (!st) {
+        vox_audio_input in = {.fd = fd};
+        st = load_input(&in, path, max_seconds, &buf, out, err);
     }
-    vox_audio_input in = {.fd = fd};
-    st = load_input(&in, path, max_seconds, reuse, out, err);
-    close(fd);
+    if (fd >= 0) close(fd);
+    free(buf.data); /* not taken by the decoding */
     return st;
 }
 
 vox_status vox_audio_load(const char *path, double max_seconds, vox_audio *out, vox_error *err) {
-    memset(out, 0, sizeof *out);
-    return load_path(path, max_seconds, (float_vec){0}, out, err);
-}
-
-vox_status vox_audio_load_reusing(const char *path, double max_seconds, float *reuse,
-                                  size_t reuse_cap, vox_audio *out, vox_error *err) {
-    memset(out, 0, sizeof *out);
-    return load_path(path, max_seconds, (float_vec){.data = reuse, .cap = reuse ? reuse_cap : 0},
-                     out, err);
+    return vox_audio_load_reusing(path, max_seconds, NULL, 0, out, err);
 }
 
 vox_status vox_audio_load_memory(const void *data, size_t size, const char *name,
@@ -591,7 +579,8 @@ vox_status vox_audio_load_memory(const void *data, size_t size, const char *name
         return vox_fail(err, VOX_ERR_FORMAT, "%s: empty file (0 bytes), not audio", name);
     if (size > INT64_MAX) return vox_fail(err, VOX_ERR_TOO_LONG, "%s: too large", name);
     vox_audio_input in = {.fd = -1, .data = data, .size = size};
-    return load_input(&in, name, max_seconds, (float_vec){0}, out, err);
+    float_vec none = {0};
+    return load_input(&in, name, max_seconds, &none, out, err);
 }
 
 void vox_audio_free(vox_audio *a) {
