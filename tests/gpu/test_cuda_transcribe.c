@@ -292,10 +292,13 @@ int main(int argc, char **argv) {
     compare_batched(cc, cg, 3, "23");        /* slots reused, prompts in chunks of 23 rows */
     /* One file's decode steps, the persistent kernel against the op-by-op path: they run
      * through the persistent kernel where the GPU takes it (sm_90, bf16, one backend on the
-     * device), else op by op; a context made with VOX_DECODE=graph runs them op by op. Both are teacher forced with the CPU's ids, and every step's log-probabilities
-     * of one are held against the other's with the CPU comparison's bounds (the two differ by the
-     * order of fp32 sums and the basis P is rounded against in attention). The contexts take
-     * turns: while two CUDA backends share a device, neither takes the persistent kernel. */
+     * device), else op by op; a context made with VOX_DECODE=graph runs them op by op. Both are
+     * teacher forced with the CPU's ids, and every step's log-probabilities of one are held
+     * against the other's with the CPU comparison's bounds (the two differ by the order of fp32
+     * sums and the basis P is rounded against in attention). The contexts take turns: while two
+     * CUDA backends share a device, neither takes the persistent kernel. The runs are made
+     * again here, after the batched queues re-made the engine's KV pool, not taken from
+     * compare_transcription: the kernel must find the new pool's layers (a bug it once had). */
     voxtral_result *ids[3], *persistent[3], *graph[3] = {0};
     for (int i = 0; i < 3; i++) {
         ids[i] = forced_run(cc, files[i], NULL);
