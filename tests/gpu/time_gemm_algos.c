@@ -1,0 +1,144 @@
+/* Timing tool (not a test): how fast cuBLASLt runs the text decoder's projections at the row
+ * counts of batched decode steps, with the algorithm its heuristic ranks first (what the backend
+ * uses) against the best of the others it offers, and how close each gets to reading the weights
+ * at the card's bandwidth. It decides whether timing the candidates once per shape (autotuning)
+ * or a kernel of our own for skinny GEMMs is worth building (bench/NOTES-2026-12-02-*.md).
+ *
+ *   time_gemm_algos [M ...]     (default M: 8 16 32 64 128 206)
+ *
+ * Same call as the backend's lt_matmul: bf16 in and out, fp32 compute, W^T X in cuBLAS's
+ * column-major view, 32 MB workspace, fp32 split-K reduction only. Weight copies rotate through
+ * more than 512 MB so every call reads its weights from HBM, not L2. Prints one line per (shape,
+ * M): the heuristic's first choice and the fastest candidate, us and GB/s of weights. */
+#include <cublasLt.h>
+
+#include "backend/cublaslt_loader.h"
+#include "gpu_test_util.h"
+
+#define WORKSPACE_BYTES (32u << 20)
+#define MAX_ALGOS 16
+
+typedef struct {
+    const char *name;
+    int64_t n, k;
+} shape;
+
+static const shape shapes[] = {
+    {"qkv", 6144, 3072},    {"o", 3072, 4096},         {"gate|up", 16384, 3072},
+    {"down", 3072, 8192},   {"lm_head", 131072, 3072},
+};
+
+static cublasLtHandle_t lt;
+static void *workspace;
+
+static float time_algo(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t la,
+                       cublasLtMatrixLayout_t lb, cublasLtMatrixLayout_t lc,
+                       const cublasLtMatmulAlgo_t *algo, void **w, int copies, const void *x,
+                       void *y) {
+    const float one = 1.0f, zero = 0.0f;
+    const int iters = 20;
+    float best = 1e30f;
+    cudaEvent_t a, b;
+    GTU_CUDA(cudaEventCreate(&a));
+    GTU_CUDA(cudaEventCreate(&b));
+    for (int rep = 0; rep < 4; rep++) { /* the first repetition warms up */
+        GTU_CUDA(cudaEventRecord(a, 0));
+        for (int i = 0; i < iters; i++)
+            if (cublasLtMatmul(lt, desc, &one, w[(rep * iters + i) % copies], la, x, lb, &zero, y,
+                               lc, y, lc, algo, workspace, WORKSPACE_BYTES, 0) !=
+                CUBLAS_STATUS_SUCCESS)
+                best = -1.0f;
+        GTU_CUDA(cudaEventRecord(b, 0));
+        GTU_CUDA(cudaEventSynchronize(b));
+        float ms = 0.0f;
+        GTU_CUDA(cudaEventElapsedTime(&ms, a, b));
+        if (rep > 0 && best >= 0.0f && ms * 1000.0f / iters < best) best = ms * 1000.0f / iters;
+    }
+    GTU_CUDA(cudaEventDestroy(a));
+    GTU_CUDA(cudaEventDestroy(b));
+    return best;
+}
+
+static void run_shape(const shape *sh, int64_t M) {
+    const size_t wbytes = (size_t)sh->n * sh->k * 2;
+    int copies = (int)((512u << 20) / wbytes) + 2;
+    if (copies > 64) copies = 64;
+    void *w[64], *x, *y;
+    for (int i = 0; i < copies; i++) {
+        GTU_CUDA(cudaMalloc(&w[i], wbytes));
+        GTU_CUDA(cudaMemset(w[i], 0x3c, wbytes)); /* bf16 ~0.011: finite sums */
+    }
+    GTU_CUDA(cudaMalloc(&x, (size_t)M * sh->k * 2));
+    GTU_CUDA(cudaMemset(x, 0x3c, (size_t)M * sh->k * 2));
+    GTU_CUDA(cudaMalloc(&y, (size_t)M * sh->n * 2));
+
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t la, lb, lc;
+    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
+    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
+    cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, (uint64_t)sh->k, (uint64_t)sh->n, sh->k);
+    cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, (uint64_t)sh->k, (uint64_t)M, sh->k);
+    cublasLtMatrixLayoutCreate(&lc, CUDA_R_16BF, (uint64_t)sh->n, (uint64_t)M, sh->n);
+    cublasLtMatmulPreference_t pref;
+    cublasLtMatmulPreferenceCreate(&pref);
+    size_t ws = WORKSPACE_BYTES;
+    uint32_t reduction = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+                                         sizeof ws);
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
+                                         &reduction, sizeof reduction);
+    cublasLtMatmulHeuristicResult_t res[MAX_ALGOS];
+    int found = 0;
+    cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, MAX_ALGOS, res, &found);
+
+    float first = -1.0f, best = 1e30f;
+    int best_i = -1;
+    char all[512] = "";
+    for (int i = 0; i < found; i++) {
+        float us = time_algo(desc, la, lb, lc, &res[i].algo, w, copies, x, y);
+        if (i == 0) first = us;
+        if (us > 0.0f && us < best) best = us, best_i = i;
+        size_t len = strlen(all);
+        snprintf(all + len, sizeof all - len, " %.1f", us);
+    }
+    const double gb = (double)wbytes / 1e9;
+    printf("%-8s M=%-4lld heuristic %8.2f us %6.0f GB/s | best #%d of %d %8.2f us %6.0f GB/s "
+           "(%+.1f%%) | all:%s\n",
+           sh->name, (long long)M, first, gb / (first * 1e-6), best_i, found, best,
+           gb / (best * 1e-6), 100.0 * (best - first) / first, all);
+    fflush(stdout);
+
+    cublasLtMatmulPreferenceDestroy(pref);
+    cublasLtMatrixLayoutDestroy(la);
+    cublasLtMatrixLayoutDestroy(lb);
+    cublasLtMatrixLayoutDestroy(lc);
+    cublasLtMatmulDescDestroy(desc);
+    for (int i = 0; i < copies; i++) GTU_CUDA(cudaFree(w[i]));
+    GTU_CUDA(cudaFree(x));
+    GTU_CUDA(cudaFree(y));
+}
+
+int main(int argc, char **argv) {
+    gtu_require_device();
+    vox_error err;
+    if (vox_cublaslt_load(&err)) {
+        fprintf(stderr, "time_gemm_algos: %s\n", err.msg);
+        return 1;
+    }
+    if (cublasLtCreate(&lt) != CUBLAS_STATUS_SUCCESS) {
+        fprintf(stderr, "time_gemm_algos: cublasLtCreate failed\n");
+        return 1;
+    }
+    GTU_CUDA(cudaMalloc(&workspace, WORKSPACE_BYTES));
+    int64_t ms[32] = {8, 16, 32, 64, 128, 206};
+    int n_m = 6;
+    if (argc > 1) {
+        n_m = 0;
+        for (int i = 1; i < argc && n_m < 32; i++) ms[n_m++] = atoll(argv[i]);
+    }
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int i = 0; i < n_m; i++) run_shape(&shapes[s], ms[i]);
+    return 0;
+}
