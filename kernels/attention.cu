@@ -49,6 +49,7 @@
 /* Built without sm_90 among the architectures: the Hopper kernel's entries take nothing. */
 namespace vk_attn {
 bool sm90_takes(const AttnParams &) { return false; }
+bool sm90_prefill_takes(const AttnParams &) { return false; }
 void sm90_launch(int, const AttnParams &, cudaStream_t) {}
 void sm90_info(int, int *regs, int *smem_bytes, int *blocks) { *regs = *smem_bytes = *blocks = -1; }
 } // namespace vk_attn

@@ -195,10 +195,11 @@ void kernel_info(Kernel kernel, int threads, size_t smem, int *regs, int *smem_b
 }
 
 /* The Hopper kernel (attention_sm90.cu, built for sm_90a only when 90 is among the CUDA
- * architectures; attention.cu has stubs otherwise): whether it takes p on the current device, the
- * launch of tiling `config`, and its registers / shared memory / resident blocks for the test's
+ * architectures; attention.cu has stubs otherwise): whether its configurations take p on the
+ * current device, the launch of tiling `config`, and its registers / shared memory / resident blocks for the test's
  * report (-1 where it cannot run). */
-bool sm90_takes(const AttnParams &p);
+bool sm90_takes(const AttnParams &p);         /* configs 0, 1: the encoder's d64 */
+bool sm90_prefill_takes(const AttnParams &p); /* configs 2, 3: d128 prefill */
 void sm90_launch(int config, const AttnParams &p, cudaStream_t stream);
 void sm90_info(int config, int *regs, int *smem_bytes, int *blocks);
 
