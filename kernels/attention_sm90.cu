@@ -51,7 +51,9 @@
  * attention.cu already work on.
  *
  * Registers: the producer needs few, the consumers hold S (64 floats), P (32 words) and O (D / 2
- * floats) at once, hence setmaxnreg: d64 2 x 232 or 3 x 160, d128 2 x 240 (S + P + O = 160).
+ * floats) at once, hence setmaxnreg: 40 for the producer and 2 x 232 for the consumers (d128:
+ * S + P + O = 160 of them; ptxas keeps to the budgets, the producer spills at 24), or 32 and
+ * 3 x 160 (d64 only).
  * Shared memory: Q 128 * D bytes a warpgroup + 512 * D bytes a stage; d128 fits 3 stages
  * (225 KB). Everything is compiled for sm_90a only (kernels/CMakeLists.txt); the body is guarded
  * so the file also compiles for any other target, and the takes functions check the device at
@@ -74,14 +76,15 @@ constexpr int kPanel = 64;       /* columns a panel */
 
 template <int D, int CWG, int STAGES> struct Sm90Cfg {
     static_assert(D == 64 || D == 128, "head_dim 64 or 128");
-    static_assert(D == 64 || CWG == 2, "d128: two consumer warpgroups of 240 registers");
+    static_assert(D == 64 || CWG == 2, "d128: two consumer warpgroups (S, P and O fill 160 registers)");
     static constexpr int BM = 64 * CWG;
     static constexpr int THREADS = 128 * (CWG + 1);
     static constexpr uint32_t Q_BYTES = (uint32_t)BM * D * 2;
     static constexpr uint32_t TILE_BYTES = (uint32_t)kBN * D * 2; /* one K or V tile */
-    /* setmaxnreg budgets: 128 * producer + 128 * CWG * consumer <= 65536 */
-    static constexpr int PRODUCER_REGS = CWG == 2 ? (D == 128 ? 32 : 40) : 32;
-    static constexpr int CONSUMER_REGS = CWG == 2 ? (D == 128 ? 240 : 232) : 160;
+    /* setmaxnreg budgets: 128 * producer + 128 * CWG * consumer <= 65536 (2 x 232 leaves 1024
+     * registers spare; FlashAttention-3's 24 + 2 x 240 would spill our producer) */
+    static constexpr int PRODUCER_REGS = CWG == 2 ? 40 : 32;
+    static constexpr int CONSUMER_REGS = CWG == 2 ? 232 : 160;
     static_assert(128 * PRODUCER_REGS + 128 * CWG * CONSUMER_REGS <= 65536, "register budget");
     /* 1024 bytes of slack to align the tiles to the swizzle pattern's 1024-byte period */
     static constexpr size_t SMEM = 1024 + (size_t)Q_BYTES + (size_t)STAGES * 2 * TILE_BYTES;
