@@ -649,10 +649,16 @@ const PrefillConfig kPrefill[] = {
     /* wgmma (sm_90a only): bidirectional d64 on a contiguous cache; 128 or 192 query rows */
     {64, "sm90 d64 128x128 s4", launch_sm90<0>, info_sm90<0>, sm90_takes},
     {64, "sm90 d64 192x128 s4", launch_sm90<1>, info_sm90<1>, sm90_takes},
+    /* wgmma (sm_90a only): d128 prefill (causal from q_pos0, GQA, paged, batched chunks);
+     * 128 query rows, 3 or 2 buffers of 128 keys */
+    {128, "sm90 d128 128x128 s3", launch_sm90<2>, info_sm90<2>, sm90_prefill_takes},
+    {128, "sm90 d128 128x128 s2", launch_sm90<3>, info_sm90<3>, sm90_prefill_takes},
 };
-constexpr int kPrefillSm90 = 13; /* the first sm90 entry */
+constexpr int kPrefillSm90 = 13;     /* the first sm90 entry (d64) */
+constexpr int kPrefillSm90D128 = 15; /* the first d128 sm90 entry */
 constexpr int kNumPrefill = (int)(sizeof kPrefill / sizeof kPrefill[0]);
-static_assert(kNumPrefill == kPrefillSm90 + 2, "kPrefillSm90 names the first sm90 entry");
+static_assert(kNumPrefill == kPrefillSm90D128 + 2 && kPrefillSm90D128 == kPrefillSm90 + 2,
+              "kPrefillSm90 and kPrefillSm90D128 name the first sm90 entries");
 
 int sm_count() {
     int dev = 0, n = 0;
@@ -708,8 +714,20 @@ bool sm90_auto_enabled() {
     return on;
 }
 
+/* Whether prefill_auto picks the Hopper kernel for head_dim 128 (the decoder's prompts) where it
+ * runs: only with VOX_ATTN_SM90_PREFILL=1 in the environment until it is timed (read once). */
+bool sm90_prefill_enabled() {
+    static const bool on = [] {
+        const char *e = getenv("VOX_ATTN_SM90_PREFILL");
+        return e && e[0] == '1' && e[1] == 0;
+    }();
+    return on;
+}
+
 int prefill_auto(const AttnParams &p) {
     if (!tiled_ok(p)) return 0;
+    /* Hopper, d128 (the decoder's prompts, paged or not, batched or not): behind the switch */
+    if (p.head_dim == 128 && sm90_prefill_enabled() && sm90_prefill_takes(p)) return kPrefillSm90D128;
     /* Hopper, d64 bidirectional (the encoder): 192-row tiles once they fill four waves, else
      * 128-row ones. H200, 1500 x 1500, 20 heads: one chunk 44.5 us (128 rows) against 53.3
      * (192) and 49.0 (mma.sync); 8 chunks 255 us (192 rows, 361 TFLOP/s) against 314 (128)
