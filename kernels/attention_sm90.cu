@@ -1,6 +1,7 @@
 /* Prefill attention on Hopper (sm_90a), the FlashAttention-3 design: the encoder's (head_dim 64,
  * bidirectional, contiguous K/V) and the decoder's prompt (head_dim 128, causal from q_pos0, GQA,
- * K/V in the paged cache, one sequence or several sequences' chunks a launch).
+ * K/V in the paged cache, one sequence or several sequences' chunks a launch). One template: the
+ * d64 instances are compiled for the encoder's case alone (GENERAL false), the d128 ones for all.
  *
  * The same math as attention.cu's tiled kernels (its softmax_step, shared through
  * attention_common.cuh): fp32 scores, the scale folded into exp2, running max and sum in fp32,
@@ -142,9 +143,10 @@ __device__ __forceinline__ uint64_t desc_sw128(uint32_t addr, uint32_t lbo, uint
  * the 128-byte row; CUTLASS sets 1); 8-row groups 1024 bytes apart. */
 __device__ __forceinline__ uint64_t desc_k_major(uint32_t addr) { return desc_sw128(addr, 16, 1024); }
 /* V (MN-major): 8-key groups 1024 bytes apart (stride offset), the 64-wide N blocks (panels of a
- * tile of kBN keys) kBN * 128 bytes apart (leading offset; unused at d64, one N block). */
-__device__ __forceinline__ uint64_t desc_mn_major(uint32_t addr) {
-    return desc_sw128(addr, kBN * kRow, 1024);
+ * tile of kBN keys) kBN * 128 bytes apart (leading offset). d64 has one N block, so the leading
+ * offset is unused there: 1024, the descriptor the d64-only kernel was measured with. */
+template <int D> __device__ __forceinline__ uint64_t desc_mn_major(uint32_t addr) {
+    return desc_sw128(addr, D == 64 ? 1024 : kBN * kRow, 1024);
 }
 
 /* s = Q K^T (scale_d 0: overwrite) or += (1), 64 x 128, one k-step of 16. */
@@ -233,7 +235,15 @@ __device__ __forceinline__ void wgmma_pv(float (&o)[16][4], const uint32_t (&a)[
 
 /* ---- the kernel ------------------------------------------------------------------------------ */
 
-template <int D, int CWG, int STAGES>
+/* Whether p is the plain case the non-GENERAL instances are compiled for: one sequence per grid
+ * z, bidirectional, contiguous K/V, prefill. */
+bool plain(const AttnParams &p) { return !p.causal && !p.tables && !p.seq_row0 && !p.kv_len; }
+
+/* GENERAL: the decoder's prefill (seq_tile, causal key limits, kv_row through a block table).
+ * Otherwise only plain(p) (the encoder's): the tile, the key limit (t_k) and the key rows are
+ * plain arithmetic, so the instance compiles to what the d64-only kernel did; the general
+ * case's lookups and compares made the encoder's attention 5% slower on the H200. */
+template <int D, int CWG, int STAGES, bool GENERAL>
 __global__ void __launch_bounds__(Sm90Cfg<D, CWG, STAGES>::THREADS, 1)
     attn_sm90_kernel(const AttnParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -246,8 +256,19 @@ __global__ void __launch_bounds__(Sm90Cfg<D, CWG, STAGES>::THREADS, 1)
     /* [0] Q landed; [1 + s] buffer s full; [1 + STAGES + s] buffer s empty */
     __shared__ __align__(8) uint64_t bars[1 + 2 * STAGES];
 
-    const SeqTile sq = seq_tile(p, BM);
-    if (!sq.ok) return; /* the whole block: before any barrier */
+    SeqTile sq;
+    if constexpr (GENERAL) {
+        sq = seq_tile(p, BM);
+        if (!sq.ok) return; /* the whole block: before any barrier */
+    } else {
+        sq.t_q = p.t_q;
+        sq.q_row0 = (int64_t)blockIdx.z * p.t_q;
+        sq.m0 = (int)blockIdx.y * BM;
+        sq.t_k = sq.kv_end = p.t_k;
+        sq.q_pos0 = 0; /* unused: not causal */
+        sq.ok = true;
+    }
+    const int causal = GENERAL ? p.causal : 0;
     const uint32_t sQ = (vk_smem_u32(smem_raw) + 1023u) & ~1023u;
     const uint32_t sK = sQ + Cfg::Q_BYTES, sV = sK + STAGES * TILE;
     const uint32_t q_full = vk_smem_u32(&bars[0]);
@@ -256,7 +277,7 @@ __global__ void __launch_bounds__(Sm90Cfg<D, CWG, STAGES>::THREADS, 1)
 
     const int h = blockIdx.x, b = blockIdx.z;
     const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
-    const int n_tiles = (int)((sq.kv_end + kBN - 1) / kBN);
+    const int n_tiles = GENERAL ? (int)((sq.kv_end + kBN - 1) / kBN) : (p.t_k + kBN - 1) / kBN;
 
     if (threadIdx.x == 0) {
         vk_mbar_init(q_full, 128);
@@ -290,7 +311,10 @@ __global__ void __launch_bounds__(Sm90Cfg<D, CWG, STAGES>::THREADS, 1)
             for (int i = 0; i < kBN / RSTEP; i++) {
                 const int r = r1 + i * RSTEP;
                 const bool ok = n0 + r < sq.kv_end;
-                const int64_t off = ok ? kv_row(p, b, n0 + r) * p.kv_stride : 0;
+                /* a key's row only where it exists: a table is read only as far as it goes */
+                const int64_t off = ok ? (GENERAL ? kv_row(p, b, n0 + r)
+                                                  : b * p.kv_seq_stride + n0 + r) * p.kv_stride
+                                       : 0;
                 cp_async16(sK + s * TILE + tile_off(r, piece, kBN), kg + off, ok);
                 cp_async16(sV + s * TILE + tile_off(r, piece, kBN), vg + off, ok);
             }
@@ -305,10 +329,12 @@ __global__ void __launch_bounds__(Sm90Cfg<D, CWG, STAGES>::THREADS, 1)
     const int cw = wg - 1, warp = tid / 32, lane = tid % 32;
     const int g = lane >> 2, tig = lane & 3;
     const int row0 = sq.m0 + cw * 64 + warp * 16; /* this warp's first query row */
-    const uint32_t sQw = sQ + cw * 64 * kRow;      /* this warpgroup's rows of panel 0 */
+    /* this warpgroup's rows of Q's panel 0; the start address field takes the offsets of the
+     * other K-steps (an 18-bit shared address, so the field never carries) */
+    const uint64_t dq = desc_k_major(sQ + cw * 64 * kRow);
     /* the keys rows g, g + 8 see, and the warp's first row (the smallest limit) */
-    const int lim[2] = {key_limit(sq, p.causal, row0 + g), key_limit(sq, p.causal, row0 + g + 8)};
-    const int lim_warp = key_limit(sq, p.causal, row0);
+    const int lim[2] = {key_limit(sq, causal, row0 + g), key_limit(sq, causal, row0 + g + 8)};
+    const int lim_warp = key_limit(sq, causal, row0);
 
     float o[D / 8][4], s[16][4], m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
     uint32_t pa[8][4];
@@ -324,7 +350,7 @@ __global__ void __launch_bounds__(Sm90Cfg<D, CWG, STAGES>::THREADS, 1)
 #pragma unroll
         for (int ks = 0; ks < D / 16; ks++) {
             const uint32_t k_off = (uint32_t)(ks * 16 / kPanel), in_row = (uint32_t)(ks % 4) * 32;
-            wgmma_qk(s, desc_k_major(sQw + k_off * BM * kRow + in_row),
+            wgmma_qk(s, dq + ((k_off * BM * kRow + in_row) >> 4),
                      desc_k_major(sK + st * TILE + k_off * kBN * kRow + in_row), ks);
         }
         wgmma_commit();
@@ -353,7 +379,7 @@ __global__ void __launch_bounds__(Sm90Cfg<D, CWG, STAGES>::THREADS, 1)
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < kBN / 16; kk++)
-            wgmma_pv(o, pa[kk], desc_mn_major(sV + (it % STAGES) * TILE + kk * 16 * kRow));
+            wgmma_pv(o, pa[kk], desc_mn_major<D>(sV + (it % STAGES) * TILE + kk * 16 * kRow));
         wgmma_commit();
     };
 
@@ -434,7 +460,8 @@ bool device_ok() {
                   major == 9 && minor == 0;
         if (ok) {
             cudaFuncAttributes a;
-            ok = cudaFuncGetAttributes(&a, (const void *)attn_sm90_kernel<64, 2, 4>) == cudaSuccess;
+            ok = cudaFuncGetAttributes(&a, (const void *)attn_sm90_kernel<64, 2, 4, false>) ==
+                 cudaSuccess;
             if (!ok) (void)cudaGetLastError(); /* the failed query is not the caller's error */
         }
         cached[dev].store(ok ? 1 : -1);
@@ -442,35 +469,40 @@ bool device_ok() {
     return cached[dev].load() > 0;
 }
 
-template <int D, int CWG, int STAGES> void launch(const AttnParams &p, cudaStream_t stream) {
+template <int D, int CWG, int STAGES, bool GENERAL>
+void launch(const AttnParams &p, cudaStream_t stream) {
     using Cfg = Sm90Cfg<D, CWG, STAGES>;
     static std::atomic<uint64_t> done{0};
-    auto kernel = attn_sm90_kernel<D, CWG, STAGES>;
+    auto kernel = attn_sm90_kernel<D, CWG, STAGES, GENERAL>;
     vk_ensure_smem(kernel, Cfg::SMEM, done);
     dim3 grid((unsigned)p.n_heads, (unsigned)((p.t_q + Cfg::BM - 1) / Cfg::BM), (unsigned)p.batch);
+    /* a plain instance given what it was not compiled for fails (an empty grid: invalid
+     * configuration) rather than computing something else; sm90_takes keeps this from happening */
+    if (!GENERAL && !plain(p)) grid.x = 0;
     kernel<<<grid, Cfg::THREADS, Cfg::SMEM, stream>>>(p);
     VOX_K_LAUNCH_CHECK();
 }
 
-template <int D, int CWG, int STAGES> void info(int *regs, int *smem_bytes, int *blocks) {
+template <int D, int CWG, int STAGES, bool GENERAL>
+void info(int *regs, int *smem_bytes, int *blocks) {
     using Cfg = Sm90Cfg<D, CWG, STAGES>;
     if (!device_ok()) {
         *regs = *smem_bytes = *blocks = -1;
         return;
     }
     static std::atomic<uint64_t> done{0};
-    vk_ensure_smem(attn_sm90_kernel<D, CWG, STAGES>, Cfg::SMEM, done);
-    kernel_info(attn_sm90_kernel<D, CWG, STAGES>, Cfg::THREADS, Cfg::SMEM, regs, smem_bytes, blocks);
+    auto kernel = attn_sm90_kernel<D, CWG, STAGES, GENERAL>;
+    vk_ensure_smem(kernel, Cfg::SMEM, done);
+    kernel_info(kernel, Cfg::THREADS, Cfg::SMEM, regs, smem_bytes, blocks);
 }
 
 } // namespace
 
 /* Bidirectional head_dim 64 attention over a contiguous K/V (the encoder's; GQA groups are
  * fine), on a device that runs sm_90a code. The rest (alignment, a positive scale) is tiled_ok's.
- * The kernel would take the rest too; these entries keep the scope they were measured in. */
+ * The d64 instances are compiled for exactly this (plain, GENERAL false). */
 bool sm90_takes(const AttnParams &p) {
-    return p.head_dim == 64 && !p.causal && !p.tables && !p.seq_row0 && !p.kv_len && p.t_k >= 0 &&
-           device_ok();
+    return p.head_dim == 64 && plain(p) && p.t_k >= 0 && device_ok();
 }
 
 /* Head_dim 128 prefill: causal or not, any q_pos0, GQA, contiguous or paged K/V, one sequence or
@@ -487,18 +519,18 @@ bool sm90_prefill_takes(const AttnParams &p) {
  * config 3: d128, 128 rows, 2 buffers (no slack: for timing against 2). */
 void sm90_launch(int config, const AttnParams &p, cudaStream_t stream) {
     switch (config) {
-    case 0: launch<64, 2, 4>(p, stream); break;
-    case 1: launch<64, 3, 4>(p, stream); break;
-    case 2: launch<128, 2, 3>(p, stream); break;
-    default: launch<128, 2, 2>(p, stream); break;
+    case 0: launch<64, 2, 4, false>(p, stream); break;
+    case 1: launch<64, 3, 4, false>(p, stream); break;
+    case 2: launch<128, 2, 3, true>(p, stream); break;
+    default: launch<128, 2, 2, true>(p, stream); break;
     }
 }
 void sm90_info(int config, int *regs, int *smem_bytes, int *blocks) {
     switch (config) {
-    case 0: info<64, 2, 4>(regs, smem_bytes, blocks); break;
-    case 1: info<64, 3, 4>(regs, smem_bytes, blocks); break;
-    case 2: info<128, 2, 3>(regs, smem_bytes, blocks); break;
-    default: info<128, 2, 2>(regs, smem_bytes, blocks); break;
+    case 0: info<64, 2, 4, false>(regs, smem_bytes, blocks); break;
+    case 1: info<64, 3, 4, false>(regs, smem_bytes, blocks); break;
+    case 2: info<128, 2, 3, true>(regs, smem_bytes, blocks); break;
+    default: info<128, 2, 2, true>(regs, smem_bytes, blocks); break;
     }
 }
 
