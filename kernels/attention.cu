@@ -704,8 +704,9 @@ bool tiled_ok(const AttnParams &p) {
            aligned(p.v, 16) && aligned(p.out, 4);
 }
 
-/* Whether prefill_auto may pick the Hopper kernel where it runs: yes unless VOX_ATTN_SM90=0 in
- * the environment (for A/B runs against the mma.sync kernel; read once). */
+/* Whether prefill_auto may pick the Hopper kernels where they run (the encoder's d64 and the
+ * decoder's d128 prompts): yes unless VOX_ATTN_SM90=0 in the environment (for A/B runs against
+ * the mma.sync kernels; read once). */
 bool sm90_auto_enabled() {
     static const bool on = [] {
         const char *e = getenv("VOX_ATTN_SM90");
@@ -714,20 +715,12 @@ bool sm90_auto_enabled() {
     return on;
 }
 
-/* Whether prefill_auto picks the Hopper kernel for head_dim 128 (the decoder's prompts) where it
- * runs: only with VOX_ATTN_SM90_PREFILL=1 in the environment until it is timed (read once). */
-bool sm90_prefill_enabled() {
-    static const bool on = [] {
-        const char *e = getenv("VOX_ATTN_SM90_PREFILL");
-        return e && e[0] == '1' && e[1] == 0;
-    }();
-    return on;
-}
-
 int prefill_auto(const AttnParams &p) {
     if (!tiled_ok(p)) return 0;
-    /* Hopper, d128 (the decoder's prompts, paged or not, batched or not): behind the switch */
-    if (p.head_dim == 128 && sm90_prefill_enabled() && sm90_prefill_takes(p)) return kPrefillSm90D128;
+    /* Hopper, d128 (the decoder's prompts, paged or not, batched or not). H200, causal, 32/8
+     * heads: 2048 rows 123.6 us against 149.9 (mma.sync 64x64), 4096 rows 416 against 545,
+     * 32768 rows 23.3 against 33.4 ms (bench/NOTES-2026-12-02-encoder-pdecode.md). */
+    if (p.head_dim == 128 && sm90_auto_enabled() && sm90_prefill_takes(p)) return kPrefillSm90D128;
     /* Hopper, d64 bidirectional (the encoder): 192-row tiles once they fill four waves, else
      * 128-row ones. H200, 1500 x 1500, 20 heads: one chunk 44.5 us (128 rows) against 53.3
      * (192) and 49.0 (mma.sync); 8 chunks 255 us (192 rows, 361 TFLOP/s) against 314 (128)
