@@ -49,6 +49,7 @@
 /* Built without sm_90 among the architectures: the Hopper kernel's entries take nothing. */
 namespace vk_attn {
 bool sm90_takes(const AttnParams &) { return false; }
+bool sm90_prefill_takes(const AttnParams &) { return false; }
 void sm90_launch(int, const AttnParams &, cudaStream_t) {}
 void sm90_info(int, int *regs, int *smem_bytes, int *blocks) { *regs = *smem_bytes = *blocks = -1; }
 } // namespace vk_attn
@@ -178,27 +179,14 @@ __global__ void __launch_bounds__(WARPS * 32) attn_prefill_kernel(const AttnPara
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int g = lane >> 2, tig = lane & 3;
     const int h = blockIdx.x, b = blockIdx.z;
-    /* this block's sequence: its first q/out row, query rows, keys and first query position */
-    int64_t q_row0 = (int64_t)b * p.t_q, t_k = p.t_k, q_pos0 = p.q_pos0;
-    int t_q = p.t_q, m_tiles = (int)gridDim.y;
-    if (p.seq_row0) {
-        const int r0 = p.seq_row0[b];
-        t_q = p.seq_row0[b + 1] - r0;
-        m_tiles = (t_q + BM - 1) / BM;
-        if ((int)blockIdx.y >= m_tiles) return; /* the grid is sized for the longest sequence */
-        q_row0 = r0;
-        q_pos0 = p.row_pos[r0];
-        t_k = q_pos0 + t_q;
-    }
-    const int m_tile = p.causal ? (int)(m_tiles - 1 - blockIdx.y) : (int)blockIdx.y;
-    const int m0 = m_tile * BM;
+    const SeqTile sq = seq_tile(p, BM);
+    if (!sq.ok) return;
+    const int t_q = sq.t_q, m0 = sq.m0;
+    const int64_t kv_end = sq.kv_end;
     const int kh = h / p.group;
-    const int m_end = min(m0 + BM, t_q);
-    int64_t kv_end = t_k; /* keys any row of this block sees */
-    if (p.causal && q_pos0 + m_end < kv_end) kv_end = q_pos0 + m_end;
     const int n_tiles = (int)((kv_end + BN - 1) / BN);
 
-    const bf16 *qg = p.q + q_row0 * p.q_stride + (int64_t)h * D;
+    const bf16 *qg = p.q + sq.q_row0 * p.q_stride + (int64_t)h * D;
     const bf16 *kg = p.k + (int64_t)kh * D, *vg = p.v + (int64_t)kh * D;
 
     for (int c = threadIdx.x; c < BM * CPR; c += THREADS) {
@@ -278,25 +266,16 @@ __global__ void __launch_bounds__(WARPS * 32) attn_prefill_kernel(const AttnPara
             }
         }
 
-        /* Mask keys at or past a row's limit: t_k, and for causal q_pos0 + row + 1. The warp's
-         * first row has the smallest limit; tiles wholly below it need no mask. */
+        /* Mask keys at or past a row's limit (key_limit). The warp's first row has the smallest
+         * limit; tiles wholly below it need no mask. */
         const int64_t n0 = (int64_t)it * BN;
-        int64_t lim0 = t_k;
-        if (p.causal && q_pos0 + row0 + 1 < lim0) lim0 = q_pos0 + row0 + 1;
-        if (n0 + BN > lim0) {
+        if (n0 + BN > key_limit(sq, p.causal, row0)) {
 #pragma unroll
-            for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-                for (int hh = 0; hh < 2; hh++) {
-                    const int64_t row = row0 + mt * 16 + g + 8 * hh;
-                    int64_t lim = t_k;
-                    if (p.causal && q_pos0 + row + 1 < lim) lim = q_pos0 + row + 1;
-#pragma unroll
-                    for (int nt = 0; nt < NT; nt++)
-#pragma unroll
-                        for (int e = 0; e < 2; e++)
-                            if (n0 + nt * 8 + tig * 2 + e >= lim) s[mt][nt][2 * hh + e] = -INFINITY;
-                }
+            for (int mt = 0; mt < MT; mt++) {
+                const int lim[2] = {key_limit(sq, p.causal, row0 + mt * 16 + g),
+                                    key_limit(sq, p.causal, row0 + mt * 16 + g + 8)};
+                mask_keys<NT>(s[mt], n0, lim, tig);
+            }
         }
 
 #pragma unroll
@@ -345,7 +324,7 @@ __global__ void __launch_bounds__(WARPS * 32) attn_prefill_kernel(const AttnPara
             const float inv = l > 0.0f ? 1.0f / l : 0.0f;
             const int row = row0 + mt * 16 + g + 8 * hh;
             if (row < t_q) {
-                bf16 *orow = p.out + (q_row0 + row) * p.q_stride + (int64_t)h * D;
+                bf16 *orow = p.out + (sq.q_row0 + row) * p.q_stride + (int64_t)h * D;
 #pragma unroll
                 for (int dt = 0; dt < DT; dt++)
                     *reinterpret_cast<uint32_t *>(orow + dt * 8 + tig * 2) =
@@ -670,10 +649,16 @@ const PrefillConfig kPrefill[] = {
     /* wgmma (sm_90a only): bidirectional d64 on a contiguous cache; 128 or 192 query rows */
     {64, "sm90 d64 128x128 s4", launch_sm90<0>, info_sm90<0>, sm90_takes},
     {64, "sm90 d64 192x128 s4", launch_sm90<1>, info_sm90<1>, sm90_takes},
+    /* wgmma (sm_90a only): d128 prefill (causal from q_pos0, GQA, paged, batched chunks);
+     * 128 query rows, 3 or 2 buffers of 128 keys */
+    {128, "sm90 d128 128x128 s3", launch_sm90<2>, info_sm90<2>, sm90_prefill_takes},
+    {128, "sm90 d128 128x128 s2", launch_sm90<3>, info_sm90<3>, sm90_prefill_takes},
 };
-constexpr int kPrefillSm90 = 13; /* the first sm90 entry */
+constexpr int kPrefillSm90 = 13;     /* the first sm90 entry (d64) */
+constexpr int kPrefillSm90D128 = 15; /* the first d128 sm90 entry */
 constexpr int kNumPrefill = (int)(sizeof kPrefill / sizeof kPrefill[0]);
-static_assert(kNumPrefill == kPrefillSm90 + 2, "kPrefillSm90 names the first sm90 entry");
+static_assert(kNumPrefill == kPrefillSm90D128 + 2 && kPrefillSm90D128 == kPrefillSm90 + 2,
+              "kPrefillSm90 and kPrefillSm90D128 name the first sm90 entries");
 
 int sm_count() {
     int dev = 0, n = 0;
@@ -719,8 +704,9 @@ bool tiled_ok(const AttnParams &p) {
            aligned(p.v, 16) && aligned(p.out, 4);
 }
 
-/* Whether prefill_auto may pick the Hopper kernel where it runs: yes unless VOX_ATTN_SM90=0 in
- * the environment (for A/B runs against the mma.sync kernel; read once). */
+/* Whether prefill_auto may pick the Hopper kernels where they run (the encoder's d64 and the
+ * decoder's d128 prompts): yes unless VOX_ATTN_SM90=0 in the environment (for A/B runs against
+ * the mma.sync kernels; read once). */
 bool sm90_auto_enabled() {
     static const bool on = [] {
         const char *e = getenv("VOX_ATTN_SM90");
@@ -731,6 +717,10 @@ bool sm90_auto_enabled() {
 
 int prefill_auto(const AttnParams &p) {
     if (!tiled_ok(p)) return 0;
+    /* Hopper, d128 (the decoder's prompts, paged or not, batched or not). H200, causal, 32/8
+     * heads: 2048 rows 123.6 us against 149.9 (mma.sync 64x64), 4096 rows 416 against 545,
+     * 32768 rows 23.3 against 33.4 ms (bench/NOTES-2026-12-02-encoder-pdecode.md). */
+    if (p.head_dim == 128 && sm90_auto_enabled() && sm90_prefill_takes(p)) return kPrefillSm90D128;
     /* Hopper, d64 bidirectional (the encoder): 192-row tiles once they fill four waves, else
      * 128-row ones. H200, 1500 x 1500, 20 heads: one chunk 44.5 us (128 rows) against 53.3
      * (192) and 49.0 (mma.sync); 8 chunks 255 us (192 rows, 361 TFLOP/s) against 314 (128)

@@ -62,6 +62,52 @@ __device__ __forceinline__ int64_t kv_row(const AttnParams &p, int b, int64_t j)
     return (int64_t)table[jj / p.block_size] * p.block_size + jj % p.block_size;
 }
 
+/* The query tile a prefill block owns (grid: x = query head, y = query tile, z = sequence) and
+ * what its sequence holds: the sequence's first q/out row, query rows, keys and first query
+ * position (per sequence when seq_row0 is set), the tile's first row (when causal, blockIdx.y 0
+ * takes the last, heaviest tile), and kv_end, the keys any row of the tile sees. ok is false for a
+ * block past its sequence's tiles (the batched grid is sized for the longest sequence); nothing
+ * else is set then, and row_pos is not read. */
+struct SeqTile {
+    int64_t q_row0, t_k, q_pos0, kv_end;
+    int t_q, m0;
+    bool ok;
+};
+__device__ __forceinline__ SeqTile seq_tile(const AttnParams &p, int bm) {
+    SeqTile t;
+    const int b = (int)blockIdx.z;
+    t.q_row0 = (int64_t)b * p.t_q;
+    t.t_k = p.t_k;
+    t.q_pos0 = p.q_pos0;
+    t.t_q = p.t_q;
+    int m_tiles = (int)gridDim.y;
+    t.ok = true;
+    if (p.seq_row0) {
+        const int r0 = p.seq_row0[b];
+        t.t_q = p.seq_row0[b + 1] - r0;
+        m_tiles = (t.t_q + bm - 1) / bm;
+        t.ok = (int)blockIdx.y < m_tiles;
+        if (!t.ok) return t;
+        t.q_row0 = r0;
+        t.q_pos0 = p.row_pos[r0];
+        t.t_k = t.q_pos0 + t.t_q;
+    }
+    const int m_tile = p.causal ? m_tiles - 1 - (int)blockIdx.y : (int)blockIdx.y;
+    t.m0 = m_tile * bm;
+    const int m_end = min(t.m0 + bm, t.t_q);
+    t.kv_end = t.t_k;
+    if (p.causal && t.q_pos0 + m_end < t.kv_end) t.kv_end = t.q_pos0 + m_end;
+    return t;
+}
+
+/* The keys query row `row` (of the tile's sequence) sees: t_k, and when causal q_pos0 + row + 1.
+ * Never above t_k, so it fits an int wherever the launchers accept the keys. */
+__device__ __forceinline__ int key_limit(const SeqTile &t, int causal, int64_t row) {
+    int64_t lim = t.t_k;
+    if (causal && t.q_pos0 + row + 1 < lim) lim = t.q_pos0 + row + 1;
+    return (int)lim;
+}
+
 /* ---- PTX wrappers and the softmax step ------------------------------------------------------- */
 
 /* 16 bytes global -> shared, bypassing L1; zero-filled (nothing read) when !valid. */
@@ -124,6 +170,18 @@ __device__ __forceinline__ void softmax_step(float (&s)[NT][4], float (&m)[2], f
     }
 }
 
+/* -inf for the keys at or past each row's limit in a 16 x (8*NT) score fragment (rows g and
+ * g + 8: lim[0], lim[1]) whose first key is n0. */
+template <int NT>
+__device__ __forceinline__ void mask_keys(float (&s)[NT][4], int64_t n0, const int (&lim)[2],
+                                          int tig) {
+#pragma unroll
+    for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            if (n0 + nt * 8 + tig * 2 + (e & 1) >= lim[e >> 1]) s[nt][e] = -INFINITY;
+}
+
 /* ---- launcher helpers ------------------------------------------------------------------------ */
 
 /* Registers, dynamic shared memory and resident blocks per SM of a kernel (for the test's report). */
@@ -137,10 +195,11 @@ void kernel_info(Kernel kernel, int threads, size_t smem, int *regs, int *smem_b
 }
 
 /* The Hopper kernel (attention_sm90.cu, built for sm_90a only when 90 is among the CUDA
- * architectures; attention.cu has stubs otherwise): whether it takes p on the current device, the
- * launch of tiling `config`, and its registers / shared memory / resident blocks for the test's
+ * architectures; attention.cu has stubs otherwise): whether its configurations take p on the
+ * current device, the launch of tiling `config`, and its registers / shared memory / resident blocks for the test's
  * report (-1 where it cannot run). */
-bool sm90_takes(const AttnParams &p);
+bool sm90_takes(const AttnParams &p);         /* configs 0, 1: the encoder's d64 */
+bool sm90_prefill_takes(const AttnParams &p); /* configs 2, 3: d128 prefill */
 void sm90_launch(int config, const AttnParams &p, cudaStream_t stream);
 void sm90_info(int config, int *regs, int *smem_bytes, int *blocks);
 

@@ -1049,6 +1049,15 @@ int main(int argc, char **argv) {
         {"dec bidir 130x1500", 1, 130, 1500, 1500, 20, 20, 128, 0, 0, 2.0f, 0},
         {"causal t_q > t_k", 1, 17, 7, 7, 4, 2, 128, 1, 0, 1.0f, 0},
         {"dec causal pos0 32761", 1, 7, 32768, 32768, 32, 8, 128, 1, 32761, 3.0f, 0},
+        /* the d128 sm90 kernel's edges: 128-row tiles heaviest first, 128-key tiles, key tiles
+         * skipped past a tile's last row, a prompt chunk after earlier chunks, GQA 3 to 1 */
+        {"dec causal 389", 1, 389, 389, 389, 32, 8, 128, 1, 0, 4.0f, 0},
+        {"dec causal pos0 200 300x500 ramp", 2, 300, 500, 510, 32, 8, 128, 1, 200, 3.0f, 1},
+        {"dec chunk 70@380", 1, 70, 450, 460, 32, 8, 128, 1, 380, 3.0f, 0},
+        {"dec causal 64@64 (128 keys)", 1, 64, 128, 128, 32, 8, 128, 1, 64, 2.0f, 0},
+        {"dec causal 65@64 (129 keys)", 2, 65, 129, 131, 32, 8, 128, 1, 64, 2.0f, 0},
+        {"gqa 6/2 d128 causal pos0 37", 2, 150, 187, 190, 6, 2, 128, 1, 37, 3.0f, 0},
+        {"gqa 6/2 d128 bidir 257x300", 1, 257, 300, 300, 6, 2, 128, 0, 0, 2.0f, 0},
         {"head_dim 96 (simple)", 2, 17, 130, 130, 4, 2, 96, 1, 113, 2.0f, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_attn_case(&cases[i]);
@@ -1100,6 +1109,11 @@ int main(int argc, char **argv) {
         {"paged prefill 64@380 bs16", 64, 380, 16, 32, 8, 128, 3.0f},
         {"paged prefill 389@380 bs32", 389, 380, 32, 32, 8, 128, 3.0f},
         {"paged prefill 389@380 bs3 d64", 389, 380, 3, 32, 8, 64, 3.0f},
+        {"paged prefill 70@380 bs16", 70, 380, 16, 32, 8, 128, 3.0f},
+        {"paged prefill 70@380 bs64", 70, 380, 64, 32, 8, 128, 3.0f},
+        {"paged prefill 389@0 bs64", 389, 0, 64, 32, 8, 128, 4.0f},
+        {"paged prefill 150@37 bs16 gqa 6/2", 150, 37, 16, 6, 2, 128, 3.0f},
+        {"paged prefill 129@127 bs64 gqa 6/2", 129, 127, 64, 6, 2, 128, 3.0f},
         {"paged prefill 17@130 head_dim 96 (simple)", 17, 130, 16, 4, 2, 96, 2.0f},
     };
     for (size_t i = 0; i < sizeof ppcases / sizeof ppcases[0]; i++)
@@ -1111,6 +1125,8 @@ int main(int argc, char **argv) {
         {"paged prefill batch 5 seqs", 5, 3, {1, 130, 64, 389, 7}, {0, 5, 380, 0, 200}, 16, 32, 8, 128},
         {"paged prefill batch 4 seqs bs3", 4, 1, {65, 1, 200, 129}, {17, 64, 0, 3}, 3, 32, 8, 128},
         {"paged prefill batch 3 seqs d64", 3, 2, {130, 1, 77}, {5, 0, 300}, 32, 32, 8, 64},
+        {"paged prefill batch 3 seqs bs64", 3, 2, {70, 389, 130}, {380, 0, 250}, 64, 32, 8, 128},
+        {"paged prefill batch 4 seqs bs16 gqa 6/2", 4, 1, {129, 1, 70, 257}, {0, 300, 380, 5}, 16, 6, 2, 128},
         {"paged prefill batch 2 seqs head_dim 96 (simple)", 2, 1, {17, 5}, {130, 0}, 16, 4, 2, 96},
     };
     for (size_t i = 0; i < sizeof pbcases / sizeof pbcases[0]; i++)
@@ -1134,6 +1150,7 @@ int main(int argc, char **argv) {
         time_prefill("encoder chunk x1", 1, 1500, 20, 20, 64, 0, 20);
         time_prefill("encoder chunk x8", 8, 1500, 20, 20, 64, 0, 10);
         time_prefill("prefill 388", 1, 388, 32, 8, 128, 1, 50);
+        time_prefill("prefill 2048", 1, 2048, 32, 8, 128, 1, 20);
         time_prefill("prefill 4096", 1, 4096, 32, 8, 128, 1, 10);
         time_prefill("prefill 32768", 1, 32768, 32, 8, 128, 1, 2);
         time_decode("decode 400", 1, 400, 32, 8, 128);
