@@ -335,8 +335,7 @@ __global__ void __launch_bounds__(WARPS * 32) attn_prefill_kernel(const AttnPara
 
 /* ---- the decode kernels ---------------------------------------------------------------------- */
 
-constexpr int kDecodeWarps = 4;
-constexpr int kDecodeTile = 16 * kDecodeWarps; /* keys per pipeline stage */
+constexpr int kDecodeTile = 64; /* keys a split's chunk is a multiple of (the plan's grain) */
 constexpr int kDecodeMaxSplits = 64;
 
 /* How sequence length L is cut: chunks of whole tiles, at most s_max of them, none empty. Shared
@@ -360,18 +359,22 @@ __device__ __forceinline__ int64_t clamp_len(const AttnParams &p, int b) {
 }
 
 /* grid (s_max, n_kv_heads * row_chunks, batch); row chunk rc covers query heads
- * kh*group + 16*rc .. +15 of the group. */
-template <int D, int STAGES>
-__global__ void __launch_bounds__(kDecodeWarps * 32) attn_decode_split_kernel(const AttnParams p) {
-    constexpr int LD = D + 8, KS = D / 16, DT = D / 8, CPR = D / 8, THREADS = kDecodeWarps * 32;
-    constexpr int LDO = D + 4; /* fp32 rows of the merge buffer */
+ * kh*group + 16*rc .. +15 of the group. A pipeline stage holds 16 * WARPS keys, warp w takes keys
+ * 16w .. 16w + 15 of each. WARP_PIPE: each warp copies its own 16 keys of a stage and waits for
+ * them alone (no block barrier in the loop, so the warps' copies and math drift apart); else the
+ * block copies whole stages together and meets at a barrier each stage. */
+template <int D, int STAGES, int WARPS, bool WARP_PIPE>
+__global__ void __launch_bounds__(WARPS * 32) attn_decode_split_kernel(const AttnParams p) {
+    constexpr int LD = D + 8, KS = D / 16, DT = D / 8, CPR = D / 8, THREADS = WARPS * 32;
+    constexpr int TILE = 16 * WARPS; /* keys a stage */
+    constexpr int LDO = D + 4;       /* fp32 rows of the merge buffer */
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    bf16 *sK = reinterpret_cast<bf16 *>(smem_raw); /* [STAGES][64][LD] */
-    bf16 *sV = sK + STAGES * kDecodeTile * LD;
+    bf16 *sK = reinterpret_cast<bf16 *>(smem_raw); /* [STAGES][TILE][LD] */
+    bf16 *sV = sK + STAGES * TILE * LD;
     /* reused after the main loop: */
     float *sO = reinterpret_cast<float *>(smem_raw); /* [WARPS][16][LDO] */
-    float *sM = sO + kDecodeWarps * 16 * LDO;        /* [WARPS][16] */
-    float *sL = sM + kDecodeWarps * 16;              /* [WARPS][16] */
+    float *sM = sO + WARPS * 16 * LDO;               /* [WARPS][16] */
+    float *sL = sM + WARPS * 16;                     /* [WARPS][16] */
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int g = lane >> 2, tig = lane & 3;
@@ -396,17 +399,20 @@ __global__ void __launch_bounds__(kDecodeWarps * 32) attn_decode_split_kernel(co
     }
     const int64_t k_begin = split * chunk;
     const int64_t k_end = k_begin + chunk < L ? k_begin + chunk : L;
-    const int n_tiles = (int)((k_end - k_begin + kDecodeTile - 1) / kDecodeTile);
+    const int n_tiles = (int)((k_end - k_begin + TILE - 1) / TILE);
 
     const bf16 *kg = p.k + (int64_t)kh * D, *vg = p.v + (int64_t)kh * D;
-    static_assert(kDecodeTile * CPR % THREADS == 0, "K/V tile pieces per thread");
+    /* pieces of 16 bytes a thread copies a stage: of the whole stage, or of its warp's 16 keys */
+    constexpr int PIECES = WARP_PIPE ? 16 * CPR / 32 : TILE * CPR / THREADS;
+    static_assert(WARP_PIPE ? 16 * CPR % 32 == 0 : TILE * CPR % THREADS == 0,
+                  "K/V tile pieces per thread");
     auto load_kv = [&](int tile, int stage) { /* unrolled, as the prefill kernel's */
-        const int64_t n0 = k_begin + (int64_t)tile * kDecodeTile;
-        bf16 *dk = sK + stage * kDecodeTile * LD, *dv = sV + stage * kDecodeTile * LD;
+        const int64_t n0 = k_begin + (int64_t)tile * TILE;
+        bf16 *dk = sK + stage * TILE * LD, *dv = sV + stage * TILE * LD;
 #pragma unroll
-        for (int i = 0; i < kDecodeTile * CPR / THREADS; i++) {
-            const int c = threadIdx.x + i * THREADS;
-            const int r = c / CPR, col = (c % CPR) * 8;
+        for (int i = 0; i < PIECES; i++) {
+            const int c = WARP_PIPE ? lane + i * 32 : threadIdx.x + i * THREADS;
+            const int r = (WARP_PIPE ? warp * 16 : 0) + c / CPR, col = (c % CPR) * 8;
             const bool ok = n0 + r < k_end;
             const int64_t off = ok ? kv_row(p, b, n0 + r) * p.kv_stride + col : 0;
             cp_async16(vk_smem_u32(dk + r * LD + col), kg + off, ok);
@@ -443,15 +449,18 @@ __global__ void __launch_bounds__(kDecodeWarps * 32) attn_decode_split_kernel(co
 
     for (int it = 0; it < n_tiles; it++) {
         cp_async_wait<STAGES - 2>();
-        __syncthreads();
+        if (WARP_PIPE) /* the warp's own copies landed; its reads of the stage refilled next are done */
+            __syncwarp();
+        else
+            __syncthreads();
         {
             const int nxt = it + STAGES - 1;
             if (nxt < n_tiles) load_kv(nxt, nxt % STAGES);
             cp_async_commit();
         }
         /* this warp's 16 keys of the tile */
-        const bf16 *sKt = sK + ((it % STAGES) * kDecodeTile + warp * 16) * LD;
-        const bf16 *sVt = sV + ((it % STAGES) * kDecodeTile + warp * 16) * LD;
+        const bf16 *sKt = sK + ((it % STAGES) * TILE + warp * 16) * LD;
+        const bf16 *sVt = sV + ((it % STAGES) * TILE + warp * 16) * LD;
         float s[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
 #pragma unroll
         for (int ks = 0; ks < KS; ks++) {
@@ -460,7 +469,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32) attn_decode_split_kernel(co
             mma_bf16(s[0], qa[ks], kb[0], kb[1]);
             mma_bf16(s[1], qa[ks], kb[2], kb[3]);
         }
-        const int64_t n0 = k_begin + (int64_t)it * kDecodeTile + warp * 16;
+        const int64_t n0 = k_begin + (int64_t)it * TILE + warp * 16;
         if (n0 + 16 > k_end) {
 #pragma unroll
             for (int nt = 0; nt < 2; nt++)
@@ -512,11 +521,11 @@ __global__ void __launch_bounds__(kDecodeWarps * 32) attn_decode_split_kernel(co
         const int row = t / D, d = t % D;
         float mx = -INFINITY;
 #pragma unroll
-        for (int w = 0; w < kDecodeWarps; w++) mx = fmaxf(mx, sM[w * 16 + row]);
+        for (int w = 0; w < WARPS; w++) mx = fmaxf(mx, sM[w * 16 + row]);
         const float base = mx == -INFINITY ? 0.0f : mx;
         float acc = 0.0f, l = 0.0f;
 #pragma unroll
-        for (int w = 0; w < kDecodeWarps; w++) {
+        for (int w = 0; w < WARPS; w++) {
             const float f = exp2f(sM[w * 16 + row] - base);
             acc += f * sO[(w * 16 + row) * LDO + d];
             l += f * sL[w * 16 + row];
@@ -748,19 +757,61 @@ int decode_s_max(int batch, int n_heads, int64_t max_kv) {
     return (int)(s < 1 ? 1 : s);
 }
 
-template <int D, int STAGES>
+template <int D, int STAGES, int WARPS, bool WARP_PIPE>
+constexpr size_t decode_smem() {
+    constexpr size_t pipe = (size_t)2 * STAGES * 16 * WARPS * (D + 8) * sizeof(bf16);
+    constexpr size_t merge = (size_t)WARPS * 16 * ((D + 4) + 2) * sizeof(float);
+    return pipe > merge ? pipe : merge;
+}
+
+template <int D, int STAGES, int WARPS, bool WARP_PIPE>
 void launch_decode(const AttnParams &p, cudaStream_t stream) {
     static std::atomic<uint64_t> done{0};
-    constexpr size_t pipe = (size_t)2 * STAGES * kDecodeTile * (D + 8) * sizeof(bf16);
-    constexpr size_t merge = (size_t)kDecodeWarps * 16 * ((D + 4) + 2) * sizeof(float);
-    constexpr size_t smem = pipe > merge ? pipe : merge;
-    auto kernel = attn_decode_split_kernel<D, STAGES>;
+    constexpr size_t smem = decode_smem<D, STAGES, WARPS, WARP_PIPE>();
+    auto kernel = attn_decode_split_kernel<D, STAGES, WARPS, WARP_PIPE>;
     vk_ensure_smem(kernel, smem, done);
     const int row_chunks = (p.group + 15) / 16;
     dim3 grid((unsigned)p.s_max, (unsigned)(p.n_kv_heads * row_chunks), (unsigned)p.batch);
-    vk_launch(kernel, grid, dim3(kDecodeWarps * 32), smem, stream, p);
+    vk_launch(kernel, grid, dim3(WARPS * 32), smem, stream, p);
     VOX_K_LAUNCH_CHECK();
 }
+
+template <int D, int STAGES, int WARPS, bool WARP_PIPE>
+void info_decode(int *regs, int *smem_bytes, int *blocks) {
+    static std::atomic<uint64_t> done{0};
+    constexpr size_t smem = decode_smem<D, STAGES, WARPS, WARP_PIPE>();
+    auto kernel = attn_decode_split_kernel<D, STAGES, WARPS, WARP_PIPE>;
+    vk_ensure_smem(kernel, smem, done);
+    kernel_info(kernel, WARPS * 32, smem, regs, smem_bytes, blocks);
+}
+
+/* The split kernel's configurations, by decode variant (1..): pipeline stages, warps a block,
+ * per-warp pipelines, and whether the variant runs one split a sequence (no merge). */
+struct DecodeConfig {
+    const char *name;
+    void (*launch64)(const AttnParams &, cudaStream_t);
+    void (*launch128)(const AttnParams &, cudaStream_t);
+    void (*info64)(int *, int *, int *);
+    void (*info128)(int *, int *, int *);
+    bool one_split;
+};
+#define DECODE_CONFIG(name, S, W, WP, one)                                                     \
+    {name, launch_decode<64, S, W, WP>, launch_decode<128, S, W, WP>, info_decode<64, S, W, WP>, \
+     info_decode<128, S, W, WP>, one}
+const DecodeConfig kDecode[] = {
+    {"simple", nullptr, nullptr, nullptr, nullptr, false},
+    /* per-warp pipelines of 3 stages: H200, 450 keys, 32/8 heads, d128: batch 128 69.5 us
+     * contiguous / 77.1 paged (blocks of 16) against 72.5 / 81.9 for the block-synchronous
+     * pipeline; batch 32 19.8 / 21.1 against 20.5 / 22.3; 32768 keys 50.8 against 51.8 (bench/
+     * NOTES-2026-12-02-decode-attention.md). Six stages (one block an SM) and two warps a block
+     * measured 30-50% slower: this kernel wants warps more than bytes in flight. */
+    DECODE_CONFIG("split", 3, 4, true, false),
+    DECODE_CONFIG("one split", 3, 4, true, true),
+    DECODE_CONFIG("split block-sync", 3, 4, false, false),
+    DECODE_CONFIG("split block-sync s2", 2, 4, false, false),
+};
+#undef DECODE_CONFIG
+constexpr int kNumDecode = (int)(sizeof kDecode / sizeof kDecode[0]);
 
 } // namespace
 
@@ -775,27 +826,30 @@ int vox_k_attention_variant_count(void) { return kNumPrefill; }
 const char *vox_k_attention_variant_name(int variant) {
     return variant >= 0 && variant < kNumPrefill ? kPrefill[variant].name : "auto";
 }
+int vox_k_decode_attention_variant_info(int variant, int head_dim, int *regs, int *smem_bytes,
+                                        int *blocks_per_sm);
 /* Registers per thread, dynamic shared memory and resident blocks per SM of a prefill variant
- * (decode: variant -64 / -128 for the split kernel of that head_dim). Returns 0 if unknown. */
+ * (decode: variant -64 / -128 for the default split kernel of that head_dim). Returns 0 if
+ * unknown. */
 int vox_k_attention_variant_info(int variant, int *regs, int *smem_bytes, int *blocks_per_sm) {
-    if (variant == -64 || variant == -128) {
-        const bool d64 = variant == -64;
-        const size_t smem = (size_t)2 * 3 * kDecodeTile * ((d64 ? 64 : 128) + 8) * sizeof(bf16);
-        if (d64) {
-            static std::atomic<uint64_t> done{0};
-            vk_ensure_smem(attn_decode_split_kernel<64, 3>, smem, done);
-            kernel_info(attn_decode_split_kernel<64, 3>, kDecodeWarps * 32, smem, regs, smem_bytes,
-                        blocks_per_sm);
-        } else {
-            static std::atomic<uint64_t> done{0};
-            vk_ensure_smem(attn_decode_split_kernel<128, 3>, smem, done);
-            kernel_info(attn_decode_split_kernel<128, 3>, kDecodeWarps * 32, smem, regs,
-                        smem_bytes, blocks_per_sm);
-        }
-        return 1;
-    }
+    if (variant == -64 || variant == -128)
+        return vox_k_decode_attention_variant_info(1, -variant, regs, smem_bytes, blocks_per_sm);
     if (variant < 0 || variant >= kNumPrefill) return 0;
     kPrefill[variant].info(regs, smem_bytes, blocks_per_sm);
+    return 1;
+}
+
+/* Decode variants (vox_k_decode_attention_variant): how many, their names, and the resources of
+ * a split-kernel variant at head_dim 64 or 128 (0: unknown, or the simple kernel). */
+int vox_k_decode_attention_variant_count(void) { return kNumDecode; }
+const char *vox_k_decode_attention_variant_name(int variant) {
+    return variant >= 0 && variant < kNumDecode ? kDecode[variant].name : "auto";
+}
+int vox_k_decode_attention_variant_info(int variant, int head_dim, int *regs, int *smem_bytes,
+                                        int *blocks_per_sm) {
+    if (variant < 1 || variant >= kNumDecode || (head_dim != 64 && head_dim != 128)) return 0;
+    (head_dim == 64 ? kDecode[variant].info64 : kDecode[variant].info128)(regs, smem_bytes,
+                                                                          blocks_per_sm);
     return 1;
 }
 
@@ -917,18 +971,29 @@ size_t vox_k_decode_attention_workspace_init(void *workspace, int batch, int n_h
     return bytes;
 }
 
-/* Runs decode variant `variant` (-1 what vox_k_decode_attention picks, 0 simple, 1 split, 2 split
- * kernel with one split per sequence, 3 split with two pipeline stages instead of three) on p,
- * whose kv_len and max_kv are set. */
+/* The split configuration vox_k_decode_attention runs: 1, or VOX_ATTN_DECODE=N (1 <= N <
+ * kNumDecode) from the environment, for end-to-end A/B runs of the configurations (read once). */
+static int decode_auto_variant() {
+    static const int v = [] {
+        const char *e = getenv("VOX_ATTN_DECODE");
+        const int n = e ? atoi(e) : 0;
+        return n >= 1 && n < kNumDecode ? n : 1;
+    }();
+    return v;
+}
+
+/* Runs decode variant `variant` (-1 what vox_k_decode_attention picks, 0 simple, 1.. the split
+ * kernel's configurations in kDecode) on p, whose kv_len and max_kv are set. */
 static int decode_run(int variant, AttnParams p, void *workspace, cudaStream_t stream) {
     const bool ok = tiled_ok(p);
-    if (variant < 0) variant = ok ? 1 : 0;
+    if (variant < 0) variant = ok ? decode_auto_variant() : 0;
     if (variant == 0) {
         launch_simple(p, stream);
         return 1;
     }
-    if (variant > 3 || !ok) return 0;
-    p.s_max = variant == 2 ? 1 : decode_s_max(p.batch, p.n_heads, p.max_kv);
+    if (variant >= kNumDecode || !ok) return 0;
+    const DecodeConfig &cfg = kDecode[variant];
+    p.s_max = cfg.one_split ? 1 : decode_s_max(p.batch, p.n_heads, p.max_kv);
     p.write_final = p.s_max == 1;
     if (!p.write_final) {
         if (!workspace || !aligned(workspace, 8)) {
@@ -939,23 +1004,13 @@ static int decode_run(int variant, AttnParams p, void *workspace, cudaStream_t s
         p.ws_ml = (float *)((char *)workspace + ws_counters(p.batch, p.n_heads));
         p.ws_o = p.ws_ml + (size_t)p.batch * p.n_heads * p.s_max * 2;
     }
-    if (variant == 3) { /* two pipeline stages: less shared memory, more resident blocks */
-        if (p.head_dim == 64)
-            launch_decode<64, 2>(p, stream);
-        else
-            launch_decode<128, 2>(p, stream);
-        return 1;
-    }
-    if (p.head_dim == 64)
-        launch_decode<64, 3>(p, stream);
-    else
-        launch_decode<128, 3>(p, stream);
+    (p.head_dim == 64 ? cfg.launch64 : cfg.launch128)(p, stream);
     return 1;
 }
 
-/* Decode variants: -1 what vox_k_decode_attention picks, 0 simple, 1 split (splits as the
- * workspace allows), 2 split kernel with one split per sequence (writes the output itself),
- * 3 as 1 with two pipeline stages. */
+/* Decode variants: -1 what vox_k_decode_attention picks, 0 simple, 1.. kDecode's configurations
+ * of the split kernel (1: the default, splits as the workspace allows; 2: one split a sequence,
+ * writing the output itself; 3, 4: block-synchronous pipelines of 3 and 2 stages). */
 int vox_k_decode_attention_variant(int variant, void *out_bf16, const void *q_bf16,
                                    const void *k_bf16, const void *v_bf16, int batch,
                                    const int32_t *kv_len_dev, int64_t max_kv,

@@ -56,10 +56,12 @@ int vox_k_decode_attention_paged_variant(int variant, void *out_bf16, const void
                                          int table_width, int block_size, int n_heads,
                                          int n_kv_heads, int head_dim, float scale,
                                          void *workspace, cudaStream_t stream);
-#define DECODE_VARIANTS 4
-static const char *decode_variant_name(int v) {
-    return v < 0 ? "auto" : v == 0 ? "simple" : v == 1 ? "split" : v == 2 ? "one split" : "split s2";
-}
+int vox_k_decode_attention_variant_count(void);
+const char *vox_k_decode_attention_variant_name(int variant);
+int vox_k_decode_attention_variant_info(int variant, int head_dim, int *regs, int *smem_bytes,
+                                        int *blocks_per_sm);
+#define DECODE_VARIANTS vox_k_decode_attention_variant_count()
+static const char *decode_variant_name(int v) { return vox_k_decode_attention_variant_name(v); }
 
 /* ---- tolerances ------------------------------------------------------------------------------
  * V is uniform in [-1, 1), so every output lies in [-1, 1] and |sum_j p_j v_j| / l <= 1.
@@ -965,19 +967,26 @@ static void time_decode(const char *name, int batch, int32_t len, int nh, int nk
              *dtab = gtu_dev_upload(pp.tables, (size_t)batch * width * sizeof(int32_t)),
              *dpws = gtu_dev_alloc(pws_bytes);
         if (pws_bytes) vox_k_decode_attention_workspace_init(dpws, batch, nh, 0);
-        double us;
-        TIME_MEDIAN_US(us, 50,
-                       vox_k_decode_attention_paged(dout, dq, dkp, dvp, batch, dlen, dtab, width,
-                                                    bs, nh, nkv, d, scale, dpws, 0));
-        char label[48];
-        snprintf(label, sizeof label, "paged bs%d %s", bs, shuffle ? "shuffled" : "in order");
-        printf("  %-22s %10.2f us %8.1f GB/s (stream, back to back)\n", label, us,
-               bytes / (us * 1e-6) * 1e-9);
-        GTU_CUDA(cudaMemset(dout, 0xff, (nq + GUARD) * 2));
-        vox_k_decode_attention_paged(dout, dq, dkp, dvp, batch, dlen, dtab, width, bs, nh, nkv, d,
-                                     scale, dpws, 0);
-        snprintf(what, sizeof what, "%s [%s] vs simple", name, label);
-        free(check_output(what, dout, nq, simple, batch, 1, nh, d, TOL_PAIR_ATOL, TOL_PAIR_RTOL));
+        /* auto on each layout; every split variant on blocks of 16 shuffled (the engine's) */
+        for (int variant = -1; variant < (cfg == 1 ? DECODE_VARIANTS : 0); variant++) {
+            if (variant == 0) continue; /* the simple kernel: timed above */
+            double us;
+            TIME_MEDIAN_US(us, 50,
+                           vox_k_decode_attention_paged_variant(variant, dout, dq, dkp, dvp, batch,
+                                                                dlen, dtab, width, bs, nh, nkv, d,
+                                                                scale, dpws, 0));
+            char label[64];
+            snprintf(label, sizeof label, "paged bs%d %s%s%s", bs, shuffle ? "shuffled" : "in order",
+                     variant < 0 ? "" : " ", variant < 0 ? "" : decode_variant_name(variant));
+            printf("  %-22s %10.2f us %8.1f GB/s (stream, back to back)\n", label, us,
+                   bytes / (us * 1e-6) * 1e-9);
+            GTU_CUDA(cudaMemset(dout, 0xff, (nq + GUARD) * 2));
+            vox_k_decode_attention_paged_variant(variant, dout, dq, dkp, dvp, batch, dlen, dtab,
+                                                 width, bs, nh, nkv, d, scale, dpws, 0);
+            snprintf(what, sizeof what, "%s [%s] vs simple", name, label);
+            free(check_output(what, dout, nq, simple, batch, 1, nh, d, TOL_PAIR_ATOL,
+                              TOL_PAIR_RTOL));
+        }
         gtu_dev_free(dkp), gtu_dev_free(dvp), gtu_dev_free(dtab), gtu_dev_free(dpws);
         free_paged(&pp);
     }
@@ -1140,12 +1149,13 @@ int main(int argc, char **argv) {
                 printf("  %-22s %4d regs %7d B smem %3d blocks/SM\n", vox_k_attention_variant_name(v),
                        regs, smem, blocks);
         }
-        for (int d = 64; d <= 128; d += 64) {
-            int regs, smem, blocks;
-            if (vox_k_attention_variant_info(-d, &regs, &smem, &blocks))
-                printf("  decode split d%-10d %4d regs %7d B smem %3d blocks/SM\n", d, regs, smem,
-                       blocks);
-        }
+        for (int v = 1; v < DECODE_VARIANTS; v++)
+            for (int d = 64; d <= 128; d += 64) {
+                int regs, smem, blocks;
+                if (vox_k_decode_attention_variant_info(v, d, &regs, &smem, &blocks))
+                    printf("  decode %-16s d%-3d %4d regs %7d B smem %3d blocks/SM\n",
+                           decode_variant_name(v), d, regs, smem, blocks);
+            }
         printf("\ntimings (printed, not asserted):\n");
         time_prefill("encoder chunk x1", 1, 1500, 20, 20, 64, 0, 20);
         time_prefill("encoder chunk x8", 8, 1500, 20, 20, 64, 0, 10);
