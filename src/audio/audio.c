@@ -214,9 +214,23 @@ static float numpy_sum(const float *a, size_t n) {
     return numpy_sum(a, half) + numpy_sum(a + half, n - half);
 }
 
+/* Whether all n samples are finite. A branch-free scan over the exponent bits (all ones: NaN or
+ * infinity), which the compiler vectorises: an early-exit isfinite() loop took 0.5 ms of the
+ * 0.8 ms that decoding a 30 s WAV cost (perf, 2026-12-02). */
+static bool all_finite(const float *x, size_t n) {
+    unsigned bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &x[i], sizeof u);
+        bad |= (u & 0x7f800000u) == 0x7f800000u;
+    }
+    return bad == 0;
+}
+
 static vox_status check_finite(const char *path, const float *x, size_t n, size_t first_frame,
                                vox_error *err) {
-    for (size_t i = 0; i < n; i++)
+    if (all_finite(x, n)) return VOX_OK;
+    for (size_t i = 0; i < n; i++) /* the first one, for the message */
         if (!isfinite(x[i]))
             return vox_fail(err, VOX_ERR_FORMAT,
                             "%s: sample at frame %zu is %s: the file is corrupt or holds "
@@ -282,12 +296,44 @@ static sf_count_t mem_tell(void *user) { return ((mem_file *)user)->pos; }
 typedef struct {
     SNDFILE *snd;
     mem_file mem;
+    /* 16-bit PCM (the common WAV and FLAC): frames are read as libsndfile's shorts and scaled
+     * here by 2^-15, the same floats sf_readf_float gives (v / 0x8000, exact in float), at a
+     * quarter of its cost (its own conversion loop: 0.65 against 0.15 ms a 30 s file) */
+    bool pcm16;
+    int channels;
+    short *shorts;
+    size_t shorts_cap;
 } sndfile_impl;
+
+/* The formats whose 16-bit samples libsndfile reads as shorts and floats from the same integers
+ * (pcm.c; flac.c scales by 2^-(bits-1) = 2^-15): test_audio checks each against sf_readf_float. */
+static bool pcm16_fast(const SF_INFO *info) {
+    const int major = info->format & SF_FORMAT_TYPEMASK;
+    return (info->format & SF_FORMAT_SUBMASK) == SF_FORMAT_PCM_16 &&
+           (major == SF_FORMAT_WAV || major == SF_FORMAT_WAVEX || major == SF_FORMAT_W64 ||
+            major == SF_FORMAT_RF64 || major == SF_FORMAT_AIFF || major == SF_FORMAT_FLAC);
+}
+
+/* Up to n frames of 16-bit PCM as floats (sndfile_impl.pcm16); sf_readf_float where the scratch
+ * buffer cannot grow. */
+static sf_count_t read_pcm16(sndfile_impl *f, float *buf, size_t n) {
+    const size_t values = n * (size_t)f->channels;
+    if (values > f->shorts_cap) {
+        short *grown = realloc(f->shorts, values * sizeof *grown);
+        if (!grown) return sf_readf_float(f->snd, buf, (sf_count_t)n);
+        f->shorts = grown;
+        f->shorts_cap = values;
+    }
+    const sf_count_t got = sf_readf_short(f->snd, f->shorts, (sf_count_t)n);
+    const size_t done = got > 0 ? (size_t)got * (size_t)f->channels : 0;
+    for (size_t i = 0; i < done; i++) buf[i] = (float)f->shorts[i] * (1.0f / 32768.0f);
+    return got;
+}
 
 static size_t sndfile_read(vox_audio_source *s, float *buf, size_t n) {
     sndfile_impl *f = s->impl;
     if (s->error[0]) return 0;
-    sf_count_t got = sf_readf_float(f->snd, buf, (sf_count_t)n);
+    sf_count_t got = f->pcm16 ? read_pcm16(f, buf, n) : sf_readf_float(f->snd, buf, (sf_count_t)n);
     /* libsndfile clears the error at the start of each read: look after every one (the frames
      * a failing read still gave are kept: they decoded) */
     if (sf_error(f->snd) != SF_ERR_NO_ERROR) {
@@ -303,6 +349,7 @@ static void sndfile_close(vox_audio_source *s) {
     sndfile_impl *f = s->impl;
     if (!f) return;
     if (f->snd) sf_close(f->snd);
+    free(f->shorts);
     free(f);
     s->impl = NULL;
 }
@@ -364,6 +411,8 @@ static vox_status sndfile_open(const vox_audio_input *in, const char *path, vox_
     src->rate = info.samplerate;
     src->channels = info.channels;
     src->expected_frames = sndfile_expected_frames(f->snd, &info);
+    f->pcm16 = pcm16_fast(&info) && info.channels > 0;
+    f->channels = info.channels;
     return VOX_OK;
 }
 
@@ -517,10 +566,9 @@ static vox_status decode_source(vox_audio_source *src, const char *path, double 
     if (!st && direct.n == 0)
         st = vox_fail(err, VOX_ERR_FORMAT, "%s: too short: %zu frames at %d Hz leave no sample at "
                       "%d Hz", path, total, src->rate, VOX_SAMPLE_RATE);
-    for (size_t i = 0; !st && resample && i < direct.n; i++) /* read samples were checked */
-        if (!isfinite(direct.data[i]))
-            st = vox_fail(err, VOX_ERR_FORMAT, "%s: resampling overflowed: sample values near "
-                          "the float limit are not audio", path);
+    if (!st && resample && !all_finite(direct.data, direct.n)) /* read samples were checked */
+        st = vox_fail(err, VOX_ERR_FORMAT, "%s: resampling overflowed: sample values near the "
+                      "float limit are not audio", path);
     if (st) {
         free(direct.data);
         return st;

@@ -611,6 +611,60 @@ static void test_long_file_stops_early(void) {
     CHECK_MSG(secs < 1.0, "rejecting took %.2f s: the file was decoded past the limit", secs);
 }
 
+/* 16-bit PCM is read as libsndfile's shorts and scaled by 2^-15 in audio.c: every sample must be
+ * the float sf_readf_float gives for it, in each container that takes that path (WAV, WAVEX,
+ * W64, RF64, AIFF: big-endian, FLAC), over the whole int16 range, mono (read straight in) and
+ * stereo (mixed down from the same floats). Blocks of 65536 / channels frames make the 100003
+ * frames span several reads. */
+static void test_pcm16_as_libsndfile_floats(void) {
+    const int formats[] = {SF_FORMAT_WAV, SF_FORMAT_WAVEX, SF_FORMAT_W64,
+                           SF_FORMAT_RF64, SF_FORMAT_AIFF, SF_FORMAT_FLAC};
+    const char *names[] = {"wav", "wavex", "w64", "rf64", "aiff", "flac"};
+    const size_t frames = 100003;
+    short *v = malloc(frames * 2 * sizeof *v);
+    uint64_t h = 0x9E3779B97F4A7C15ull;
+    for (size_t i = 0; i < frames * 2; i++) {
+        h ^= h >> 33, h *= 0xFF51AFD7ED558CCDull, h ^= h >> 29;
+        v[i] = i < 4 ? (short[]){-32768, 32767, 0, -1}[i] : (short)(h >> 48);
+    }
+    for (size_t f = 0; f < sizeof formats / sizeof formats[0]; f++)
+        for (int channels = 1; channels <= 2; channels++) {
+            char name[32];
+            snprintf(name, sizeof name, "pcm16_%d.%s", channels, names[f]);
+            const char *path = tmp_path(name);
+            SF_INFO info = {.samplerate = VOX_SAMPLE_RATE, .channels = channels,
+                            .format = formats[f] | SF_FORMAT_PCM_16};
+            SNDFILE *w = sf_open(path, SFM_WRITE, &info);
+            CHECK_MSG(w != NULL, "%s: %s", name, sf_strerror(NULL));
+            if (!w) continue;
+            CHECK(sf_writef_short(w, v, (sf_count_t)frames) == (sf_count_t)frames);
+            sf_close(w);
+            memset(&info, 0, sizeof info);
+            SNDFILE *r = sf_open(path, SFM_READ, &info);
+            CHECK(r != NULL);
+            if (!r) continue;
+            float *ref = malloc(frames * (size_t)channels * sizeof *ref);
+            CHECK(sf_readf_float(r, ref, (sf_count_t)frames) == (sf_count_t)frames);
+            sf_close(r);
+            vox_audio a;
+            vox_error err = {0};
+            vox_status st = vox_audio_load(path, 0, &a, &err);
+            CHECK_MSG(st == VOX_OK && a.n_samples == frames, "%s: %s", name, err.msg);
+            size_t bad = 0, first = 0;
+            for (size_t i = 0; !st && i < frames; i++) {
+                const float want = channels == 1
+                                       ? ref[i]
+                                       : (float)((double)(ref[2 * i] + ref[2 * i + 1]) / 2.0);
+                if (a.samples[i] != want && bad++ == 0) first = i;
+            }
+            CHECK_MSG(bad == 0, "%s: %zu of %zu samples differ from sf_readf_float's (first at %zu)",
+                      name, bad, frames, first);
+            if (!st) vox_audio_free(&a);
+            free(ref);
+        }
+    free(v);
+}
+
 /* vox_audio_load_reusing gives what vox_audio_load gives, bit for bit, whatever buffer it is
  * handed: none, too small (grown), its exact length, larger (kept as it is: the same pages), on
  * the three paths (16 kHz mono read straight in, stereo mixed, 44.1 kHz resampled); a file that
@@ -663,6 +717,7 @@ int main(void) {
     }
     test_wav_encodings();
     test_integer_scaling();
+    test_pcm16_as_libsndfile_floats();
     test_compressed();
     test_channel_mix();
     test_resample_vs_python();
