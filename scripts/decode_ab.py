@@ -9,6 +9,9 @@ build instead of --runner (binary A/B), e.g.
     scripts/decode_ab.py --runner B/voxtral_runner --model M --wav clip30.wav \\
         default=- no_pdl=VOX_NO_PDL=1 cublas=VOX_NO_MATVEC=1 old=RUNNER=old/voxtral_runner
 Rounds alternate the settings (ABAB...) so clock or thermal drift does not favour one.
+A second table gives each setting's whole runs (the --latency-json stage sums over all copies
+and the run's wall time, medians over the rounds): with --batch-size > 1 a file's stage times
+are shares of batched steps, and the run totals are what an A/B of a batched change compares.
 """
 import argparse
 import json
@@ -30,13 +33,20 @@ def run_once(a, env_extra):
         p = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if p.returncode != 0:
             return None, p.stderr[-2000:]
+        with open(lat.name) as f:
+            run = json.load(f)
+    run_ms = run.get("latency_ms", {})
+    run_totals = [run_ms.get("text_decoder_decode", float("nan")),
+                  run_ms.get("text_decoder_prefill", float("nan")),
+                  run_ms.get("audio_encoder", float("nan")), run_ms.get("total", float("nan")),
+                  run.get("wall_ms", float("nan"))]
     lines = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
     lines = lines[1:]  # the first run warms up
     dec = [l["latency_ms"]["text_decoder_decode"] / max(1, len(l["tokens"]) - 1) for l in lines]
     enc = [l["latency_ms"].get("audio_encoder", float("nan")) for l in lines]
     pre = [l["latency_ms"].get("text_decoder_prefill", float("nan")) for l in lines]
     tot = [l["latency_ms"]["total"] for l in lines]
-    return (dec, enc, pre, tot), None
+    return (dec, enc, pre, tot), run_totals, None
 
 
 def main():
@@ -62,14 +72,16 @@ def main():
                 extra[k] = v
         settings.append((name, extra))
     results = {name: ([], [], [], []) for name, _ in settings}
+    runs = {name: [] for name, _ in settings}
     for _ in range(a.rounds):
         for name, extra in settings:
-            r, err = run_once(a, extra)
+            r, totals, err = run_once(a, extra)
             if r is None:
                 print(f"{name}: runner failed:\n{err}", file=sys.stderr)
                 continue
             for acc, vals in zip(results[name], r):
                 acc.extend(vals)
+            runs[name].append(totals)
     print(f"{'setting':24s} {'decode ms/tok':>13s} {'min':>7s} {'encoder ms':>10s} {'prefill ms':>10s} "
           f"{'total ms':>9s}  runs")
     for name, _ in settings:
@@ -77,8 +89,15 @@ def main():
         if not dec:
             print(f"{name:24s} failed")
             continue
-        print(f"{name:24s} {statistics.median(dec):13.3f} {min(dec):7.3f} {statistics.median(enc):10.2f} "
+        print(f"{name:24s} {statistics.median(dec):13.4f} {min(dec):7.4f} {statistics.median(enc):10.2f} "
               f"{statistics.median(pre):10.2f} {statistics.median(tot):9.1f}  {len(dec)}")
+    print(f"\nwhole runs ({a.repeats} copies, medians over rounds; ms)")
+    print(f"{'setting':24s} {'decode':>9s} {'prefill':>9s} {'encoder':>9s} {'stages':>9s} {'wall':>9s}  runs")
+    for name, _ in settings:
+        if not runs[name]:
+            continue
+        cols = [statistics.median(c) for c in zip(*runs[name])]
+        print(f"{name:24s} " + " ".join(f"{v:9.1f}" for v in cols) + f"  {len(runs[name])}")
 
 
 if __name__ == "__main__":
