@@ -809,6 +809,10 @@ const DecodeConfig kDecode[] = {
     DECODE_CONFIG("one split", 3, 4, true, true),
     DECODE_CONFIG("split block-sync", 3, 4, false, false),
     DECODE_CONFIG("split block-sync s2", 2, 4, false, false),
+    /* more resident warps for the same shared memory (not yet timed): 3 blocks an SM of 4 warps
+     * with 2 per-warp stages (12 warps an SM), and of 2 warps with 4 stages */
+    DECODE_CONFIG("split wp s2", 2, 4, true, false),
+    DECODE_CONFIG("split w2 wp s4", 4, 2, true, false),
 };
 #undef DECODE_CONFIG
 constexpr int kNumDecode = (int)(sizeof kDecode / sizeof kDecode[0]);
@@ -1010,7 +1014,8 @@ static int decode_run(int variant, AttnParams p, void *workspace, cudaStream_t s
 
 /* Decode variants: -1 what vox_k_decode_attention picks, 0 simple, 1.. kDecode's configurations
  * of the split kernel (1: the default, splits as the workspace allows; 2: one split a sequence,
- * writing the output itself; 3, 4: block-synchronous pipelines of 3 and 2 stages). */
+ * writing the output itself; 3, 4: block-synchronous pipelines of 3 and 2 stages; 5, 6: more
+ * resident warps). */
 int vox_k_decode_attention_variant(int variant, void *out_bf16, const void *q_bf16,
                                    const void *k_bf16, const void *v_bf16, int batch,
                                    const int32_t *kv_len_dev, int64_t max_kv,
