@@ -757,32 +757,33 @@ int decode_s_max(int batch, int n_heads, int64_t max_kv) {
     return (int)(s < 1 ? 1 : s);
 }
 
-template <int D, int STAGES, int WARPS, bool WARP_PIPE>
-constexpr size_t decode_smem() {
+/* The split kernel for one configuration, its dynamic shared memory opted in (once a device):
+ * the pipeline's stages, reused as the warps' merge buffers after the loop. */
+template <int D, int STAGES, int WARPS> constexpr size_t decode_smem() {
     constexpr size_t pipe = (size_t)2 * STAGES * 16 * WARPS * (D + 8) * sizeof(bf16);
     constexpr size_t merge = (size_t)WARPS * 16 * ((D + 4) + 2) * sizeof(float);
     return pipe > merge ? pipe : merge;
 }
+template <int D, int STAGES, int WARPS, bool WARP_PIPE> auto decode_kernel() {
+    static std::atomic<uint64_t> done{0};
+    auto kernel = attn_decode_split_kernel<D, STAGES, WARPS, WARP_PIPE>;
+    vk_ensure_smem(kernel, decode_smem<D, STAGES, WARPS>(), done);
+    return kernel;
+}
 
 template <int D, int STAGES, int WARPS, bool WARP_PIPE>
 void launch_decode(const AttnParams &p, cudaStream_t stream) {
-    static std::atomic<uint64_t> done{0};
-    constexpr size_t smem = decode_smem<D, STAGES, WARPS, WARP_PIPE>();
-    auto kernel = attn_decode_split_kernel<D, STAGES, WARPS, WARP_PIPE>;
-    vk_ensure_smem(kernel, smem, done);
     const int row_chunks = (p.group + 15) / 16;
     dim3 grid((unsigned)p.s_max, (unsigned)(p.n_kv_heads * row_chunks), (unsigned)p.batch);
-    vk_launch(kernel, grid, dim3(WARPS * 32), smem, stream, p);
+    vk_launch(decode_kernel<D, STAGES, WARPS, WARP_PIPE>(), grid, dim3(WARPS * 32),
+              decode_smem<D, STAGES, WARPS>(), stream, p);
     VOX_K_LAUNCH_CHECK();
 }
 
 template <int D, int STAGES, int WARPS, bool WARP_PIPE>
 void info_decode(int *regs, int *smem_bytes, int *blocks) {
-    static std::atomic<uint64_t> done{0};
-    constexpr size_t smem = decode_smem<D, STAGES, WARPS, WARP_PIPE>();
-    auto kernel = attn_decode_split_kernel<D, STAGES, WARPS, WARP_PIPE>;
-    vk_ensure_smem(kernel, smem, done);
-    kernel_info(kernel, WARPS * 32, smem, regs, smem_bytes, blocks);
+    kernel_info(decode_kernel<D, STAGES, WARPS, WARP_PIPE>(), WARPS * 32,
+                decode_smem<D, STAGES, WARPS>(), regs, smem_bytes, blocks);
 }
 
 /* The split kernel's configurations, by decode variant (1..): pipeline stages, warps a block,
