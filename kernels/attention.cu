@@ -59,33 +59,6 @@ namespace {
 
 using namespace vk_attn;
 
-/* ---- mma.sync wrappers ----------------------------------------------------------------------- */
-
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr)
-                 : "memory");
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr)
-                 : "memory");
-}
-
-/* d += a (16x16, row) * b (16x8, col), bf16 in, fp32 accumulate. Fragment layout (g = lane/4,
- * t = lane%4): a0 (g, 2t..2t+1), a1 (g+8, 2t..), a2 (g, 2t+8..), a3 (g+8, 2t+8..); b0 (k 2t..2t+1,
- * n g), b1 (k 2t+8.., n g); d0,d1 (g, 2t..2t+1), d2,d3 (g+8, 2t..2t+1). */
-__device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
-                                         uint32_t b1) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-
 /* Lane offsets (in elements, row stride LD) for ldmatrix.x4 over a 16x16 block at (0, 0):
  * a_off: matrices (rows 0-7, cols 0-7), (rows 8-15, cols 0-7), (rows 0-7, cols 8-15),
  *        (rows 8-15, cols 8-15): the A fragment of a row-major tile, and with .trans the B
@@ -192,7 +165,7 @@ __global__ void __launch_bounds__(WARPS * 32) attn_prefill_kernel(const AttnPara
     for (int c = threadIdx.x; c < BM * CPR; c += THREADS) {
         const int r = c / CPR, col = (c % CPR) * 8;
         const bool ok = m0 + r < t_q;
-        cp_async16(vk_smem_u32(sQ + r * LD + col), qg + (ok ? (int64_t)(m0 + r) * p.q_stride + col : 0),
+        vk_cp_async16(vk_smem_u32(sQ + r * LD + col), qg + (ok ? (int64_t)(m0 + r) * p.q_stride + col : 0),
                    ok);
     }
     /* A fixed trip count, unrolled: the block-table reads of a paged cache are all issued before
@@ -207,14 +180,14 @@ __global__ void __launch_bounds__(WARPS * 32) attn_prefill_kernel(const AttnPara
             const int r = c / CPR, col = (c % CPR) * 8;
             const bool ok = n0 + r < kv_end;
             const int64_t off = ok ? kv_row(p, b, n0 + r) * p.kv_stride + col : 0;
-            cp_async16(vk_smem_u32(dk + r * LD + col), kg + off, ok);
-            cp_async16(vk_smem_u32(dv + r * LD + col), vg + off, ok);
+            vk_cp_async16(vk_smem_u32(dk + r * LD + col), kg + off, ok);
+            vk_cp_async16(vk_smem_u32(dv + r * LD + col), vg + off, ok);
         }
     };
 #pragma unroll
     for (int s = 0; s < STAGES - 1; s++) {
         if (s < n_tiles) load_kv(s, s);
-        cp_async_commit(); /* Q rides in the first group */
+        vk_cp_async_commit(); /* Q rides in the first group */
     }
 
     const int row0 = m0 + warp * 16 * MT; /* this warp's first row */
@@ -230,19 +203,19 @@ __global__ void __launch_bounds__(WARPS * 32) attn_prefill_kernel(const AttnPara
     }
 
     for (int it = 0; it < n_tiles; it++) {
-        cp_async_wait<STAGES - 2>(); /* tile it (and Q) landed for this thread... */
+        vk_cp_async_wait<STAGES - 2>(); /* tile it (and Q) landed for this thread... */
         __syncthreads();             /* ...and for all; everyone is done with tile it-1 */
         {
             const int nxt = it + STAGES - 1;
             if (nxt < n_tiles) load_kv(nxt, nxt % STAGES); /* into the buffer of tile it-1 */
-            cp_async_commit();
+            vk_cp_async_commit();
         }
         if (it == 0) {
 #pragma unroll
             for (int mt = 0; mt < MT; mt++)
 #pragma unroll
                 for (int ks = 0; ks < KS; ks++)
-                    ldmatrix_x4(qa[mt][ks],
+                    vk_ldmatrix_x4(qa[mt][ks],
                                 vk_smem_u32(sQ + (warp * MT + mt) * 16 * LD + ks * 16 + a_off<LD>(lane)));
         }
         const bf16 *sKt = sK + (it % STAGES) * BN * LD, *sVt = sV + (it % STAGES) * BN * LD;
@@ -257,11 +230,11 @@ __global__ void __launch_bounds__(WARPS * 32) attn_prefill_kernel(const AttnPara
 #pragma unroll
             for (int np = 0; np < NT / 2; np++) {
                 uint32_t kb[4];
-                ldmatrix_x4(kb, vk_smem_u32(sKt + np * 16 * LD + ks * 16 + b_off<LD>(lane)));
+                vk_ldmatrix_x4(kb, vk_smem_u32(sKt + np * 16 * LD + ks * 16 + b_off<LD>(lane)));
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++) {
-                    mma_bf16(s[mt][2 * np], qa[mt][ks], kb[0], kb[1]);
-                    mma_bf16(s[mt][2 * np + 1], qa[mt][ks], kb[2], kb[3]);
+                    vk_mma_bf16_16816(s[mt][2 * np], qa[mt][ks], kb[0], kb[1]);
+                    vk_mma_bf16_16816(s[mt][2 * np + 1], qa[mt][ks], kb[2], kb[3]);
                 }
             }
         }
@@ -305,16 +278,16 @@ __global__ void __launch_bounds__(WARPS * 32) attn_prefill_kernel(const AttnPara
 #pragma unroll
             for (int dp = 0; dp < D / 16; dp++) {
                 uint32_t vb[4];
-                ldmatrix_x4_trans(vb, vk_smem_u32(sVt + kk * 16 * LD + dp * 16 + a_off<LD>(lane)));
+                vk_ldmatrix_x4_trans(vb, vk_smem_u32(sVt + kk * 16 * LD + dp * 16 + a_off<LD>(lane)));
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++) {
-                    mma_bf16(o[mt][2 * dp], pa[mt], vb[0], vb[1]);
-                    mma_bf16(o[mt][2 * dp + 1], pa[mt], vb[2], vb[3]);
+                    vk_mma_bf16_16816(o[mt][2 * dp], pa[mt], vb[0], vb[1]);
+                    vk_mma_bf16_16816(o[mt][2 * dp + 1], pa[mt], vb[2], vb[3]);
                 }
             }
         }
     }
-    cp_async_wait<0>();
+    vk_cp_async_wait<0>();
 
 #pragma unroll
     for (int mt = 0; mt < MT; mt++)
@@ -415,14 +388,14 @@ __global__ void __launch_bounds__(WARPS * 32) attn_decode_split_kernel(const Att
             const int r = (WARP_PIPE ? warp * 16 : 0) + c / CPR, col = (c % CPR) * 8;
             const bool ok = n0 + r < k_end;
             const int64_t off = ok ? kv_row(p, b, n0 + r) * p.kv_stride + col : 0;
-            cp_async16(vk_smem_u32(dk + r * LD + col), kg + off, ok);
-            cp_async16(vk_smem_u32(dv + r * LD + col), vg + off, ok);
+            vk_cp_async16(vk_smem_u32(dk + r * LD + col), kg + off, ok);
+            vk_cp_async16(vk_smem_u32(dv + r * LD + col), vg + off, ok);
         }
     };
 #pragma unroll
     for (int s = 0; s < STAGES - 1; s++) {
         if (s < n_tiles) load_kv(s, s);
-        cp_async_commit();
+        vk_cp_async_commit();
     }
 
     /* Q fragments straight from global memory (overlapping the first K/V loads); rows past the
@@ -448,7 +421,7 @@ __global__ void __launch_bounds__(WARPS * 32) attn_decode_split_kernel(const Att
     float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
 
     for (int it = 0; it < n_tiles; it++) {
-        cp_async_wait<STAGES - 2>();
+        vk_cp_async_wait<STAGES - 2>();
         if (WARP_PIPE) /* the warp's own copies landed; its reads of the stage refilled next are done */
             __syncwarp();
         else
@@ -456,7 +429,7 @@ __global__ void __launch_bounds__(WARPS * 32) attn_decode_split_kernel(const Att
         {
             const int nxt = it + STAGES - 1;
             if (nxt < n_tiles) load_kv(nxt, nxt % STAGES);
-            cp_async_commit();
+            vk_cp_async_commit();
         }
         /* this warp's 16 keys of the tile */
         const bf16 *sKt = sK + ((it % STAGES) * TILE + warp * 16) * LD;
@@ -465,9 +438,9 @@ __global__ void __launch_bounds__(WARPS * 32) attn_decode_split_kernel(const Att
 #pragma unroll
         for (int ks = 0; ks < KS; ks++) {
             uint32_t kb[4];
-            ldmatrix_x4(kb, vk_smem_u32(sKt + ks * 16 + b_off<LD>(lane)));
-            mma_bf16(s[0], qa[ks], kb[0], kb[1]);
-            mma_bf16(s[1], qa[ks], kb[2], kb[3]);
+            vk_ldmatrix_x4(kb, vk_smem_u32(sKt + ks * 16 + b_off<LD>(lane)));
+            vk_mma_bf16_16816(s[0], qa[ks], kb[0], kb[1]);
+            vk_mma_bf16_16816(s[1], qa[ks], kb[2], kb[3]);
         }
         const int64_t n0 = k_begin + (int64_t)it * TILE + warp * 16;
         if (n0 + 16 > k_end) {
@@ -484,7 +457,7 @@ __global__ void __launch_bounds__(WARPS * 32) attn_decode_split_kernel(const Att
 #pragma unroll
         for (int dp = 0; dp < D / 16; dp++) {
             uint32_t vb[4];
-            ldmatrix_x4_trans(vb, vk_smem_u32(sVt + dp * 16 + a_off<LD>(lane)));
+            vk_ldmatrix_x4_trans(vb, vk_smem_u32(sVt + dp * 16 + a_off<LD>(lane)));
             o[2 * dp][0] *= alpha[0];
             o[2 * dp][1] *= alpha[0];
             o[2 * dp][2] *= alpha[1];
@@ -493,11 +466,11 @@ __global__ void __launch_bounds__(WARPS * 32) attn_decode_split_kernel(const Att
             o[2 * dp + 1][1] *= alpha[0];
             o[2 * dp + 1][2] *= alpha[1];
             o[2 * dp + 1][3] *= alpha[1];
-            mma_bf16(o[2 * dp], pa, vb[0], vb[1]);
-            mma_bf16(o[2 * dp + 1], pa, vb[2], vb[3]);
+            vk_mma_bf16_16816(o[2 * dp], pa, vb[0], vb[1]);
+            vk_mma_bf16_16816(o[2 * dp + 1], pa, vb[2], vb[3]);
         }
     }
-    cp_async_wait<0>();
+    vk_cp_async_wait<0>();
     __syncthreads(); /* the pipeline buffers become the merge buffers */
 
     /* Merge the 4 warps' states (each saw a quarter of every tile). */

@@ -110,19 +110,6 @@ __device__ __forceinline__ int key_limit(const SeqTile &t, int causal, int64_t r
 
 /* ---- PTX wrappers and the softmax step ------------------------------------------------------- */
 
-/* 16 bytes global -> shared, bypassing L1; zero-filled (nothing read) when !valid. */
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, bool valid) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-                 "r"(valid ? 16 : 0)
-                 : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-template <int N> __device__ __forceinline__ void cp_async_wait() {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
 /* Two floats as a bf16x2 register, lo in the low half (the lower column index). */
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
     __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);

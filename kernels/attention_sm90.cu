@@ -298,7 +298,7 @@ __global__ void __launch_bounds__(Sm90Cfg<D, CWG, STAGES>::THREADS, 1)
         for (int i = 0; i < BM / RSTEP; i++) {
             const int r = r1 + i * RSTEP;
             const bool ok = sq.m0 + r < sq.t_q;
-            cp_async16(sQ + tile_off(r, piece, BM), qg + (ok ? (int64_t)(sq.m0 + r) * p.q_stride : 0),
+            vk_cp_async16(sQ + tile_off(r, piece, BM), qg + (ok ? (int64_t)(sq.m0 + r) * p.q_stride : 0),
                        ok);
         }
         cp_async_arrive(q_full);
@@ -315,12 +315,12 @@ __global__ void __launch_bounds__(Sm90Cfg<D, CWG, STAGES>::THREADS, 1)
                 const int64_t off = ok ? (GENERAL ? kv_row(p, b, n0 + r)
                                                   : b * p.kv_seq_stride + n0 + r) * p.kv_stride
                                        : 0;
-                cp_async16(sK + s * TILE + tile_off(r, piece, kBN), kg + off, ok);
-                cp_async16(sV + s * TILE + tile_off(r, piece, kBN), vg + off, ok);
+                vk_cp_async16(sK + s * TILE + tile_off(r, piece, kBN), kg + off, ok);
+                vk_cp_async16(sV + s * TILE + tile_off(r, piece, kBN), vg + off, ok);
             }
             cp_async_arrive(full(s));
         }
-        cp_async_wait<0>(); /* leave no copy in flight behind an exited thread */
+        vk_cp_async_wait<0>(); /* leave no copy in flight behind an exited thread */
         return;
     }
 

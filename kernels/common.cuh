@@ -3,7 +3,8 @@
 //   warp sums / maxima by shuffles, a block sum, a bf16 dot product of 8, the merge of
 //   flash-decoding partials, VOX_K_LAUNCH_CHECK, programmatic dependent launch (vk_launch,
 //   vk_pdl_wait, vk_pdl_trigger), the per-device shared-memory opt-in (vk_ensure_smem), exp2 by
-//   ex2.approx (vk_fast_exp2), shared-memory addresses and mbarriers (vk_smem_u32, vk_mbar_*).
+//   ex2.approx (vk_fast_exp2), shared-memory addresses and mbarriers (vk_smem_u32, vk_mbar_*),
+//   cp.async, ldmatrix and the bf16 mma.sync (vk_cp_async*, vk_ldmatrix_x4*, vk_mma_bf16_16816).
 // Everything is static inline: each .cu file is its own translation unit.
 #ifndef VOX_KERNELS_COMMON_CUH
 #define VOX_KERNELS_COMMON_CUH
@@ -190,6 +191,43 @@ static __device__ __forceinline__ void vk_rope_rotate(float a, float b, float c,
 // SwiGLU of bf16 gate and up: bf16(silu(gate)) * up, to be rounded by the store.
 static __device__ __forceinline__ float vk_swiglu(float gate, float up) {
     return vk_round(gate / (1.0f + expf(-gate))) * up;
+}
+
+// ---- cp.async, ldmatrix and mma.sync (sm_80 and later) ----
+// 16 bytes global -> shared, bypassing L1; zero-filled (nothing read) when !valid.
+static __device__ __forceinline__ void vk_cp_async16(uint32_t dst, const void *src, bool valid) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+                 "r"(valid ? 16 : 0)
+                 : "memory");
+}
+static __device__ __forceinline__ void vk_cp_async_commit() {
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+// Wait until at most N of this thread's committed groups are still in flight.
+template <int N> static __device__ __forceinline__ void vk_cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+static __device__ __forceinline__ void vk_ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr)
+                 : "memory");
+}
+static __device__ __forceinline__ void vk_ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr)
+                 : "memory");
+}
+// d += a (16x16, row) * b (16x8, col), bf16 in, fp32 accumulate. Fragment layout (g = lane/4,
+// t = lane%4): a0 (g, 2t..2t+1), a1 (g+8, 2t..), a2 (g, 2t+8..), a3 (g+8, 2t+8..); b0 (k 2t..2t+1,
+// n g), b1 (k 2t+8.., n g); d0,d1 (g, 2t..2t+1), d2,d3 (g+8, 2t..2t+1).
+static __device__ __forceinline__ void vk_mma_bf16_16816(float (&d)[4], const uint32_t (&a)[4],
+                                                         uint32_t b0, uint32_t b1) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
 // ---- programmatic dependent launch (PDL, sm_90 and later) ----
