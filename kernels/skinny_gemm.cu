@@ -1,0 +1,328 @@
+// GEMMs of a few rows: y [m, n] = x [m, k] @ w [n, k]^T, bf16 in and out, fp32 sums, for the
+// projections of a batched decode step (m = 1..64 sequences; kernels.h, vox_k_skinny_gemm).
+//
+// Why not cuBLASLt: at 8-64 rows a projection is a pass over its weights (7.2 GB a step in all),
+// and cuBLASLt streams the decoder's small projections (o and down: 24 tiles of 128 columns;
+// q|k|v: 48) at 1.9-2.9 TB/s against 4.0 for lm_head (bench/NOTES-2026-12-02-decode-attention.md,
+// section 1): too few tiles to keep every SM reading, or a split-K reduction pass after them.
+//
+// Design:
+//  - Work units are (tile of 128 weight rows, chunk of 64 columns), numbered tile-major; each of
+//    the G blocks (as many as are resident) takes an equal contiguous run of units ("stream-K"),
+//    so every SM streams the same share of the weights whatever the number of tiles.
+//  - A block runs its units through a ring of kStages shared-memory buffers filled by cp.async
+//    (the weights with an L2 evict-first hint: read once, they must not push out the activations),
+//    kStages - 1 chunks ahead of the tensor cores, across tile boundaries.
+//  - The product is computed transposed, y^T = w x^T, so the weights are mma.sync's A operand
+//    (m16n8k16: 16 weight rows) and the few rows of x its 8-wide N side: 16 rows of x waste
+//    nothing, and the weights' fragments are loaded once for all rows of x. 8 warps: 4 along the
+//    tile's 128 rows (32 each) x 2 along the chunk (32 columns each); the two halves' sums are
+//    added in shared memory at the end of a tile, the same order every time.
+//  - A tile that one block covers whole is written at once. A tile cut between blocks: each
+//    block writes its fp32 partial sums to its own workspace slot, counts itself in the tile's
+//    ticket, and the last to arrive adds all the tile's partials in block order (not arrival
+//    order: the result is the same bits on every run) and writes y. It also sets the ticket back
+//    to zero, so the workspace is ready for the next launch (and for graph replays).
+//  - Programmatic dependent launch: the first chunks of weights are asked for before waiting
+//    for the kernel that writes x.
+// Numerics: products exact in fp32, sums in the tensor cores' fp32 accumulation, the two halves
+// and the partials of a cut tile added in fp32 in a fixed order; y = bf16(sum) or, accumulating,
+// bf16(y + sum): one rounding, as cuBLASLt's beta = 1 epilogue.
+#include "common.cuh"
+#include "kernels.h"
+
+namespace {
+
+constexpr int kBN = 128;    // weight rows (columns of y) a tile
+constexpr int kBK = 64;     // columns of w and x a chunk: 128 bytes of a row
+constexpr int kStages = 5;  // chunks in the ring
+constexpr int kWarps = 8;   // 4 along the tile's rows x 2 along the chunk
+constexpr int kThreads = kWarps * 32;
+constexpr int kSumThreads = kThreads / 2; // the warps of the first chunk half hold the sums
+
+struct Args {
+    vk_bf16 *y;
+    const vk_bf16 *x, *w;
+    int m, accumulate;
+    int64_t n, k, chunks, units;
+    int64_t grid;
+    float *slots;       // [2 * grid][MP][kSumThreads]
+    unsigned *tickets;  // [tiles]
+};
+
+// Byte offset of 16-byte piece j of row r in a [rows][64] bf16 buffer: row r's pieces are
+// permuted by r & 7, so the 8 rows an ldmatrix reads (same piece) fall in 8 different banks.
+__device__ __forceinline__ uint32_t swz(int r, int j) {
+    return (uint32_t)(r * 128 + ((j ^ (r & 7)) << 4));
+}
+
+// cp.async of 16 bytes with an L2 cache policy (zero-filled when !valid).
+__device__ __forceinline__ void cp_async16_policy(uint32_t dst, const void *src, bool valid,
+                                                  uint64_t policy) {
+    asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(dst),
+                 "l"(src), "r"(valid ? 16 : 0), "l"(policy)
+                 : "memory");
+}
+
+// The first block whose run holds unit u: the largest b with floor(b * units / grid) <= u.
+__device__ __forceinline__ int64_t block_of_unit(const Args &p, int64_t u) {
+    return ((u + 1) * p.grid - 1) / p.units;
+}
+__device__ __forceinline__ int64_t first_unit(const Args &p, int64_t b) {
+    return b * p.units / p.grid;
+}
+
+// acc[mt][nt][e]: weight row wn*32 + mt*16 + lane/4 + 8*(e/2) of the tile, row of x
+// nt*8 + 2*(lane%4) + e%2.
+template <int NT>
+__device__ __forceinline__ void store_tile(const Args &p, int64_t tile, int wn, int lane,
+                                           const float (&acc)[2][NT][4]) {
+#pragma unroll
+    for (int mt = 0; mt < 2; mt++)
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int64_t col = tile * kBN + wn * 32 + mt * 16 + (lane >> 2) + (e >> 1) * 8;
+                const int row = nt * 8 + (lane & 3) * 2 + (e & 1);
+                if (row >= p.m || col >= p.n) continue;
+                vk_bf16 *dst = p.y + (int64_t)row * p.n + col;
+                const float v = p.accumulate ? acc[mt][nt][e] + vk_f(*dst) : acc[mt][nt][e];
+                *dst = vk_bf(v);
+            }
+}
+
+// MP: rows of x padded to a multiple of 16 (16, 32, 48, 64).
+template <int MP>
+__global__ void __launch_bounds__(kThreads, MP <= 16 ? 2 : 1) skinny_gemm_kernel(const Args p) {
+    constexpr int NT = MP / 8; // 8-row tiles of x
+    constexpr int W_BYTES = kBN * kBK * 2, STAGE = W_BYTES + MP * kBK * 2;
+    constexpr int NACC = 2 * NT * 4; // = MP
+    extern __shared__ __align__(128) unsigned char smem[];
+    float *red = reinterpret_cast<float *>(smem + kStages * STAGE); // [NACC][kSumThreads]
+    __shared__ int s_last;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int wn = warp & 3, wk = warp >> 2;
+    const int sum_tid = wn * 32 + lane; // this thread's place among the 128 sum holders
+    const uint32_t sbase = vk_smem_u32(smem);
+    const int64_t b = blockIdx.x;
+    const int64_t u0 = first_unit(p, b);
+    const int nu = (int)(first_unit(p, b + 1) - u0);
+    uint64_t policy;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+
+    auto load_w = [&](int i) { // unit u0 + i's weights into buffer i % kStages
+        const int64_t u = u0 + i, tile = u / p.chunks, c = u % p.chunks;
+        const uint32_t dst = sbase + (uint32_t)((i % kStages) * STAGE);
+#pragma unroll
+        for (int q = tid; q < kBN * 8; q += kThreads) {
+            const int r = q >> 3, j = q & 7;
+            const int64_t row = tile * kBN + r, col = c * kBK + j * 8;
+            const bool ok = row < p.n && col < p.k;
+            cp_async16_policy(dst + swz(r, j), ok ? p.w + row * p.k + col : p.w, ok, policy);
+        }
+    };
+    auto load_x = [&](int i) {
+        const int64_t c = (u0 + i) % p.chunks;
+        const uint32_t dst = sbase + (uint32_t)((i % kStages) * STAGE + W_BYTES);
+#pragma unroll
+        for (int q = tid; q < MP * 8; q += kThreads) {
+            const int r = q >> 3, j = q & 7;
+            const int64_t col = c * kBK + j * 8;
+            const bool ok = r < p.m && col < p.k;
+            vk_cp_async16(dst + swz(r, j), ok ? p.x + (int64_t)r * p.k + col : p.x, ok);
+        }
+    };
+
+    // The ring's first kStages - 1 chunks: weights before the wait for x's writer, then x.
+#pragma unroll
+    for (int i = 0; i < kStages - 1; i++) {
+        if (i < nu) load_w(i);
+        vk_cp_async_commit();
+    }
+    vk_pdl_wait();
+    for (int i = 0; i < kStages - 1 && i < nu; i++) load_x(i);
+    vk_cp_async_commit();
+
+    float acc[2][NT][4];
+#pragma unroll
+    for (int mt = 0; mt < 2; mt++)
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[mt][nt][e] = 0.0f;
+    const int64_t tile0 = u0 / p.chunks;
+
+    for (int i = 0; i < nu; i++) {
+        // unit i's group is complete (the groups of the kStages - 2 units after it may not be)
+        if (i == 0) vk_cp_async_wait<0>();
+        else vk_cp_async_wait<kStages - 2>();
+        __syncthreads(); // ... for every thread, and buffer (i - 1) % kStages is free again
+        if (i + kStages - 1 < nu) {
+            load_w(i + kStages - 1);
+            load_x(i + kStages - 1);
+        }
+        vk_cp_async_commit();
+
+        const uint32_t sw = sbase + (uint32_t)((i % kStages) * STAGE), sx = sw + W_BYTES;
+#pragma unroll
+        for (int ks = 0; ks < 2; ks++) {
+            const int piece = wk * 4 + ks * 2; // the 16-byte piece where this k16 step starts
+            uint32_t a[2][4];
+#pragma unroll
+            for (int mt = 0; mt < 2; mt++)
+                vk_ldmatrix_x4(a[mt], sw + swz(wn * 32 + mt * 16 + (lane & 15), piece + (lane >> 4)));
+#pragma unroll
+            for (int np = 0; np < NT / 2; np++) {
+                // b for x rows np*16 .. +7 (k 0-7, 8-15), then rows np*16 + 8 .. +15
+                uint32_t bq[4];
+                vk_ldmatrix_x4(bq, sx + swz(np * 16 + (lane & 7) + ((lane >> 4) << 3),
+                                            piece + ((lane >> 3) & 1)));
+#pragma unroll
+                for (int mt = 0; mt < 2; mt++) {
+                    vk_mma_bf16_16816(acc[mt][2 * np], a[mt], bq[0], bq[1]);
+                    vk_mma_bf16_16816(acc[mt][2 * np + 1], a[mt], bq[2], bq[3]);
+                }
+            }
+        }
+
+        const int64_t u = u0 + i;
+        const bool tile_end = u % p.chunks == p.chunks - 1;
+        if (!tile_end && i != nu - 1) continue;
+        if (i == nu - 1) vk_pdl_trigger(); // every load of this block has been consumed
+
+        // ---- the end of this block's part of a tile ----
+        const int64_t tile = u / p.chunks;
+        float *flat = &acc[0][0][0];
+        // the second chunk half's sums into the first's, through shared memory
+        if (wk == 1)
+#pragma unroll
+            for (int j = 0; j < NACC; j++) red[j * kSumThreads + sum_tid] = flat[j];
+        __syncthreads();
+        if (wk == 0)
+#pragma unroll
+            for (int j = 0; j < NACC; j++) flat[j] += red[j * kSumThreads + sum_tid];
+        const bool whole = (u0 + i + 1 - (tile * p.chunks)) == p.chunks &&
+                           (tile > tile0 || u0 % p.chunks == 0);
+        if (whole) {
+            if (wk == 0) store_tile<NT>(p, tile, wn, lane, acc);
+        } else {
+            const int64_t slot = 2 * b + (tile == tile0 ? 0 : 1);
+            if (wk == 0) {
+                float *dst = p.slots + slot * (int64_t)NACC * kSumThreads;
+#pragma unroll
+                for (int j = 0; j < NACC; j++) dst[j * kSumThreads + sum_tid] = flat[j];
+                __threadfence(); // the partials are visible before the ticket counts them
+            }
+            __syncthreads();
+            const int64_t b_first = block_of_unit(p, tile * p.chunks);
+            const int64_t b_last = block_of_unit(p, tile * p.chunks + p.chunks - 1);
+            if (tid == 0) {
+                const unsigned ticket = atomicAdd(&p.tickets[tile], 1u);
+                s_last = ticket == (unsigned)(b_last - b_first);
+                if (s_last) p.tickets[tile] = 0; // every block of the tile has counted itself
+            }
+            __syncthreads();
+            if (s_last) {
+                __threadfence();
+                if (wk == 0) {
+#pragma unroll
+                    for (int j = 0; j < NACC; j++) flat[j] = 0.0f;
+                    for (int64_t bb = b_first; bb <= b_last; bb++) {
+                        const int64_t sl = 2 * bb + (tile == first_unit(p, bb) / p.chunks ? 0 : 1);
+                        const float *src = p.slots + sl * (int64_t)NACC * kSumThreads;
+#pragma unroll
+                        for (int j = 0; j < NACC; j++) flat[j] += __ldcg(src + j * kSumThreads + sum_tid);
+                    }
+                    store_tile<NT>(p, tile, wn, lane, acc);
+                }
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < NACC; j++) flat[j] = 0.0f;
+        __syncthreads(); // red is free again
+    }
+}
+
+template <int MP> constexpr size_t smem_bytes() {
+    return (size_t)kStages * (kBN * kBK * 2 + MP * kBK * 2) + (size_t)MP * kSumThreads * 4;
+}
+
+// Resident blocks an SM for MP (opting the kernel into its shared memory first), 0 on failure.
+template <int MP> int blocks_per_sm() {
+    static std::atomic<uint64_t> opted{0};
+    vk_ensure_smem(skinny_gemm_kernel<MP>, smem_bytes<MP>(), opted);
+    int b = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, skinny_gemm_kernel<MP>, kThreads,
+                                                      smem_bytes<MP>()) != cudaSuccess)
+        return 0;
+    return b;
+}
+
+int sm_count() {
+    int dev = 0, n = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+        return 0;
+    return n;
+}
+
+int blocks_per_sm_for(int mp) {
+    switch (mp) {
+    case 16: return blocks_per_sm<16>();
+    case 32: return blocks_per_sm<32>();
+    case 48: return blocks_per_sm<48>();
+    default: return blocks_per_sm<64>();
+    }
+}
+
+size_t tickets_bytes(int64_t n) { return ((size_t)vk_ceil_div(n, kBN) * 4 + 255) / 256 * 256; }
+
+} // namespace
+
+extern "C" size_t vox_k_skinny_gemm_workspace_bytes(int64_t max_n) {
+    if (max_n < 1) return 0;
+    const int sms = sm_count();
+    size_t slots = 0;
+    for (int mp = 16; mp <= VOX_K_SKINNY_MAX_M; mp += 16) {
+        const size_t s = (size_t)2 * sms * blocks_per_sm_for(mp) * mp * kSumThreads * 4;
+        if (s > slots) slots = s;
+    }
+    return tickets_bytes(max_n) + slots;
+}
+
+extern "C" int vox_k_skinny_gemm(void *y, const void *x, const void *w, int m, int64_t n,
+                                 int64_t k, int accumulate, void *workspace,
+                                 size_t workspace_bytes, cudaStream_t stream) {
+    if (m < 1 || m > VOX_K_SKINNY_MAX_M || n < 1 || k < 8 || k % 8 || n % 8 || !y || !workspace)
+        return 0;
+    if (!vk_aligned16(x) || !vk_aligned16(w) || !vk_aligned16(workspace)) return 0;
+    const int mp = (m + 15) / 16 * 16;
+    const int per_sm = blocks_per_sm_for(mp), sms = sm_count();
+    if (per_sm < 1 || sms < 1) return 0;
+    Args p;
+    p.y = (vk_bf16 *)y;
+    p.x = (const vk_bf16 *)x;
+    p.w = (const vk_bf16 *)w;
+    p.m = m;
+    p.accumulate = accumulate != 0;
+    p.n = n;
+    p.k = k;
+    p.chunks = vk_ceil_div(k, kBK);
+    p.units = vk_ceil_div(n, kBN) * p.chunks;
+    p.grid = p.units < (int64_t)sms * per_sm ? p.units : (int64_t)sms * per_sm;
+    const size_t tb = tickets_bytes(n);
+    const size_t need = tb + (size_t)2 * p.grid * mp * kSumThreads * 4;
+    if (workspace_bytes < need) return 0;
+    p.tickets = (unsigned *)workspace;
+    p.slots = (float *)((char *)workspace + tb);
+    const dim3 grid((unsigned)p.grid), block(kThreads);
+    switch (mp) {
+    case 16: vk_launch(skinny_gemm_kernel<16>, grid, block, smem_bytes<16>(), stream, p); break;
+    case 32: vk_launch(skinny_gemm_kernel<32>, grid, block, smem_bytes<32>(), stream, p); break;
+    case 48: vk_launch(skinny_gemm_kernel<48>, grid, block, smem_bytes<48>(), stream, p); break;
+    default: vk_launch(skinny_gemm_kernel<64>, grid, block, smem_bytes<64>(), stream, p); break;
+    }
+    VOX_K_LAUNCH_CHECK();
+    return 1;
+}
