@@ -130,6 +130,10 @@ typedef struct {
     bool force_pdecode;      /* VOX_DECODE=persistent: also FP8 decoders through the kernel */
     void *pdecode_ws;
     size_t pdecode_ws_bytes;
+    /* bf16 GEMMs of 5..64 rows on kernels/skinny_gemm.cu instead of cuBLASLt (VOX_SKINNY_GEMM) */
+    bool skinny;
+    void *skinny_ws;
+    size_t skinny_ws_bytes;
     cudaError_t first_error; /* first failure seen by an operation that cannot return it */
     cublasStatus_t first_error_blas; /* its cuBLASLt status, when cuBLASLt refused (else 0) */
     char first_error_where[64];
@@ -555,6 +559,47 @@ static void lt_matmul(cuda_state *s, cudaDataType_t ab, cudaDataType_t c, int64_
 
 static void fp8_matmul(cuda_state *s, vox_tensor *y, const vox_tensor *x, const vox_tensor *w);
 
+/* A kernel's workspace of at least `need` bytes, zeroed (kernels that keep counters in it leave
+ * them zero after each launch): made on the first call outside a graph recording (a bucket's
+ * first step runs unrecorded), and grown, outside a recording, when a larger shape needs more.
+ * False when there is none (recording, or out of memory: not sticky, the caller's other path
+ * goes on). */
+static bool zeroed_workspace(cuda_state *s, void **ws, size_t *bytes, size_t need) {
+    if (*ws && *bytes >= need) return true;
+    if (s->capturing) return false;
+    cudaStreamSynchronize(s->stream); /* nothing in flight uses the old one */
+    cudaFree(*ws);
+    *ws = NULL, *bytes = 0;
+    cudaError_t e;
+    if ((e = cudaMalloc(ws, need)) || (e = cudaMemset(*ws, 0, need))) {
+        cudaGetLastError();
+        cudaFree(*ws);
+        *ws = NULL;
+        return false;
+    }
+    *bytes = need;
+    return true;
+}
+
+/* y [M, N] = x @ w^T (+ y when accumulate) on kernels/skinny_gemm.cu, where it is switched on
+ * and takes the shape: bf16, M = 5..64 (four rows or fewer are the matvec kernel's). Its
+ * workspace covers N up to 2^18 (the lm_head's 131072 rows included). False when not taken. */
+#define SKINNY_MIN_M 5
+#define SKINNY_MAX_N (1 << 18)
+static bool skinny_matmul(cuda_state *s, int64_t M, int64_t N, int64_t K, const void *w,
+                          const void *x, void *y, bool accumulate) {
+    if (!s->skinny || M < SKINNY_MIN_M || M > VOX_K_SKINNY_MAX_M || N > SKINNY_MAX_N) return false;
+    if (!zeroed_workspace(s, &s->skinny_ws, &s->skinny_ws_bytes,
+                          vox_k_skinny_gemm_workspace_bytes(SKINNY_MAX_N)))
+        return false;
+    if (!vox_k_skinny_gemm(y, x, w, (int)M, N, K, accumulate, s->skinny_ws, s->skinny_ws_bytes,
+                           s->stream))
+        return false;
+    LAUNCHED(s, "skinny_gemm");
+    return true;
+}
+
+
 static void cu_matmul(vox_backend *be, vox_tensor *y, const vox_tensor *x, const vox_tensor *w,
                       const vox_tensor *bias) {
     cuda_state *s = S(be);
@@ -572,6 +617,7 @@ static void cu_matmul(vox_backend *be, vox_tensor *y, const vox_tensor *x, const
     /* cuBLASLt honours the bias epilogue with one rounding only on aligned shapes; elsewhere it
      * was measured rounding the product, then the sum. Those shapes (none in the model) get a
      * float32 product and one rounding after the bias in a kernel. */
+    if (!bias && skinny_matmul(s, M, N, K, w->data, x->data, y->data, false)) return;
     if (K % 8 == 0 && N % 8 == 0) {
         lt_matmul(s, CUDA_R_16BF, CUDA_R_16BF, M, N, K, w->data, x->data, y->data,
                   bias ? bias->data : NULL, bias ? 1 : 0, false);
@@ -1090,7 +1136,7 @@ static bool cu_projection(vox_backend *be, const vox_projection *p) {
         VOX_ASSERT((int64_t)(vox_tensor_numel(p->w) / (size_t)N) == K && rows(p->y) == M &&
                    cols(p->y) == N && p->y->dtype == VOX_DTYPE_BF16 && p->x->dtype == VOX_DTYPE_BF16);
         if (p->bias) VOX_ASSERT(p->bias->dtype == VOX_DTYPE_BF16 && (int64_t)vox_tensor_numel(p->bias) == N);
-        if (M > 0)
+        if (M > 0 && (p->bias || !skinny_matmul(s, M, N, K, p->w->data, p->x->data, p->y->data, true)))
             lt_matmul(s, CUDA_R_16BF, CUDA_R_16BF, M, N, K, p->w->data, p->x->data, p->y->data,
                       p->bias ? p->bias->data : NULL, p->bias ? 1 : 0, true);
         return true;
@@ -1134,26 +1180,11 @@ static bool cu_projection(vox_backend *be, const vox_projection *p) {
     return true;
 }
 
-/* The decoder layers of a one-row decode step as one persistent kernel (kernels/pdecode.cu). Its
- * workspace is made on the first call outside a graph recording (a bucket's first step runs
- * unrecorded), and grows (outside a recording) if a larger model needs more; the layers'
- * pointers travel in the launch's parameters. */
+/* The decoder layers of a one-row decode step as one persistent kernel (kernels/pdecode.cu); the
+ * layers' pointers travel in the launch's parameters. */
 static bool pdecode_workspace(cuda_state *s, const vox_k_pdecode_args *a) {
-    size_t ws = vox_k_pdecode_workspace_bytes(a);
-    if (s->pdecode_ws && s->pdecode_ws_bytes >= ws) return true;
-    if (s->capturing) return false;
-    cudaStreamSynchronize(s->stream); /* nothing in flight uses the old one */
-    cudaFree(s->pdecode_ws);
-    s->pdecode_ws = NULL, s->pdecode_ws_bytes = 0;
-    cudaError_t e;
-    if ((e = cudaMalloc(&s->pdecode_ws, ws)) || (e = cudaMemset(s->pdecode_ws, 0, ws))) {
-        cudaGetLastError(); /* not sticky: the op-by-op path goes on */
-        cudaFree(s->pdecode_ws);
-        s->pdecode_ws = NULL;
-        return false;
-    }
-    s->pdecode_ws_bytes = ws;
-    return true;
+    return zeroed_workspace(s, &s->pdecode_ws, &s->pdecode_ws_bytes,
+                            vox_k_pdecode_workspace_bytes(a));
 }
 
 /* CUDA backends alive in this process, per device. The persistent kernel needs every one of its
@@ -1417,6 +1448,7 @@ static void cu_destroy(vox_backend *be) {
     cudaFree(s->attn_ws);
     free(s->attn_ws_at);
     cudaFree(s->pdecode_ws);
+    cudaFree(s->skinny_ws);
     cudaFree(s->gemm_ws);
     cudaFree(s->batch_dev);
     cudaFreeHost(s->batch_pinned);
@@ -1487,6 +1519,8 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
     snprintf(s->name, sizeof s->name, "cuda:%d", device);
     const char *no_matvec = getenv("VOX_NO_MATVEC");
     s->no_matvec = no_matvec && *no_matvec && strcmp(no_matvec, "0") != 0;
+    const char *skinny = getenv("VOX_SKINNY_GEMM");
+    s->skinny = skinny && *skinny && strcmp(skinny, "0") != 0;
     const char *decode = getenv("VOX_DECODE");
     s->no_pdecode = decode && strcmp(decode, "graph") == 0;
     s->force_pdecode = decode && strcmp(decode, "persistent") == 0;
