@@ -218,17 +218,25 @@ int vox_k_matvec(const vox_k_matvec_args *args, cudaStream_t stream);
 /* y [m, n] = x [m, k] @ w [n, k]^T, bf16 in and out, fp32 sums, for m = 1..VOX_K_SKINNY_MAX_M
  * (the batched decode step's projections, where cuBLASLt streams the small weight matrices well
  * below the card's bandwidth). accumulate: y = bf16(y + sum), one rounding (cuBLASLt's beta = 1;
- * y must not alias x). The workspace (vox_k_skinny_gemm_workspace_bytes(n) bytes for any n up to
- * the one given, on the current device) must be zeroed once before the first call; each call
- * leaves it ready for the next. Calls sharing a workspace must be ordered (one stream). The
+ * y must not alias x). n <= VOX_K_SKINNY_MAX_N. The workspace (vox_k_skinny_gemm_workspace_bytes()
+ * bytes on the current device) must be zeroed once before the first call; each call leaves it
+ * ready for the next. Calls sharing a workspace must be ordered (one stream). The
  * result does not depend on run or grid timing (partial sums are added in a fixed order).
  * Returns 0, launching nothing, when it does not take the arguments (m, n or k not a positive
  * multiple of 8 for n and k, x or w not 16-byte aligned, workspace too small). */
 #define VOX_K_SKINNY_MAX_M 64
-size_t vox_k_skinny_gemm_workspace_bytes(int64_t max_n);
+#define VOX_K_SKINNY_MAX_N (1 << 19)
+size_t vox_k_skinny_gemm_workspace_bytes(void);
 int vox_k_skinny_gemm(void *y, const void *x, const void *w, int m, int64_t n, int64_t k,
                       int accumulate, void *workspace, size_t workspace_bytes,
                       cudaStream_t stream);
+/* The same with configuration `variant` (0 .. count - 1; -1: the default, or VOX_SKINNY_VARIANT
+ * from the environment), for the tests' comparisons; its name for their tables. */
+int vox_k_skinny_gemm_variant(int variant, void *y, const void *x, const void *w, int m, int64_t n,
+                              int64_t k, int accumulate, void *workspace, size_t workspace_bytes,
+                              cudaStream_t stream);
+int vox_k_skinny_gemm_variant_count(void);
+const char *vox_k_skinny_gemm_variant_name(int variant);
 
 /* ---- one decode step of one sequence as one persistent kernel (kernels/pdecode.cu) ---- */
 /* Every layer of the text decoder and the lm_head for one row, in one launch of one block per

@@ -7,7 +7,7 @@
 // section 1): too few tiles to keep every SM reading, or a split-K reduction pass after them.
 //
 // Design:
-//  - Work units are (tile of 128 weight rows, chunk of 64 columns), numbered tile-major; each of
+//  - Work units are (tile of 128 weight rows, chunk of BK columns), numbered tile-major; each of
 //    the G blocks (as many as are resident) takes an equal contiguous run of units ("stream-K"),
 //    so every SM streams the same share of the weights whatever the number of tiles.
 //  - A block runs its units through a ring of kStages shared-memory buffers filled by cp.async
@@ -34,8 +34,6 @@
 namespace {
 
 constexpr int kBN = 128;    // weight rows (columns of y) a tile
-constexpr int kBK = 64;     // columns of w and x a chunk: 128 bytes of a row
-constexpr int kStages = 5;  // chunks in the ring
 constexpr int kWarps = 8;   // 4 along the tile's rows x 2 along the chunk
 constexpr int kThreads = kWarps * 32;
 constexpr int kSumThreads = kThreads / 2; // the warps of the first chunk half hold the sums
@@ -50,10 +48,21 @@ struct Args {
     unsigned *tickets;  // [tiles]
 };
 
-// Byte offset of 16-byte piece j of row r in a [rows][64] bf16 buffer: row r's pieces are
-// permuted by r & 7, so the 8 rows an ldmatrix reads (same piece) fall in 8 different banks.
-__device__ __forceinline__ uint32_t swz(int r, int j) {
-    return (uint32_t)(r * 128 + ((j ^ (r & 7)) << 4));
+// Configurations: BK columns of w and x a chunk (BK * 2 bytes of each weight row: longer runs
+// of a row per request are kinder to DRAM pages), STAGES chunks in the ring. Index 0 is the
+// default; VOX_SKINNY_VARIANT=i picks another for comparisons.
+struct Config {
+    int bk, stages;
+    const char *name;
+};
+constexpr Config kConfigs[] = {{64, 5, "bk64 s5"}, {128, 4, "bk128 s4"}};
+constexpr int kNumConfigs = (int)(sizeof kConfigs / sizeof kConfigs[0]);
+
+// Byte offset of 16-byte piece j of row r in a [rows][BK] bf16 buffer: the low 3 bits of a row's
+// piece index are permuted by r & 7, so the 8 rows an ldmatrix reads (same piece) fall in 8
+// different bank groups.
+template <int BK> __device__ __forceinline__ uint32_t swz(int r, int j) {
+    return (uint32_t)(r * (BK * 2) + ((j ^ (r & 7)) << 4));
 }
 
 // cp.async of 16 bytes with an L2 cache policy (zero-filled when !valid).
@@ -92,11 +101,14 @@ __device__ __forceinline__ void store_tile(const Args &p, int64_t tile, int wn, 
             }
 }
 
-// MP: rows of x padded to a multiple of 16 (16, 32, 48, 64).
-template <int MP>
-__global__ void __launch_bounds__(kThreads, MP <= 16 ? 2 : 1) skinny_gemm_kernel(const Args p) {
+// MP: rows of x padded to a multiple of 16 (16, 32, 48, 64); BK, kStages: the configuration.
+template <int MP, int BK, int kStages>
+__global__ void __launch_bounds__(kThreads, MP <= 16 && BK == 64 ? 2 : 1)
+    skinny_gemm_kernel(const Args p) {
     constexpr int NT = MP / 8; // 8-row tiles of x
-    constexpr int W_BYTES = kBN * kBK * 2, STAGE = W_BYTES + MP * kBK * 2;
+    constexpr int P = BK / 8;  // 16-byte pieces a row of a chunk
+    constexpr int KS = BK / 32; // k16 steps of a warp's half of the chunk
+    constexpr int W_BYTES = kBN * BK * 2, STAGE = W_BYTES + MP * BK * 2;
     constexpr int NACC = 2 * NT * 4; // = MP
     extern __shared__ __align__(128) unsigned char smem[];
     float *red = reinterpret_cast<float *>(smem + kStages * STAGE); // [NACC][kSumThreads]
@@ -108,75 +120,88 @@ __global__ void __launch_bounds__(kThreads, MP <= 16 ? 2 : 1) skinny_gemm_kernel
     const int64_t b = blockIdx.x;
     const int64_t u0 = first_unit(p, b);
     const int nu = (int)(first_unit(p, b + 1) - u0);
+    const int chunks = (int)p.chunks;
+    const int64_t tile0 = u0 / chunks;
+    const int c0 = (int)(u0 % chunks);
     uint64_t policy;
     asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
 
-    auto load_w = [&](int i) { // unit u0 + i's weights into buffer i % kStages
-        const int64_t u = u0 + i, tile = u / p.chunks, c = u % p.chunks;
-        const uint32_t dst = sbase + (uint32_t)((i % kStages) * STAGE);
+    // Units are walked with (tile, chunk) counters: no divisions in the loop.
+    auto load_w = [&](int buf, int64_t tile, int c) {
+        const uint32_t dst = sbase + (uint32_t)(buf * STAGE);
+        const vk_bf16 *src0 = p.w + tile * kBN * p.k + (int64_t)c * BK;
 #pragma unroll
-        for (int q = tid; q < kBN * 8; q += kThreads) {
-            const int r = q >> 3, j = q & 7;
-            const int64_t row = tile * kBN + r, col = c * kBK + j * 8;
-            const bool ok = row < p.n && col < p.k;
-            cp_async16_policy(dst + swz(r, j), ok ? p.w + row * p.k + col : p.w, ok, policy);
+        for (int q = tid; q < kBN * P; q += kThreads) {
+            const int r = q / P, j = q % P;
+            const bool ok = tile * kBN + r < p.n && c * BK + j * 8 < p.k;
+            cp_async16_policy(dst + swz<BK>(r, j), ok ? src0 + r * p.k + j * 8 : p.w, ok, policy);
         }
     };
-    auto load_x = [&](int i) {
-        const int64_t c = (u0 + i) % p.chunks;
-        const uint32_t dst = sbase + (uint32_t)((i % kStages) * STAGE + W_BYTES);
+    auto load_x = [&](int buf, int c) {
+        const uint32_t dst = sbase + (uint32_t)(buf * STAGE + W_BYTES);
 #pragma unroll
-        for (int q = tid; q < MP * 8; q += kThreads) {
-            const int r = q >> 3, j = q & 7;
-            const int64_t col = c * kBK + j * 8;
+        for (int q = tid; q < MP * P; q += kThreads) {
+            const int r = q / P, j = q % P;
+            const int col = c * BK + j * 8;
             const bool ok = r < p.m && col < p.k;
-            vk_cp_async16(dst + swz(r, j), ok ? p.x + (int64_t)r * p.k + col : p.x, ok);
+            vk_cp_async16(dst + swz<BK>(r, j), ok ? p.x + (int64_t)r * p.k + col : p.x, ok);
         }
+    };
+    auto next = [chunks](int64_t &tile, int &c) {
+        if (++c == chunks) c = 0, tile++;
     };
 
     // The ring's first kStages - 1 chunks: weights before the wait for x's writer, then x.
+    int64_t lt = tile0; // the next unit to load
+    int lc = c0;
 #pragma unroll
     for (int i = 0; i < kStages - 1; i++) {
-        if (i < nu) load_w(i);
+        if (i < nu) load_w(i, lt, lc), next(lt, lc);
         vk_cp_async_commit();
     }
     vk_pdl_wait();
-    for (int i = 0; i < kStages - 1 && i < nu; i++) load_x(i);
+    {
+        int64_t t = tile0;
+        int c = c0;
+        for (int i = 0; i < kStages - 1 && i < nu; i++) load_x(i, c), next(t, c);
+    }
     vk_cp_async_commit();
 
     float acc[2][NT][4];
+    float *flat = &acc[0][0][0];
 #pragma unroll
-    for (int mt = 0; mt < 2; mt++)
-#pragma unroll
-        for (int nt = 0; nt < NT; nt++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) acc[mt][nt][e] = 0.0f;
-    const int64_t tile0 = u0 / p.chunks;
+    for (int j = 0; j < NACC; j++) flat[j] = 0.0f;
+    int64_t tile = tile0; // the unit being computed
+    int c = c0;
+    int buf = 0, lbuf = kStages - 1;
 
     for (int i = 0; i < nu; i++) {
         // unit i's group is complete (the groups of the kStages - 2 units after it may not be)
         if (i == 0) vk_cp_async_wait<0>();
         else vk_cp_async_wait<kStages - 2>();
-        __syncthreads(); // ... for every thread, and buffer (i - 1) % kStages is free again
+        __syncthreads(); // ... for every thread, and buffer lbuf (used by unit i - 1) is free
         if (i + kStages - 1 < nu) {
-            load_w(i + kStages - 1);
-            load_x(i + kStages - 1);
+            load_w(lbuf, lt, lc);
+            load_x(lbuf, lc);
+            next(lt, lc);
         }
         vk_cp_async_commit();
+        lbuf = lbuf == kStages - 1 ? 0 : lbuf + 1;
 
-        const uint32_t sw = sbase + (uint32_t)((i % kStages) * STAGE), sx = sw + W_BYTES;
+        const uint32_t sw = sbase + (uint32_t)(buf * STAGE), sx = sw + W_BYTES;
+        buf = buf == kStages - 1 ? 0 : buf + 1;
 #pragma unroll
-        for (int ks = 0; ks < 2; ks++) {
-            const int piece = wk * 4 + ks * 2; // the 16-byte piece where this k16 step starts
+        for (int ks = 0; ks < KS; ks++) {
+            const int piece = wk * (P / 2) + ks * 2; // the 16-byte piece where this k16 step starts
             uint32_t a[2][4];
 #pragma unroll
             for (int mt = 0; mt < 2; mt++)
-                vk_ldmatrix_x4(a[mt], sw + swz(wn * 32 + mt * 16 + (lane & 15), piece + (lane >> 4)));
+                vk_ldmatrix_x4(a[mt], sw + swz<BK>(wn * 32 + mt * 16 + (lane & 15), piece + (lane >> 4)));
 #pragma unroll
             for (int np = 0; np < NT / 2; np++) {
                 // b for x rows np*16 .. +7 (k 0-7, 8-15), then rows np*16 + 8 .. +15
                 uint32_t bq[4];
-                vk_ldmatrix_x4(bq, sx + swz(np * 16 + (lane & 7) + ((lane >> 4) << 3),
+                vk_ldmatrix_x4(bq, sx + swz<BK>(np * 16 + (lane & 7) + ((lane >> 4) << 3),
                                             piece + ((lane >> 3) & 1)));
 #pragma unroll
                 for (int mt = 0; mt < 2; mt++) {
@@ -186,14 +211,15 @@ __global__ void __launch_bounds__(kThreads, MP <= 16 ? 2 : 1) skinny_gemm_kernel
             }
         }
 
-        const int64_t u = u0 + i;
-        const bool tile_end = u % p.chunks == p.chunks - 1;
+        const bool tile_end = c == chunks - 1;
+        const int seg_c0 = tile == tile0 ? c0 : 0; // where this block's part of the tile began
+        const int seg_c1 = c;
+        next(tile, c);
         if (!tile_end && i != nu - 1) continue;
         if (i == nu - 1) vk_pdl_trigger(); // every load of this block has been consumed
+        const int64_t t = tile_end ? tile - 1 : tile; // the tile just finished (part of)
 
-        // ---- the end of this block's part of a tile ----
-        const int64_t tile = u / p.chunks;
-        float *flat = &acc[0][0][0];
+        // ---- the end of this block's part of tile t ----
         // the second chunk half's sums into the first's, through shared memory
         if (wk == 1)
 #pragma unroll
@@ -202,39 +228,60 @@ __global__ void __launch_bounds__(kThreads, MP <= 16 ? 2 : 1) skinny_gemm_kernel
         if (wk == 0)
 #pragma unroll
             for (int j = 0; j < NACC; j++) flat[j] += red[j * kSumThreads + sum_tid];
-        const bool whole = (u0 + i + 1 - (tile * p.chunks)) == p.chunks &&
-                           (tile > tile0 || u0 % p.chunks == 0);
-        if (whole) {
-            if (wk == 0) store_tile<NT>(p, tile, wn, lane, acc);
+        if (seg_c0 == 0 && seg_c1 == chunks - 1) { // the whole tile
+            if (wk == 0) store_tile<NT>(p, t, wn, lane, acc);
         } else {
-            const int64_t slot = 2 * b + (tile == tile0 ? 0 : 1);
+            const int64_t slot = 2 * b + (t == tile0 ? 0 : 1);
             if (wk == 0) {
                 float *dst = p.slots + slot * (int64_t)NACC * kSumThreads;
 #pragma unroll
                 for (int j = 0; j < NACC; j++) dst[j * kSumThreads + sum_tid] = flat[j];
                 __threadfence(); // the partials are visible before the ticket counts them
             }
-            __syncthreads();
-            const int64_t b_first = block_of_unit(p, tile * p.chunks);
-            const int64_t b_last = block_of_unit(p, tile * p.chunks + p.chunks - 1);
+            __syncthreads(); // (also: every thread is done with red)
+            const int64_t b_first = block_of_unit(p, t * chunks);
+            const int64_t b_last = block_of_unit(p, t * chunks + chunks - 1);
             if (tid == 0) {
-                const unsigned ticket = atomicAdd(&p.tickets[tile], 1u);
+                const unsigned ticket = atomicAdd(&p.tickets[t], 1u);
                 s_last = ticket == (unsigned)(b_last - b_first);
-                if (s_last) p.tickets[tile] = 0; // every block of the tile has counted itself
+                if (s_last) p.tickets[t] = 0; // every block of the tile has counted itself
             }
             __syncthreads();
             if (s_last) {
+                // the last block adds the tile's partials in block order, all 256 threads each
+                // taking half of a sum holder's values, two contributors' loads in flight at once
                 __threadfence();
+                constexpr int H = NACC / 2;
+                float sum[H];
+#pragma unroll
+                for (int j = 0; j < H; j++) sum[j] = 0.0f;
+                auto slot_of = [&](int64_t bb) {
+                    const int64_t sl = 2 * bb + (t == first_unit(p, bb) / chunks ? 0 : 1);
+                    return p.slots + sl * (int64_t)NACC * kSumThreads + (wk * H) * kSumThreads + sum_tid;
+                };
+                int64_t bb = b_first;
+                for (; bb + 1 <= b_last; bb += 2) {
+                    const float *s1 = slot_of(bb), *s2 = slot_of(bb + 1);
+                    float v1[H], v2[H];
+#pragma unroll
+                    for (int j = 0; j < H; j++) v1[j] = __ldcg(s1 + j * kSumThreads);
+#pragma unroll
+                    for (int j = 0; j < H; j++) v2[j] = __ldcg(s2 + j * kSumThreads);
+#pragma unroll
+                    for (int j = 0; j < H; j++) sum[j] = (sum[j] + v1[j]) + v2[j];
+                }
+                if (bb == b_last) {
+                    const float *s1 = slot_of(bb);
+#pragma unroll
+                    for (int j = 0; j < H; j++) sum[j] += __ldcg(s1 + j * kSumThreads);
+                }
+#pragma unroll
+                for (int j = 0; j < H; j++) red[(wk * H + j) * kSumThreads + sum_tid] = sum[j];
+                __syncthreads();
                 if (wk == 0) {
 #pragma unroll
-                    for (int j = 0; j < NACC; j++) flat[j] = 0.0f;
-                    for (int64_t bb = b_first; bb <= b_last; bb++) {
-                        const int64_t sl = 2 * bb + (tile == first_unit(p, bb) / p.chunks ? 0 : 1);
-                        const float *src = p.slots + sl * (int64_t)NACC * kSumThreads;
-#pragma unroll
-                        for (int j = 0; j < NACC; j++) flat[j] += __ldcg(src + j * kSumThreads + sum_tid);
-                    }
-                    store_tile<NT>(p, tile, wn, lane, acc);
+                    for (int j = 0; j < NACC; j++) flat[j] = red[j * kSumThreads + sum_tid];
+                    store_tile<NT>(p, t, wn, lane, acc);
                 }
             }
         }
@@ -244,17 +291,17 @@ __global__ void __launch_bounds__(kThreads, MP <= 16 ? 2 : 1) skinny_gemm_kernel
     }
 }
 
-template <int MP> constexpr size_t smem_bytes() {
-    return (size_t)kStages * (kBN * kBK * 2 + MP * kBK * 2) + (size_t)MP * kSumThreads * 4;
+template <int MP, int BK, int ST> constexpr size_t smem_bytes() {
+    return (size_t)ST * (kBN * BK * 2 + MP * BK * 2) + (size_t)MP * kSumThreads * 4;
 }
 
-// Resident blocks an SM for MP (opting the kernel into its shared memory first), 0 on failure.
-template <int MP> int blocks_per_sm() {
+// Resident blocks an SM (opting the kernel into its shared memory first), 0 on failure.
+template <int MP, int BK, int ST> int blocks_per_sm() {
     static std::atomic<uint64_t> opted{0};
-    vk_ensure_smem(skinny_gemm_kernel<MP>, smem_bytes<MP>(), opted);
+    vk_ensure_smem(skinny_gemm_kernel<MP, BK, ST>, smem_bytes<MP, BK, ST>(), opted);
     int b = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, skinny_gemm_kernel<MP>, kThreads,
-                                                      smem_bytes<MP>()) != cudaSuccess)
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, skinny_gemm_kernel<MP, BK, ST>, kThreads,
+                                                      smem_bytes<MP, BK, ST>()) != cudaSuccess)
         return 0;
     return b;
 }
@@ -267,38 +314,70 @@ int sm_count() {
     return n;
 }
 
-int blocks_per_sm_for(int mp) {
+// blocks_per_sm, or with args set the launch, of configuration `variant` at MP rows.
+template <int MP> int dispatch_mp(int variant, const Args *args, dim3 grid, cudaStream_t stream) {
+    if (variant == 1) {
+        if (!args) return blocks_per_sm<MP, 128, 4>();
+        vk_launch(skinny_gemm_kernel<MP, 128, 4>, grid, dim3(kThreads), smem_bytes<MP, 128, 4>(),
+                  stream, *args);
+        return 1;
+    }
+    if (!args) return blocks_per_sm<MP, 64, 5>();
+    vk_launch(skinny_gemm_kernel<MP, 64, 5>, grid, dim3(kThreads), smem_bytes<MP, 64, 5>(),
+              stream, *args);
+    return 1;
+}
+int dispatch(int mp, int variant, const Args *args, dim3 grid, cudaStream_t stream) {
     switch (mp) {
-    case 16: return blocks_per_sm<16>();
-    case 32: return blocks_per_sm<32>();
-    case 48: return blocks_per_sm<48>();
-    default: return blocks_per_sm<64>();
+    case 16: return dispatch_mp<16>(variant, args, grid, stream);
+    case 32: return dispatch_mp<32>(variant, args, grid, stream);
+    case 48: return dispatch_mp<48>(variant, args, grid, stream);
+    default: return dispatch_mp<64>(variant, args, grid, stream);
     }
 }
+int blocks_per_sm_for(int mp, int variant) { return dispatch(mp, variant, nullptr, dim3(), 0); }
 
-size_t tickets_bytes(int64_t n) { return ((size_t)vk_ceil_div(n, kBN) * 4 + 255) / 256 * 256; }
+// The tickets sit at the workspace's start in a region of fixed size, so that calls of any n find
+// theirs where earlier calls left them zero (never in an earlier call's partial sums).
+constexpr size_t kTicketsBytes = (size_t)VOX_K_SKINNY_MAX_N / kBN * 4;
 
 } // namespace
 
-extern "C" size_t vox_k_skinny_gemm_workspace_bytes(int64_t max_n) {
-    if (max_n < 1) return 0;
+extern "C" size_t vox_k_skinny_gemm_workspace_bytes(void) {
     const int sms = sm_count();
     size_t slots = 0;
-    for (int mp = 16; mp <= VOX_K_SKINNY_MAX_M; mp += 16) {
-        const size_t s = (size_t)2 * sms * blocks_per_sm_for(mp) * mp * kSumThreads * 4;
-        if (s > slots) slots = s;
-    }
-    return tickets_bytes(max_n) + slots;
+    for (int v = 0; v < kNumConfigs; v++)
+        for (int mp = 16; mp <= VOX_K_SKINNY_MAX_M; mp += 16) {
+            const size_t s = (size_t)2 * sms * blocks_per_sm_for(mp, v) * mp * kSumThreads * 4;
+            if (s > slots) slots = s;
+        }
+    return kTicketsBytes + slots;
 }
 
-extern "C" int vox_k_skinny_gemm(void *y, const void *x, const void *w, int m, int64_t n,
-                                 int64_t k, int accumulate, void *workspace,
-                                 size_t workspace_bytes, cudaStream_t stream) {
-    if (m < 1 || m > VOX_K_SKINNY_MAX_M || n < 1 || k < 8 || k % 8 || n % 8 || !y || !workspace)
+extern "C" int vox_k_skinny_gemm_variant_count(void) { return kNumConfigs; }
+extern "C" const char *vox_k_skinny_gemm_variant_name(int variant) {
+    return variant >= 0 && variant < kNumConfigs ? kConfigs[variant].name : NULL;
+}
+
+extern "C" int vox_k_skinny_gemm_variant(int variant, void *y, const void *x, const void *w, int m,
+                                         int64_t n, int64_t k, int accumulate, void *workspace,
+                                         size_t workspace_bytes, cudaStream_t stream) {
+    if (variant < 0) {
+        static int forced = -2;
+        if (forced == -2) {
+            const char *env = getenv("VOX_SKINNY_VARIANT");
+            forced = env && *env ? atoi(env) : -1;
+        }
+        variant = forced >= 0 && forced < kNumConfigs ? forced : 0;
+    }
+    if (variant >= kNumConfigs) return 0;
+    const int bk = kConfigs[variant].bk;
+    if (m < 1 || m > VOX_K_SKINNY_MAX_M || n < 1 || n > VOX_K_SKINNY_MAX_N || k < 8 || k % 8 ||
+        n % 8 || k > INT32_MAX - 128 || !y || !workspace)
         return 0;
     if (!vk_aligned16(x) || !vk_aligned16(w) || !vk_aligned16(workspace)) return 0;
     const int mp = (m + 15) / 16 * 16;
-    const int per_sm = blocks_per_sm_for(mp), sms = sm_count();
+    const int per_sm = blocks_per_sm_for(mp, variant), sms = sm_count();
     if (per_sm < 1 || sms < 1) return 0;
     Args p;
     p.y = (vk_bf16 *)y;
@@ -308,21 +387,22 @@ extern "C" int vox_k_skinny_gemm(void *y, const void *x, const void *w, int m, i
     p.accumulate = accumulate != 0;
     p.n = n;
     p.k = k;
-    p.chunks = vk_ceil_div(k, kBK);
+    p.chunks = vk_ceil_div(k, bk);
     p.units = vk_ceil_div(n, kBN) * p.chunks;
     p.grid = p.units < (int64_t)sms * per_sm ? p.units : (int64_t)sms * per_sm;
-    const size_t tb = tickets_bytes(n);
+    const size_t tb = kTicketsBytes;
     const size_t need = tb + (size_t)2 * p.grid * mp * kSumThreads * 4;
     if (workspace_bytes < need) return 0;
     p.tickets = (unsigned *)workspace;
     p.slots = (float *)((char *)workspace + tb);
-    const dim3 grid((unsigned)p.grid), block(kThreads);
-    switch (mp) {
-    case 16: vk_launch(skinny_gemm_kernel<16>, grid, block, smem_bytes<16>(), stream, p); break;
-    case 32: vk_launch(skinny_gemm_kernel<32>, grid, block, smem_bytes<32>(), stream, p); break;
-    case 48: vk_launch(skinny_gemm_kernel<48>, grid, block, smem_bytes<48>(), stream, p); break;
-    default: vk_launch(skinny_gemm_kernel<64>, grid, block, smem_bytes<64>(), stream, p); break;
-    }
+    dispatch(mp, variant, &p, dim3((unsigned)p.grid), stream);
     VOX_K_LAUNCH_CHECK();
     return 1;
+}
+
+extern "C" int vox_k_skinny_gemm(void *y, const void *x, const void *w, int m, int64_t n,
+                                 int64_t k, int accumulate, void *workspace,
+                                 size_t workspace_bytes, cudaStream_t stream) {
+    return vox_k_skinny_gemm_variant(-1, y, x, w, m, n, k, accumulate, workspace, workspace_bytes,
+                                     stream);
 }

@@ -582,15 +582,14 @@ static bool zeroed_workspace(cuda_state *s, void **ws, size_t *bytes, size_t nee
 }
 
 /* y [M, N] = x @ w^T (+ y when accumulate) on kernels/skinny_gemm.cu, where it is switched on
- * and takes the shape: bf16, M = 5..64 (four rows or fewer are the matvec kernel's). Its
- * workspace covers N up to 2^18 (the lm_head's 131072 rows included). False when not taken. */
+ * and takes the shape: bf16, M = 5..64 (four rows or fewer are the matvec kernel's). False when
+ * not taken. */
 #define SKINNY_MIN_M 5
-#define SKINNY_MAX_N (1 << 18)
 static bool skinny_matmul(cuda_state *s, int64_t M, int64_t N, int64_t K, const void *w,
                           const void *x, void *y, bool accumulate) {
-    if (!s->skinny || M < SKINNY_MIN_M || M > VOX_K_SKINNY_MAX_M || N > SKINNY_MAX_N) return false;
+    if (!s->skinny || M < SKINNY_MIN_M || M > VOX_K_SKINNY_MAX_M) return false;
     if (!zeroed_workspace(s, &s->skinny_ws, &s->skinny_ws_bytes,
-                          vox_k_skinny_gemm_workspace_bytes(SKINNY_MAX_N)))
+                          vox_k_skinny_gemm_workspace_bytes()))
         return false;
     if (!vox_k_skinny_gemm(y, x, w, (int)M, N, K, accumulate, s->skinny_ws, s->skinny_ws_bytes,
                            s->stream))

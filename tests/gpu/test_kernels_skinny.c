@@ -19,11 +19,14 @@
  *    in [round(P - e), round(P + e)] (rounding is monotone): the bound per element is the
  *    distance from the reference to the farther end. For these inputs e is a fraction of a
  *    bf16 step, so most outputs have one admissible value.
+ * Every case runs through the default entry and through each configuration (vox_k_skinny_gemm_
+ * variant), all with one workspace, as the backend has, over shapes of growing and shrinking n.
  * 3. Every output buffer starts as NaN (ADD: the old y) with guard words behind it; the guard
  *    must keep its bits. Results are the same bits on repeated runs (workspace reuse: the
  *    tickets must be back to zero), and the kernel refuses what it does not take (m = 0 or 65,
  *    n or k not multiples of 8, unaligned x, a workspace too small), launching nothing.
- * 4. Timing (--no-timing skips it): the decoder's shapes at m = 8, 16, 32, 64 with the weights
+ * 4. Timing (--no-timing skips it): each configuration at the decoder's shapes at m = 8, 16, 32,
+ *    64 with the weights
  *    out of L2 (several copies in rotation), as TB/s of weights read; printed, not asserted.
  *    tests/gpu/time_gemm_algos times cuBLASLt at the same shapes. */
 #include <math.h>
@@ -40,19 +43,18 @@
 static void *g_ws;
 static size_t g_ws_bytes;
 
-static void ensure_workspace(int64_t n) {
-    size_t need = vox_k_skinny_gemm_workspace_bytes(n);
-    if (need <= g_ws_bytes) return;
-    if (g_ws) gtu_dev_free(g_ws);
-    g_ws = gtu_dev_alloc(need);
-    GTU_CUDA(cudaMemset(g_ws, 0, need));
-    g_ws_bytes = need;
+/* One workspace for every call, as the backend has: a call must find it as the last left it. */
+static void ensure_workspace(void) {
+    if (g_ws) return;
+    g_ws_bytes = vox_k_skinny_gemm_workspace_bytes();
+    g_ws = gtu_dev_alloc(g_ws_bytes);
+    GTU_CUDA(cudaMemset(g_ws, 0, g_ws_bytes));
 }
 
 /* Runs the kernel on host inputs (bf16 words); returns y (n*m words, malloc'd) and checks the
  * guard. y0: the initial y (ADD), or NULL for NaN. */
-static uint16_t *run(const uint16_t *x, const uint16_t *w, const uint16_t *y0, int m, int64_t n,
-                     int64_t k, int accumulate, int *launched) {
+static uint16_t *run(int variant, const uint16_t *x, const uint16_t *w, const uint16_t *y0, int m,
+                     int64_t n, int64_t k, int accumulate, int *launched) {
     size_t ny = (size_t)m * (size_t)n;
     uint16_t *hy = (uint16_t *)gtu_malloc((ny + GUARD) * 2);
     for (size_t i = 0; i < ny + GUARD; i++) hy[i] = 0x7fc1; /* NaN */
@@ -60,8 +62,10 @@ static uint16_t *run(const uint16_t *x, const uint16_t *w, const uint16_t *y0, i
     void *dx = gtu_dev_upload(x, (size_t)m * (size_t)k * 2);
     void *dw = gtu_dev_upload(w, (size_t)n * (size_t)k * 2);
     void *dy = gtu_dev_upload(hy, (ny + GUARD) * 2);
-    ensure_workspace(n);
-    *launched = vox_k_skinny_gemm(dy, dx, dw, m, n, k, accumulate, g_ws, g_ws_bytes, 0);
+    ensure_workspace();
+    *launched = variant < 0 ? vox_k_skinny_gemm(dy, dx, dw, m, n, k, accumulate, g_ws, g_ws_bytes, 0)
+                            : vox_k_skinny_gemm_variant(variant, dy, dx, dw, m, n, k, accumulate,
+                                                        g_ws, g_ws_bytes, 0);
     uint16_t *out = (uint16_t *)gtu_malloc((ny + GUARD) * 2);
     gtu_download(out, dy, (ny + GUARD) * 2);
     int guard_ok = 1;
@@ -83,32 +87,42 @@ static void test_exact(int m, int64_t n, int64_t k, int accumulate, gtu_rng *r) 
     for (size_t i = 0; i < nx; i++) x[i] = vox_f32_to_bf16((float)((int)(gtu_next_u64(r) % 7) - 3));
     for (size_t i = 0; i < nw; i++) w[i] = vox_f32_to_bf16((float)((int)(gtu_next_u64(r) % 7) - 3));
     for (size_t i = 0; i < ny; i++) y0[i] = vox_f32_to_bf16((float)((int)(gtu_next_u64(r) % 201) - 100));
-    int launched = 0;
-    uint16_t *y = run(x, w, accumulate ? y0 : NULL, m, n, k, accumulate, &launched);
-    CHECK_MSG(launched, "exact m=%d n=%lld k=%lld: not taken", m, (long long)n, (long long)k);
-    size_t bad = 0;
+    /* the exact sums, once */
+    uint16_t *want = (uint16_t *)gtu_malloc(ny * 2);
     for (int mm = 0; mm < m; mm++)
         for (int64_t j = 0; j < n; j++) {
-            int64_t s = 0; /* exact integer sum */
+            int64_t sum = 0;
             for (int64_t i = 0; i < k; i++)
-                s += (int64_t)vox_bf16_to_f32(x[(size_t)mm * k + i]) *
-                     (int64_t)vox_bf16_to_f32(w[(size_t)j * k + i]);
-            float want = (float)s + (accumulate ? vox_bf16_to_f32(y0[(size_t)mm * n + j]) : 0.0f);
-            uint16_t wb = vox_f32_to_bf16(want), got = y[(size_t)mm * n + j];
-            if (got != wb) {
+                sum += (int64_t)vox_bf16_to_f32(x[(size_t)mm * k + i]) *
+                       (int64_t)vox_bf16_to_f32(w[(size_t)j * k + i]);
+            float v = (float)sum + (accumulate ? vox_bf16_to_f32(y0[(size_t)mm * n + j]) : 0.0f);
+            want[(size_t)mm * n + j] = vox_f32_to_bf16(v);
+        }
+    for (int v = -1; v < vox_k_skinny_gemm_variant_count(); v++) {
+        const char *name = v < 0 ? "default" : vox_k_skinny_gemm_variant_name(v);
+        int launched = 0;
+        uint16_t *y = run(v, x, w, accumulate ? y0 : NULL, m, n, k, accumulate, &launched);
+        CHECK_MSG(launched, "exact m=%d n=%lld k=%lld [%s]: not taken", m, (long long)n,
+                  (long long)k, name);
+        size_t bad = 0;
+        for (size_t i = 0; i < ny; i++)
+            if (y[i] != want[i]) {
                 if (bad < 5)
-                    fprintf(stderr, "  exact m=%d n=%lld k=%lld %s: y[%d][%lld] = %g, want %g\n", m,
-                            (long long)n, (long long)k, accumulate ? "ADD" : "STORE", mm,
-                            (long long)j, vox_bf16_to_f32(got), vox_bf16_to_f32(wb));
+                    fprintf(stderr, "  exact m=%d n=%lld k=%lld %s [%s]: y[%zu][%zu] = %g, want %g\n",
+                            m, (long long)n, (long long)k, accumulate ? "ADD" : "STORE", name,
+                            i / (size_t)n, i % (size_t)n, vox_bf16_to_f32(y[i]),
+                            vox_bf16_to_f32(want[i]));
                 bad++;
             }
-        }
-    CHECK_MSG(bad == 0, "exact m=%d n=%lld k=%lld %s: %zu of %zu outputs differ", m, (long long)n,
-              (long long)k, accumulate ? "ADD" : "STORE", bad, ny);
-    if (!bad)
-        printf("  ok exact   m=%-3d n=%-6lld k=%-5lld %-5s bit for bit (%zu outputs)\n", m,
-               (long long)n, (long long)k, accumulate ? "ADD" : "STORE", ny);
-    free(x), free(w), free(y0), free(y);
+        CHECK_MSG(bad == 0, "exact m=%d n=%lld k=%lld %s [%s]: %zu of %zu outputs differ", m,
+                  (long long)n, (long long)k, accumulate ? "ADD" : "STORE", name, bad, ny);
+        if (!bad)
+            printf("  ok exact   m=%-3d n=%-6lld k=%-5lld %-5s [%s] bit for bit (%zu outputs)\n", m,
+                   (long long)n, (long long)k, accumulate ? "ADD" : "STORE", name, ny);
+        free(y);
+    }
+    free(want);
+    free(x), free(w), free(y0);
 }
 
 /* ---- 2. random values: the rounding interval ---- */
@@ -125,9 +139,6 @@ static void test_random(int m, int64_t n, int64_t k, int accumulate, gtu_rng *r)
             xf[at] = vox_bf16_to_f32(x[at]);
         }
     uint16_t *y0 = gtu_randn_bf16(r, ny, 1.0f, 0.0f, &yf);
-    int launched = 0;
-    uint16_t *y = run(x, w, accumulate ? y0 : NULL, m, n, k, accumulate, &launched);
-    CHECK_MSG(launched, "random m=%d n=%lld k=%lld: not taken", m, (long long)n, (long long)k);
     float *got = (float *)gtu_malloc(ny * 4), *ref = (float *)gtu_malloc(ny * 4);
     float *bound = (float *)gtu_malloc(ny * 4);
     const double unit = (double)(k / 32 + 48) * ldexp(1.0, -23);
@@ -149,14 +160,21 @@ static void test_random(int m, int64_t n, int64_t k, int accumulate, gtu_rng *r)
             size_t at = (size_t)mm * n + j;
             ref[at] = c;
             bound[at] = fmaxf(hi - c, c - lo);
-            got[at] = vox_bf16_to_f32(y[at]);
         }
-    char what[96];
-    snprintf(what, sizeof what, "random m=%d n=%lld k=%lld %s", m, (long long)n, (long long)k,
-             accumulate ? "ADD" : "STORE");
-    gtu_compare_bound(what, got, ref, bound, ny);
-    free(x), free(w), free(y0), free(xf), free(wf), free(yf), free(y), free(got), free(ref),
-        free(bound);
+    for (int v = -1; v < vox_k_skinny_gemm_variant_count(); v++) {
+        const char *name = v < 0 ? "default" : vox_k_skinny_gemm_variant_name(v);
+        int launched = 0;
+        uint16_t *y = run(v, x, w, accumulate ? y0 : NULL, m, n, k, accumulate, &launched);
+        CHECK_MSG(launched, "random m=%d n=%lld k=%lld [%s]: not taken", m, (long long)n,
+                  (long long)k, name);
+        for (size_t i = 0; i < ny; i++) got[i] = vox_bf16_to_f32(y[i]);
+        char what[96];
+        snprintf(what, sizeof what, "random m=%d n=%lld k=%lld %s [%s]", m, (long long)n,
+                 (long long)k, accumulate ? "ADD" : "STORE", name);
+        gtu_compare_bound(what, got, ref, bound, ny);
+        free(y);
+    }
+    free(x), free(w), free(y0), free(xf), free(wf), free(yf), free(got), free(ref), free(bound);
 }
 
 /* ---- 3. repeated runs, refusals ---- */
@@ -168,19 +186,23 @@ static void test_repeat_and_refusals(gtu_rng *r) {
     uint16_t *w = gtu_randn_bf16(r, nw, 0.02f, 0.0f, NULL);
     void *dx = gtu_dev_upload(x, nx * 2), *dw = gtu_dev_upload(w, nw * 2);
     void *dy = gtu_dev_alloc(ny * 2);
-    ensure_workspace(n);
+    ensure_workspace();
     uint16_t *first = (uint16_t *)gtu_malloc(ny * 2), *again = (uint16_t *)gtu_malloc(ny * 2);
-    CHECK(vox_k_skinny_gemm(dy, dx, dw, m, n, k, 0, g_ws, g_ws_bytes, 0) == 1);
-    gtu_download(first, dy, ny * 2);
-    int same = 1;
-    for (int rep = 0; rep < 5; rep++) {
-        GTU_CUDA(cudaMemset(dy, 0xff, ny * 2));
-        CHECK(vox_k_skinny_gemm(dy, dx, dw, m, n, k, 0, g_ws, g_ws_bytes, 0) == 1);
-        gtu_download(again, dy, ny * 2);
-        same &= memcmp(first, again, ny * 2) == 0;
+    for (int v = 0; v < vox_k_skinny_gemm_variant_count(); v++) {
+        CHECK(vox_k_skinny_gemm_variant(v, dy, dx, dw, m, n, k, 0, g_ws, g_ws_bytes, 0) == 1);
+        gtu_download(first, dy, ny * 2);
+        int same = 1;
+        for (int rep = 0; rep < 5; rep++) {
+            GTU_CUDA(cudaMemset(dy, 0xff, ny * 2));
+            CHECK(vox_k_skinny_gemm_variant(v, dy, dx, dw, m, n, k, 0, g_ws, g_ws_bytes, 0) == 1);
+            gtu_download(again, dy, ny * 2);
+            same &= memcmp(first, again, ny * 2) == 0;
+        }
+        CHECK_MSG(same, "[%s] repeated runs gave different bits", vox_k_skinny_gemm_variant_name(v));
+        if (same)
+            printf("  ok 6 runs of m=%d n=%lld k=%lld [%s]: the same bits\n", m, (long long)n,
+                   (long long)k, vox_k_skinny_gemm_variant_name(v));
     }
-    CHECK_MSG(same, "repeated runs gave different bits");
-    if (same) printf("  ok 6 runs of m=%d n=%lld k=%lld: the same bits\n", m, (long long)n, (long long)k);
 
     /* refusals: nothing launched, y untouched */
     GTU_CUDA(cudaMemset(dy, 0x5a, ny * 2));
@@ -190,13 +212,15 @@ static void test_repeat_and_refusals(gtu_rng *r) {
     CHECK(vox_k_skinny_gemm(dy, dx, dw, m, 3068, k, 0, g_ws, g_ws_bytes, 0) == 0);
     CHECK(vox_k_skinny_gemm(dy, (char *)dx + 2, dw, m, n, k - 8, 0, g_ws, g_ws_bytes, 0) == 0);
     CHECK(vox_k_skinny_gemm(dy, dx, dw, m, n, k, 0, g_ws, 1024, 0) == 0);
+    CHECK(vox_k_skinny_gemm_variant(vox_k_skinny_gemm_variant_count(), dy, dx, dw, m, n, k, 0, g_ws,
+                                    g_ws_bytes, 0) == 0);
     CHECK(vox_k_skinny_gemm(dy, dx, dw, m, n, k, 0, NULL, g_ws_bytes, 0) == 0);
     uint16_t *after = (uint16_t *)gtu_malloc(ny * 2);
     gtu_download(after, dy, ny * 2);
     int untouched = 1;
     for (size_t i = 0; i < ny; i++) untouched &= after[i] == 0x5a5a;
     CHECK_MSG(untouched, "a refused call wrote y");
-    if (untouched) printf("  ok refusals: 7 argument sets refused, y untouched\n");
+    if (untouched) printf("  ok refusals: 8 argument sets refused, y untouched\n");
     gtu_dev_free(dx), gtu_dev_free(dw), gtu_dev_free(dy);
     free(x), free(w), free(first), free(again), free(after);
 }
@@ -209,7 +233,7 @@ static void time_shapes(gtu_rng *r) {
     } shapes[] = {{"q|k|v", 6144, 3072}, {"o", 3072, 4096}, {"gate|up", 16384, 3072}, {"down", 3072, 8192}};
     static const int ms[] = {8, 16, 32, 64};
     printf("\ntiming (weights out of L2: copies in rotation; us a call, TB/s of weights)\n");
-    printf("%-8s %6s %6s", "shape", "n", "k");
+    printf("%-8s %-9s %6s %6s", "shape", "config", "n", "k");
     for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) printf("   m=%-2d us  TB/s", ms[i]);
     printf("\n");
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
@@ -221,16 +245,20 @@ static void time_shapes(gtu_rng *r) {
         for (int c = 0; c < COPIES; c++) dw[c] = gtu_dev_upload(w, nw * 2);
         uint16_t *x = gtu_randn_bf16(r, (size_t)64 * k, 1.0f, 0.0f, NULL);
         void *dx = gtu_dev_upload(x, (size_t)64 * k * 2), *dy = gtu_dev_alloc((size_t)64 * n * 2);
-        ensure_workspace(n);
-        printf("%-8s %6lld %6lld", shapes[s].name, (long long)n, (long long)k);
-        for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
-            const int m = ms[i];
-            int it = 0;
-            double us;
-            GTU_TIME_US(us, 40, vox_k_skinny_gemm(dy, dx, dw[(it++) % COPIES], m, n, k, 0, g_ws, g_ws_bytes, 0));
-            printf("   %8.1f %5.2f", us, (double)nw * 2 / (us * 1e-6) / 1e12);
+        ensure_workspace();
+        for (int v = 0; v < vox_k_skinny_gemm_variant_count(); v++) {
+            printf("%-8s %-9s %6lld %6lld", shapes[s].name, vox_k_skinny_gemm_variant_name(v),
+                   (long long)n, (long long)k);
+            for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
+                const int m = ms[i];
+                int it = 0;
+                double us;
+                GTU_TIME_US(us, 40, vox_k_skinny_gemm_variant(v, dy, dx, dw[(it++) % COPIES], m, n, k,
+                                                              0, g_ws, g_ws_bytes, 0));
+                printf("   %8.1f %5.2f", us, (double)nw * 2 / (us * 1e-6) / 1e12);
+            }
+            printf("\n");
         }
-        printf("\n");
         for (int c = 0; c < COPIES; c++) gtu_dev_free(dw[c]);
         gtu_dev_free(dx), gtu_dev_free(dy);
         free(w), free(x);
