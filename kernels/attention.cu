@@ -952,12 +952,8 @@ size_t vox_k_decode_attention_workspace_init(void *workspace, int batch, int n_h
 /* The split configuration vox_k_decode_attention runs: 1, or VOX_ATTN_DECODE=N (1 <= N <
  * kNumDecode) from the environment, for end-to-end A/B runs of the configurations (read once). */
 static int decode_auto_variant() {
-    static const int v = [] {
-        const char *e = getenv("VOX_ATTN_DECODE");
-        const int n = e ? atoi(e) : 0;
-        return n >= 1 && n < kNumDecode ? n : 1;
-    }();
-    return v;
+    static int picked = -2;
+    return vk_env_variant("VOX_ATTN_DECODE", 1, kNumDecode, 1, picked);
 }
 
 /* Runs decode variant `variant` (-1 what vox_k_decode_attention picks, 0 simple, 1.. the split

@@ -53,6 +53,18 @@ static void vk_ensure_smem(Kernel kernel, size_t bytes, std::atomic<uint64_t> &d
 }
 
 static inline int64_t vk_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+// The configuration a launcher picks when not told: `var` from the environment when it names one
+// of lo .. count - 1 (for A/B runs of a kernel's configurations), else `fallback`. Read once per
+// call site: pass a static int initialised to -2 as `cache`.
+static inline int vk_env_variant(const char *var, int lo, int count, int fallback, int &cache) {
+    if (cache == -2) {
+        const char *e = getenv(var);
+        const int n = e && *e ? atoi(e) : -1;
+        cache = n >= lo && n < count ? n : fallback;
+    }
+    return cache;
+}
+
 static inline bool vk_aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 
 static __device__ __forceinline__ float vk_f(vk_bf16 x) { return __bfloat162float(x); }

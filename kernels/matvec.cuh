@@ -410,14 +410,8 @@ bool takes(const vox_k_matvec_args *a) {
 // are not taken.
 template <bool FP8>
 int launch_variant(int variant, const vox_k_matvec_args *a, cudaStream_t stream) {
-    if (variant < 0) {
-        static int forced = -2;
-        if (forced == -2) {
-            const char *env = getenv("VOX_MATVEC_VARIANT");
-            forced = env && *env ? atoi(env) : -1;
-        }
-        variant = forced >= 0 && forced < kNumConfigs ? forced : 0;
-    }
+    static int picked = -2;
+    if (variant < 0) variant = vk_env_variant("VOX_MATVEC_VARIANT", 0, kNumConfigs, 0, picked);
     if (variant >= kNumConfigs || !takes<FP8>(a)) return 0;
     launch_config<FP8>(variant, *a, stream);
     return 1;

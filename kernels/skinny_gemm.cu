@@ -362,14 +362,8 @@ extern "C" const char *vox_k_skinny_gemm_variant_name(int variant) {
 extern "C" int vox_k_skinny_gemm_variant(int variant, void *y, const void *x, const void *w, int m,
                                          int64_t n, int64_t k, int accumulate, void *workspace,
                                          size_t workspace_bytes, cudaStream_t stream) {
-    if (variant < 0) {
-        static int forced = -2;
-        if (forced == -2) {
-            const char *env = getenv("VOX_SKINNY_VARIANT");
-            forced = env && *env ? atoi(env) : -1;
-        }
-        variant = forced >= 0 && forced < kNumConfigs ? forced : 0;
-    }
+    static int picked = -2;
+    if (variant < 0) variant = vk_env_variant("VOX_SKINNY_VARIANT", 0, kNumConfigs, 0, picked);
     if (variant >= kNumConfigs) return 0;
     const int bk = kConfigs[variant].bk;
     if (m < 1 || m > VOX_K_SKINNY_MAX_M || n < 1 || n > VOX_K_SKINNY_MAX_N || k < 8 || k % 8 ||

@@ -79,6 +79,19 @@ static uint16_t *run(int variant, const uint16_t *x, const uint16_t *w, const ui
     return out;
 }
 
+/* The name of configuration v (-1: the default entry). */
+static const char *variant_name(int v) { return v < 0 ? "default" : vox_k_skinny_gemm_variant_name(v); }
+
+/* run() through configuration v, checking that it took the case (`what` names the test). */
+static uint16_t *run_checked(const char *what, int v, const uint16_t *x, const uint16_t *w,
+                             const uint16_t *y0, int m, int64_t n, int64_t k, int accumulate) {
+    int launched = 0;
+    uint16_t *y = run(v, x, w, accumulate ? y0 : NULL, m, n, k, accumulate, &launched);
+    CHECK_MSG(launched, "%s m=%d n=%lld k=%lld [%s]: not taken", what, m, (long long)n,
+              (long long)k, variant_name(v));
+    return y;
+}
+
 /* ---- 1. small integers: bit for bit ---- */
 static void test_exact(int m, int64_t n, int64_t k, int accumulate, gtu_rng *r) {
     size_t nx = (size_t)m * (size_t)k, nw = (size_t)n * (size_t)k, ny = (size_t)m * (size_t)n;
@@ -99,11 +112,8 @@ static void test_exact(int m, int64_t n, int64_t k, int accumulate, gtu_rng *r) 
             want[(size_t)mm * n + j] = vox_f32_to_bf16(v);
         }
     for (int v = -1; v < vox_k_skinny_gemm_variant_count(); v++) {
-        const char *name = v < 0 ? "default" : vox_k_skinny_gemm_variant_name(v);
-        int launched = 0;
-        uint16_t *y = run(v, x, w, accumulate ? y0 : NULL, m, n, k, accumulate, &launched);
-        CHECK_MSG(launched, "exact m=%d n=%lld k=%lld [%s]: not taken", m, (long long)n,
-                  (long long)k, name);
+        const char *name = variant_name(v);
+        uint16_t *y = run_checked("exact", v, x, w, y0, m, n, k, accumulate);
         size_t bad = 0;
         for (size_t i = 0; i < ny; i++)
             if (y[i] != want[i]) {
@@ -162,11 +172,8 @@ static void test_random(int m, int64_t n, int64_t k, int accumulate, gtu_rng *r)
             bound[at] = fmaxf(hi - c, c - lo);
         }
     for (int v = -1; v < vox_k_skinny_gemm_variant_count(); v++) {
-        const char *name = v < 0 ? "default" : vox_k_skinny_gemm_variant_name(v);
-        int launched = 0;
-        uint16_t *y = run(v, x, w, accumulate ? y0 : NULL, m, n, k, accumulate, &launched);
-        CHECK_MSG(launched, "random m=%d n=%lld k=%lld [%s]: not taken", m, (long long)n,
-                  (long long)k, name);
+        const char *name = variant_name(v);
+        uint16_t *y = run_checked("random", v, x, w, y0, m, n, k, accumulate);
         for (size_t i = 0; i < ny; i++) got[i] = vox_bf16_to_f32(y[i]);
         char what[96];
         snprintf(what, sizeof what, "random m=%d n=%lld k=%lld %s [%s]", m, (long long)n,
