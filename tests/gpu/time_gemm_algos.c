@@ -4,7 +4,12 @@
  * at the card's bandwidth. It decides whether timing the candidates once per shape (autotuning)
  * or a kernel of our own for skinny GEMMs is worth building (bench/NOTES-2026-12-02-*.md).
  *
- *   time_gemm_algos [M ...]     (default M: 8 16 32 64 128 206)
+ *   time_gemm_algos [--fp8] [--encoder] [M ...]     (default M: 8 16 32 64 128 206)
+ *
+ * --fp8: F8_E4M3 weights and inputs with outer-vector scales (the backend's fp8_gemm, issue 10's
+ * scheme), bf16 out: whether cuBLASLt's FP8 GEMMs read half the bytes in less time at these row
+ * counts. --encoder: the audio encoder's shapes instead (1280 wide; M = 1500 a chunk), e.g. to
+ * run cuBLASLt's choices for an encoder group under compute-sanitizer on their own.
  *
  * Same call as the backend's lt_matmul: bf16 in and out, fp32 compute, W^T X in cuBLAS's
  * column-major view, 32 MB workspace, fp32 split-K reduction only. Weight copies rotate through
@@ -23,10 +28,14 @@ typedef struct {
     int64_t n, k;
 } shape;
 
-static const shape shapes[] = {
+static const shape decoder_shapes[] = {
     {"qkv", 6144, 3072},    {"o", 3072, 4096},         {"gate|up", 16384, 3072},
     {"down", 3072, 8192},   {"lm_head", 131072, 3072},
 };
+static const shape encoder_shapes[] = {
+    {"enc qkvo", 1280, 1280}, {"enc fc1", 5120, 1280}, {"enc fc2", 1280, 5120},
+};
+static bool fp8; /* --fp8 */
 
 static cublasLtHandle_t lt;
 static void *workspace;
@@ -60,17 +69,28 @@ static float time_algo(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t la,
 }
 
 static void run_shape(const shape *sh, int64_t M) {
-    const size_t wbytes = (size_t)sh->n * sh->k * 2;
+    const size_t esize = fp8 ? 1 : 2; /* bytes an element of w and x */
+    const size_t wbytes = (size_t)sh->n * sh->k * esize;
     int copies = (int)((512u << 20) / wbytes) + 2;
     if (copies > 64) copies = 64;
     void *w[64], *x, *y;
     for (int i = 0; i < copies; i++) {
         GTU_CUDA(cudaMalloc(&w[i], wbytes));
-        GTU_CUDA(cudaMemset(w[i], 0x3c, wbytes)); /* bf16 ~0.011: finite sums */
+        GTU_CUDA(cudaMemset(w[i], 0x3c, wbytes)); /* bf16 ~0.011, E4M3 1.5: finite sums */
     }
-    GTU_CUDA(cudaMalloc(&x, (size_t)M * sh->k * 2));
-    GTU_CUDA(cudaMemset(x, 0x3c, (size_t)M * sh->k * 2));
+    GTU_CUDA(cudaMalloc(&x, (size_t)M * sh->k * esize));
+    GTU_CUDA(cudaMemset(x, 0x3c, (size_t)M * sh->k * esize));
     GTU_CUDA(cudaMalloc(&y, (size_t)M * sh->n * 2));
+    float *w_scale = NULL, *x_scale = NULL; /* --fp8: row scales of w and x, all 1/1024 */
+    if (fp8) {
+        const size_t ns = (size_t)(sh->n > M ? sh->n : M);
+        float *ones = (float *)gtu_malloc(ns * sizeof(float));
+        for (size_t i = 0; i < ns; i++) ones[i] = 1.0f / 1024;
+        w_scale = (float *)gtu_dev_upload(ones, (size_t)sh->n * sizeof(float));
+        x_scale = (float *)gtu_dev_upload(ones, (size_t)M * sizeof(float));
+        free(ones);
+    }
+    const cudaDataType_t ab = fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
 
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t la, lb, lc;
@@ -78,8 +98,17 @@ static void run_shape(const shape *sh, int64_t M) {
     cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F);
     cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
     cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
-    cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, (uint64_t)sh->k, (uint64_t)sh->n, sh->k);
-    cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, (uint64_t)sh->k, (uint64_t)M, sh->k);
+    if (fp8) { /* as the backend's lt_matmul_scaled */
+        int32_t mode = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof mode);
+        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof mode);
+        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &w_scale,
+                                       sizeof w_scale);
+        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &x_scale,
+                                       sizeof x_scale);
+    }
+    cublasLtMatrixLayoutCreate(&la, ab, (uint64_t)sh->k, (uint64_t)sh->n, sh->k);
+    cublasLtMatrixLayoutCreate(&lb, ab, (uint64_t)sh->k, (uint64_t)M, sh->k);
     cublasLtMatrixLayoutCreate(&lc, CUDA_R_16BF, (uint64_t)sh->n, (uint64_t)M, sh->n);
     cublasLtMatmulPreference_t pref;
     cublasLtMatmulPreferenceCreate(&pref);
@@ -104,6 +133,11 @@ static void run_shape(const shape *sh, int64_t M) {
         snprintf(all + len, sizeof all - len, " %.1f", us);
     }
     const double gb = (double)wbytes / 1e9;
+    if (found == 0) {
+        printf("%-8s M=%-4lld %s: cuBLASLt offers no algorithm\n", sh->name, (long long)M,
+               fp8 ? "fp8" : "bf16");
+        first = best = 1.0f;
+    }
     printf("%-8s M=%-4lld heuristic %8.2f us %6.0f GB/s | best #%d of %d %8.2f us %6.0f GB/s "
            "(%+.1f%%) | all:%s\n",
            sh->name, (long long)M, first, gb / (first * 1e-6), best_i, found, best,
@@ -118,6 +152,8 @@ static void run_shape(const shape *sh, int64_t M) {
     for (int i = 0; i < copies; i++) GTU_CUDA(cudaFree(w[i]));
     GTU_CUDA(cudaFree(x));
     GTU_CUDA(cudaFree(y));
+    if (w_scale) gtu_dev_free(w_scale);
+    if (x_scale) gtu_dev_free(x_scale);
 }
 
 int main(int argc, char **argv) {
@@ -133,12 +169,26 @@ int main(int argc, char **argv) {
     }
     GTU_CUDA(cudaMalloc(&workspace, WORKSPACE_BYTES));
     int64_t ms[32] = {8, 16, 32, 64, 128, 206};
-    int n_m = 6;
-    if (argc > 1) {
-        n_m = 0;
-        for (int i = 1; i < argc && n_m < 32; i++) ms[n_m++] = atoll(argv[i]);
+    int n_m = 0;
+    const shape *shapes = decoder_shapes;
+    size_t n_shapes = sizeof decoder_shapes / sizeof decoder_shapes[0];
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--fp8") == 0) {
+            fp8 = true;
+        } else if (strcmp(argv[i], "--encoder") == 0) {
+            shapes = encoder_shapes;
+            n_shapes = sizeof encoder_shapes / sizeof encoder_shapes[0];
+        } else if (atoll(argv[i]) > 0 && n_m < 32) {
+            ms[n_m++] = atoll(argv[i]);
+        } else {
+            fprintf(stderr, "usage: time_gemm_algos [--fp8] [--encoder] [M ...]\n");
+            return 2;
+        }
     }
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+    if (n_m == 0) n_m = 6;
+    printf("%s weights and inputs%s\n", fp8 ? "F8_E4M3 (outer-vector scales)" : "bf16",
+           shapes == encoder_shapes ? ", the audio encoder's shapes" : "");
+    for (size_t s = 0; s < n_shapes; s++)
         for (int i = 0; i < n_m; i++) run_shape(&shapes[s], ms[i]);
     return 0;
 }
