@@ -199,26 +199,6 @@ __device__ __forceinline__ void lse_block(float &m, float &s, float *sm, float *
     m = bm, s = bs;
 }
 
-// ---- programmatic dependent launch (sm_90+) ----
-
-__device__ __forceinline__ void pdl_launch_dependents() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void pdl_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-
-bool device_has_pdl() {
-    int dev = 0, major = 0;
-    return cudaGetDevice(&dev) == cudaSuccess &&
-           cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
-           major >= 9;
-}
-
 // ---- pass 1 ----
 
 // grid (G, rows): block (b, r) takes chunk b of row r.
@@ -229,7 +209,7 @@ logits_pass1_kernel(const uint16_t *__restrict__ logits_rows, int64_t v, int64_t
     __shared__ int32_t s_id[kWarps * kMaxK];
     __shared__ int32_t s_stage[kTile];
     __shared__ float s_m[kWarps], s_s[kWarps];
-    pdl_launch_dependents(); // pass 2 may start now: it waits for this grid before any read
+    vk_pdl_trigger(); // pass 2 may start now: it waits for this grid before any read
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const uint16_t *logits = logits_rows + (int64_t)blockIdx.y * v;
     const Partials parts =
@@ -308,7 +288,7 @@ logits_pass2_kernel(vox_k_logits_result *__restrict__ out_rows,
     const uint16_t *logits = logits_rows + (int64_t)blockIdx.x * v;
     const Partials parts =
         carve((char *)workspace + (size_t)blockIdx.x * n_parts * kBytesPerBlock, n_parts);
-    pdl_wait(); // all of pass 1 done and visible (a no-op after an ordinary launch)
+    vk_pdl_wait(); // all of pass 1 done and visible (a no-op after an ordinary launch)
     if (chosen_dev) chosen = chosen_dev[blockIdx.x];
 
     // Loads that nothing here depends on, issued first so that they are in flight with the
@@ -380,18 +360,10 @@ void launch_stats(vox_k_logits_result *out_dev, const void *logits_bf16, int row
     logits_pass1_kernel<<<dim3((unsigned)p.blocks, (unsigned)rows), kThreads, 0, stream>>>(
         (const uint16_t *)logits_bf16, v, p.chunk, kk, workspace);
     VOX_K_LAUNCH_CHECK();
-    cudaLaunchAttribute pdl;
-    pdl.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    pdl.val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)rows);
-    cfg.blockDim = dim3(kThreads);
-    cfg.stream = stream;
-    cfg.attrs = &pdl;
-    cfg.numAttrs = device_has_pdl() ? 1 : 0;
-    // an error is left for the caller's cudaGetLastError, as after <<<>>>
-    (void)cudaLaunchKernelEx(&cfg, logits_pass2_kernel, out_dev, (const uint16_t *)logits_bf16, v,
-                             chosen_dev, chosen, k, kk, workspace, p.blocks);
+    // programmatic dependent launch (common.cuh: sm_90, unless VOX_NO_PDL); an error is left
+    // for the caller's cudaGetLastError, as after <<<>>>
+    vk_launch(logits_pass2_kernel, dim3((unsigned)rows), dim3(kThreads), 0, stream, out_dev,
+              (const uint16_t *)logits_bf16, v, chosen_dev, chosen, k, kk, workspace, p.blocks);
     VOX_K_LAUNCH_CHECK();
 }
 
