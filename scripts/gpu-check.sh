@@ -13,7 +13,7 @@
 # (scripts/make_random_model.py; bench/NOTES-2026-12-01-sanitizers.md).
 # usage: scripts/gpu-check.sh --sanitize BUILD_DIR MODEL_DIR [LOG_DIR]
 # environment: SAN_TIMEOUT seconds a run (600); SAN_TOOLS (memcheck racecheck synccheck
-# initcheck); SAN_RUNS (one batch; "backend" adds BUILD_DIR/tests/test_cuda_backend, whose GEMMs
+# initcheck); SAN_RUNS (one batch; "two" is short.wav twice, the smallest batch; "backend" adds BUILD_DIR/tests/test_cuda_backend, whose GEMMs
 # go through cuBLASLt and are read back by our kernels: a control for initcheck's reports on
 # cuBLASLt's output; "kernels" adds every BUILD_DIR/tests/test_kernels_* with --no-timing: each
 # of our kernels against the CPU at awkward shapes, without cuBLASLt); SAN_DEVICE the runner's -d (cuda); COMPUTE_SANITIZER its path
@@ -84,6 +84,9 @@ sanitize() {
   # the fixtures: 4.5 s WAV; 5 s FLAC at 22.05 kHz (resampled); 47 s WAV (two encoder chunks)
   local audio=$root/tests/fixtures/tiny/audio
   local -a one=("$audio/short.wav") batch=("$audio/short.wav" "$audio/speech.flac" "$audio/long.wav")
+  # "two": the smallest batch (two sequences in flight, one encoder chunk each), for narrowing
+  # down what only batches do (bench/NOTES-2026-12-02-skinny-sync.md)
+  local -a two=("$audio/short.wav" "$audio/short.wav")
   # the command under `timeout`, and the peak RSS of the largest process under it (KiB)
   local rss_py='import resource, subprocess, sys
 rc = subprocess.call(sys.argv[2:])
@@ -95,13 +98,13 @@ sys.exit(128 - rc if rc < 0 else rc)'
   local -a runs=()
   for run in ${SAN_RUNS:-one batch}; do
     case $run in
-      one | batch | backend) runs+=("$run") ;;
+      one | two | batch | backend) runs+=("$run") ;;
       kernels)
         local k
         for k in "$B"/tests/test_kernels_*; do
           [ -x "$k" ] && runs+=("kernels:$(basename "$k")")
         done ;;
-      *) echo "gpu-check.sh: SAN_RUNS: unknown run '$run' (one, batch, backend, kernels)" >&2
+      *) echo "gpu-check.sh: SAN_RUNS: unknown run '$run' (one, two, batch, backend, kernels)" >&2
          return 2 ;;
     esac
   done
@@ -110,6 +113,7 @@ sys.exit(128 - rc if rc < 0 else rc)'
       local -a files app
       case $run in
         one) files=("${one[@]}") ;;
+        two) files=("${two[@]}") ;;
         batch) files=("${batch[@]}") ;;
       esac
       case $run in

@@ -117,6 +117,11 @@ has "$tmp/mixed.out" "synccheck/one (log $tmp/mixed/synccheck-one.log):"
 has "$tmp/mixed.out" "  voxtral_runner: $audio/short.wav: cpu: decoder step 1: "
 has "$tmp/mixed.out" "injected fault (VOX_FAULT=step:1:sticky): the device is lost"
 
+# "two": short.wav twice, the smallest batch
+sanitize two 0 SAN_TOOLS=synccheck SAN_RUNS=two
+row two synccheck two 0 0
+has "$tmp/two/synccheck-two.log" "-n 3 --ignore-eos --no-progress $audio/short.wav $audio/short.wav"
+
 # racecheck warnings alone are not a failure
 sanitize warn 0 SAN_TOOLS=racecheck STUB_racecheck=warn
 row warn racecheck one 0 0 "1 racecheck warnings"
