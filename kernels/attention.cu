@@ -642,14 +642,6 @@ constexpr int kNumPrefill = (int)(sizeof kPrefill / sizeof kPrefill[0]);
 static_assert(kNumPrefill == kPrefillSm90D128 + 2 && kPrefillSm90D128 == kPrefillSm90 + 2,
               "kPrefillSm90 and kPrefillSm90D128 name the first sm90 entries");
 
-int sm_count() {
-    int dev = 0, n = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n <= 0)
-        return 132;
-    return n;
-}
-
 bool aligned(const void *ptr, uintptr_t a) { return ((uintptr_t)ptr & (a - 1)) == 0; }
 
 AttnParams make_params(void *out, const void *q, const void *k, const void *v, int batch, int t_q,
@@ -709,12 +701,12 @@ int prefill_auto(const AttnParams &p) {
      * and 367 (mma.sync). */
     if (p.head_dim == 64 && sm90_auto_enabled() && sm90_takes(p)) {
         const int64_t blocks192 = (int64_t)p.batch * p.n_heads * ((p.t_q + 191) / 192);
-        return blocks192 >= 4 * sm_count() ? kPrefillSm90 + 1 : kPrefillSm90;
+        return blocks192 >= 4 * vk_sm_count() ? kPrefillSm90 + 1 : kPrefillSm90;
     }
     if (p.head_dim == 64) return 2; /* d64 128x64 w4 s2: the encoder's best (bench/NOTES-2026-12-01-kernels.md) */
     /* d128: 128-row tiles when they still give two blocks per SM, else 64-row ones */
     const int64_t blocks128 = (int64_t)p.batch * p.n_heads * ((p.t_q + 127) / 128);
-    return blocks128 >= 2 * sm_count() ? 7 : 6;
+    return blocks128 >= 2 * vk_sm_count() ? 7 : 6;
 }
 
 /* Splits per sequence: about 1024 (sequence, head, split) triples, i.e. 256 blocks for 32 query

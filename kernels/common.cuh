@@ -53,6 +53,20 @@ static void vk_ensure_smem(Kernel kernel, size_t bytes, std::atomic<uint64_t> &d
 }
 
 static inline int64_t vk_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+// Multiprocessors of the current device, cached per device, for sizing grids (1 when the device
+// cannot be asked: a launch on it fails and is reported anyway).
+static inline int vk_sm_count() {
+    static std::atomic<int> cached[64];
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 1;
+    int n = cached[dev].load(std::memory_order_relaxed);
+    if (n > 0) return n;
+    if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n < 1)
+        return 1;
+    cached[dev].store(n, std::memory_order_relaxed);
+    return n;
+}
+
 // The configuration a launcher picks when not told: `var` from the environment when it names one
 // of lo .. count - 1 (for A/B runs of a kernel's configurations), else `fallback`. Read once per
 // call site: pass a static int initialised to -2 as `cache`.

@@ -322,16 +322,6 @@ struct Config {
 constexpr Config kConfigs[] = {{2, 8, 4, "r2 n8 w4"}, {2, 12, 4, "r2 n12 w4"}};
 constexpr int kNumConfigs = (int)(sizeof kConfigs / sizeof kConfigs[0]);
 
-int sm_count() {
-    static int cached[64];
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 132;
-    if (!cached[dev] &&
-        cudaDeviceGetAttribute(&cached[dev], cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-        cached[dev] = 132;
-    return cached[dev];
-}
-
 // Grid: at most as many blocks as are resident at once (occupancy for the shared memory the
 // input takes), and as few as give every warp the same number of groups: with 3072 groups
 // (q|k|v) and 2112 resident warps, a full grid leaves half the warps one group and half two,
@@ -357,7 +347,7 @@ void launch_m(const vox_k_matvec_args &p, cudaStream_t stream) {
         occ_blocks = b;
         occ_smem = smem;
     }
-    const int64_t groups = n_groups(p, R), max_warps = (int64_t)sm_count() * occ_blocks * WARPS;
+    const int64_t groups = n_groups(p, R), max_warps = (int64_t)vk_sm_count() * occ_blocks * WARPS;
     const int64_t rounds = vk_ceil_div(groups, max_warps);
     const int64_t blocks = vk_ceil_div(vk_ceil_div(groups, rounds), WARPS);
     vk_launch(kernel, dim3((unsigned)blocks), dim3(WARPS * 32), smem, stream, p);

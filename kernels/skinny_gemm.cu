@@ -295,23 +295,22 @@ template <int MP, int BK, int ST> constexpr size_t smem_bytes() {
     return (size_t)ST * (kBN * BK * 2 + MP * BK * 2) + (size_t)MP * kSumThreads * 4;
 }
 
-// Resident blocks an SM (opting the kernel into its shared memory first), 0 on failure.
+// Resident blocks an SM (opting the kernel into its shared memory first), 0 on failure; asked
+// once per device.
 template <int MP, int BK, int ST> int blocks_per_sm() {
     static std::atomic<uint64_t> opted{0};
+    static std::atomic<int> cached[64];
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 0;
+    int b = cached[dev].load(std::memory_order_relaxed);
+    if (b > 0) return b;
     vk_ensure_smem(skinny_gemm_kernel<MP, BK, ST>, smem_bytes<MP, BK, ST>(), opted);
-    int b = 0;
     if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, skinny_gemm_kernel<MP, BK, ST>, kThreads,
-                                                      smem_bytes<MP, BK, ST>()) != cudaSuccess)
+                                                      smem_bytes<MP, BK, ST>()) != cudaSuccess ||
+        b < 1)
         return 0;
+    cached[dev].store(b, std::memory_order_relaxed);
     return b;
-}
-
-int sm_count() {
-    int dev = 0, n = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-        return 0;
-    return n;
 }
 
 // blocks_per_sm, or with args set the launch, of configuration `variant` at MP rows.
@@ -344,7 +343,7 @@ constexpr size_t kTicketsBytes = (size_t)VOX_K_SKINNY_MAX_N / kBN * 4;
 } // namespace
 
 extern "C" size_t vox_k_skinny_gemm_workspace_bytes(void) {
-    const int sms = sm_count();
+    const int sms = vk_sm_count();
     size_t slots = 0;
     for (int v = 0; v < kNumConfigs; v++)
         for (int mp = 16; mp <= VOX_K_SKINNY_MAX_M; mp += 16) {
@@ -371,7 +370,7 @@ extern "C" int vox_k_skinny_gemm_variant(int variant, void *y, const void *x, co
         return 0;
     if (!vk_aligned16(x) || !vk_aligned16(w) || !vk_aligned16(workspace)) return 0;
     const int mp = (m + 15) / 16 * 16;
-    const int per_sm = blocks_per_sm_for(mp, variant), sms = sm_count();
+    const int per_sm = blocks_per_sm_for(mp, variant), sms = vk_sm_count();
     if (per_sm < 1 || sms < 1) return 0;
     Args p;
     p.y = (vk_bf16 *)y;
