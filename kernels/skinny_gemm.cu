@@ -5,6 +5,9 @@
 // and cuBLASLt streams the decoder's small projections (o and down: 24 tiles of 128 columns;
 // q|k|v: 48) at 1.9-2.9 TB/s against 4.0 for lm_head (bench/NOTES-2026-12-02-decode-attention.md,
 // section 1): too few tiles to keep every SM reading, or a split-K reduction pass after them.
+// Measured on the H200 (bench/NOTES-2026-12-02-skinny-sync.md): this kernel is slower still (a
+// fixed cost of ~6.7 us a call against cuBLASLt's ~4.5, and 4.0 against 4.4 TB/s once streaming),
+// so the backend takes it only with VOX_SKINNY_GEMM=1; the notes say what would close the gap.
 //
 // Design:
 //  - Work units are (tile of 128 weight rows, chunk of BK columns), numbered tile-major; each of
@@ -16,7 +19,7 @@
 //  - The product is computed transposed, y^T = w x^T, so the weights are mma.sync's A operand
 //    (m16n8k16: 16 weight rows) and the few rows of x its 8-wide N side: 16 rows of x waste
 //    nothing, and the weights' fragments are loaded once for all rows of x. 8 warps: 4 along the
-//    tile's 128 rows (32 each) x 2 along the chunk (32 columns each); the two halves' sums are
+//    tile's 128 rows (32 each) x 2 along the chunk (BK / 2 columns each); the two halves' sums are
 //    added in shared memory at the end of a tile, the same order every time.
 //  - A tile that one block covers whole is written at once. A tile cut between blocks: each
 //    block writes its fp32 partial sums to its own workspace slot, counts itself in the tile's
