@@ -215,26 +215,36 @@ typedef struct {
 int vox_k_matvec(const vox_k_matvec_args *args, cudaStream_t stream);
 
 /* ---- GEMMs of a few rows (kernels/skinny_gemm.cu) [PDL] ---- */
-/* y [m, n] = x [m, k] @ w [n, k]^T, bf16 in and out, fp32 sums, for m = 1..VOX_K_SKINNY_MAX_M
- * (the batched decode step's projections, where cuBLASLt streams the small weight matrices well
- * below the card's bandwidth). accumulate: y = bf16(y + sum), one rounding (cuBLASLt's beta = 1;
- * y must not alias x). n <= VOX_K_SKINNY_MAX_N. The workspace (vox_k_skinny_gemm_workspace_bytes()
- * bytes on the current device) must be zeroed once before the first call; each call leaves it
- * ready for the next. Calls sharing a workspace must be ordered (one stream). The
- * result does not depend on run or grid timing (partial sums are added in a fixed order).
- * Returns 0, launching nothing, when it does not take the arguments (m, n or k not a positive
- * multiple of 8 for n and k, x or w not 16-byte aligned, workspace too small). */
+/* y [m, n] (bf16) = x [m, k] @ w [n, k]^T with fp32 sums, for m = 1..VOX_K_SKINNY_MAX_M (the
+ * batched decode step's projections, where cuBLASLt streams the small weight matrices well below
+ * the card's bandwidth). bf16 x and w; or, with w_scale set, issue 10's scheme: x and w are E4M3
+ * codes with row scales x_scale [m] and w_scale [n] (x quantized by vox_k_fp8_quantize_rows), the
+ * product is the sum of code products times x_scale * w_scale (compute capability 8.9+).
+ * accumulate: y = bf16(y + product), one rounding (cuBLASLt's beta = 1; y must not alias x).
+ * n <= VOX_K_SKINNY_MAX_N. The workspace (vox_k_skinny_gemm_workspace_bytes() bytes on the current
+ * device) must be zeroed once before the first call; each call leaves it ready for the next.
+ * Calls sharing a workspace must be ordered (one stream). The result does not depend on run or
+ * grid timing (partial sums are added in a fixed order). Returns 0, launching nothing, when it
+ * does not take the arguments (m; n not a positive multiple of 8; rows not whole 16-byte
+ * vectors; x or w not 16-byte aligned; scales given for one of x, w only; FP8 below 8.9;
+ * workspace too small). */
 #define VOX_K_SKINNY_MAX_M 64
 #define VOX_K_SKINNY_MAX_N (1 << 19)
+typedef struct {
+    void *y;
+    const void *x, *w;
+    const float *x_scale, *w_scale; /* FP8 codes' row scales; both NULL for bf16 */
+    int m;
+    int64_t n, k;
+    int accumulate;
+    void *workspace;
+    size_t workspace_bytes;
+} vox_k_skinny_args;
 size_t vox_k_skinny_gemm_workspace_bytes(void);
-int vox_k_skinny_gemm(void *y, const void *x, const void *w, int m, int64_t n, int64_t k,
-                      int accumulate, void *workspace, size_t workspace_bytes,
-                      cudaStream_t stream);
+int vox_k_skinny_gemm(const vox_k_skinny_args *args, cudaStream_t stream);
 /* The same with configuration `variant` (0 .. count - 1; -1: the default, or VOX_SKINNY_VARIANT
  * from the environment), for the tests' comparisons; its name for their tables. */
-int vox_k_skinny_gemm_variant(int variant, void *y, const void *x, const void *w, int m, int64_t n,
-                              int64_t k, int accumulate, void *workspace, size_t workspace_bytes,
-                              cudaStream_t stream);
+int vox_k_skinny_gemm_variant(int variant, const vox_k_skinny_args *args, cudaStream_t stream);
 int vox_k_skinny_gemm_variant_count(void);
 const char *vox_k_skinny_gemm_variant_name(int variant);
 

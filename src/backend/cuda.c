@@ -130,7 +130,8 @@ typedef struct {
     bool force_pdecode;      /* VOX_DECODE=persistent: also FP8 decoders through the kernel */
     void *pdecode_ws;
     size_t pdecode_ws_bytes;
-    /* bf16 GEMMs of 5..64 rows on kernels/skinny_gemm.cu instead of cuBLASLt (VOX_SKINNY_GEMM) */
+    /* GEMMs of 5..64 rows (bf16 or FP8 weights) on kernels/skinny_gemm.cu instead of cuBLASLt
+     * (VOX_SKINNY_GEMM=1) */
     bool skinny;
     void *skinny_ws;
     size_t skinny_ws_bytes;
@@ -582,26 +583,42 @@ static bool zeroed_workspace(cuda_state *s, void **ws, size_t *bytes, size_t nee
 }
 
 /* y [M, N] = x @ w^T (+ y when accumulate) on kernels/skinny_gemm.cu, where it is switched on
- * and takes the shape: bf16, M = 5..64 (four rows or fewer are the matvec kernel's). False when
- * not taken. */
+ * and takes the shape: M = 5..64 (four rows or fewer are the matvec kernel's), bf16 weights, or
+ * FP8 ones with x's rows quantized first (as fp8_gemm does). False when not taken (nothing then
+ * written to y). */
 #define SKINNY_MIN_M 5
-static bool skinny_matmul(cuda_state *s, int64_t M, int64_t N, int64_t K, const void *w,
-                          const void *x, void *y, bool accumulate) {
+static bool skinny_matmul(cuda_state *s, int64_t M, const vox_tensor *w, const void *x, void *y,
+                          bool accumulate) {
+    const bool fp8 = w->dtype == VOX_DTYPE_F8_E4M3;
     if (!s->skinny || M < SKINNY_MIN_M || M > VOX_K_SKINNY_MAX_M) return false;
+    if (!fp8 && w->dtype != VOX_DTYPE_BF16) return false;
     if (!zeroed_workspace(s, &s->skinny_ws, &s->skinny_ws_bytes,
                           vox_k_skinny_gemm_workspace_bytes()))
         return false;
-    if (!vox_k_skinny_gemm(y, x, w, (int)M, N, K, accumulate, s->skinny_ws, s->skinny_ws_bytes,
-                           s->stream))
-        return false;
-    LAUNCHED(s, "skinny_gemm");
-    return true;
+    const int64_t N = w->shape[0], K = (int64_t)(vox_tensor_numel(w) / (size_t)N);
+    vox_k_skinny_args a = {.y = y, .x = x, .w = w->data, .m = (int)M, .n = N, .k = K,
+                           .accumulate = accumulate, .workspace = s->skinny_ws,
+                           .workspace_bytes = s->skinny_ws_bytes};
+    char *buf = NULL; /* FP8: x's scales [M] f32, then its codes [M, K] */
+    const size_t sx_bytes = ((size_t)M * sizeof(float) + 255) / 256 * 256;
+    const size_t bytes = fp8 ? sx_bytes + (size_t)(M * K) : 0;
+    if (fp8) {
+        vox_error err;
+        if (dev_alloc(s, (void **)&buf, bytes, &err)) return false;
+        vox_k_fp8_quantize_rows((uint8_t *)(buf + sx_bytes), (float *)buf, x, M, K, s->stream);
+        LAUNCHED(s, "fp8_quantize_rows");
+        a.x = buf + sx_bytes, a.x_scale = (const float *)buf, a.w_scale = w->scale;
+    }
+    const bool taken = vox_k_skinny_gemm(&a, s->stream);
+    if (taken) LAUNCHED(s, "skinny_gemm");
+    dev_free(s, buf, bytes); /* stream-ordered: after the GEMM has read the codes */
+    return taken;
 }
-
 
 static void cu_matmul(vox_backend *be, vox_tensor *y, const vox_tensor *x, const vox_tensor *w,
                       const vox_tensor *bias) {
     cuda_state *s = S(be);
+    if (!bias && x->shape[0] > 0 && skinny_matmul(s, x->shape[0], w, x->data, y->data, false)) return;
     if (w->dtype == VOX_DTYPE_F8_E4M3) {
         VOX_ASSERT(!bias); /* the scheme's layers have none */
         fp8_matmul(s, y, x, w);
@@ -616,7 +633,6 @@ static void cu_matmul(vox_backend *be, vox_tensor *y, const vox_tensor *x, const
     /* cuBLASLt honours the bias epilogue with one rounding only on aligned shapes; elsewhere it
      * was measured rounding the product, then the sum. Those shapes (none in the model) get a
      * float32 product and one rounding after the bias in a kernel. */
-    if (!bias && skinny_matmul(s, M, N, K, w->data, x->data, y->data, false)) return;
     if (K % 8 == 0 && N % 8 == 0) {
         lt_matmul(s, CUDA_R_16BF, CUDA_R_16BF, M, N, K, w->data, x->data, y->data,
                   bias ? bias->data : NULL, bias ? 1 : 0, false);
@@ -1128,6 +1144,10 @@ static bool cu_projection(vox_backend *be, const vox_projection *p) {
     if (s->no_matvec) return false;
     int64_t M = rows(p->x), K = cols(p->x), N = p->w->shape[0];
     if (M > VOX_K_MATVEC_MAX_M || p->bias) {
+        /* FP8 residual adds: on the skinny kernel where it is on and takes them, else apart */
+        if (p->w->dtype == VOX_DTYPE_F8_E4M3)
+            return p->out == VOX_PROJ_ADD && !p->norm_w && !p->bias && M > 0 &&
+                   skinny_matmul(s, M, p->w, p->x->data, p->y->data, true);
         /* aligned shapes only: cu_matmul's note on cuBLASLt's rounding elsewhere */
         if (p->out != VOX_PROJ_ADD || p->norm_w || p->w->dtype != VOX_DTYPE_BF16 || K % 8 ||
             N % 8)
@@ -1135,7 +1155,7 @@ static bool cu_projection(vox_backend *be, const vox_projection *p) {
         VOX_ASSERT((int64_t)(vox_tensor_numel(p->w) / (size_t)N) == K && rows(p->y) == M &&
                    cols(p->y) == N && p->y->dtype == VOX_DTYPE_BF16 && p->x->dtype == VOX_DTYPE_BF16);
         if (p->bias) VOX_ASSERT(p->bias->dtype == VOX_DTYPE_BF16 && (int64_t)vox_tensor_numel(p->bias) == N);
-        if (M > 0 && (p->bias || !skinny_matmul(s, M, N, K, p->w->data, p->x->data, p->y->data, true)))
+        if (M > 0 && (p->bias || !skinny_matmul(s, M, p->w, p->x->data, p->y->data, true)))
             lt_matmul(s, CUDA_R_16BF, CUDA_R_16BF, M, N, K, p->w->data, p->x->data, p->y->data,
                       p->bias ? p->bias->data : NULL, p->bias ? 1 : 0, true);
         return true;
