@@ -480,7 +480,7 @@ def report(res, a):
     m = cfg.get("model", {})
     md.append(f"Model: random Voxtral, {m.get('params', 0) / 1e9:.3f} B parameters, seed {m.get('seed')}; bf16 "
               f"checkpoint, exported weights {fnum((res.get('weights_file_bytes') or 0) / 1e9)} GB.")
-    md.append("Command: `" + " ".join(["python3", "scripts/bench_batch.py"] + sys.argv[1:]) + "`")
+    md.append("Command: `" + vr.command_line("scripts/bench_batch.py") + "`")
     md.append("")
     if res["errors"]:
         md += ["**Errors:**", ""] + [f"- {e}" for e in res["errors"]] + [""]

@@ -673,7 +673,7 @@ def report(res, a):
     m = cfg.get("model", {})
     md.append(f"Model: random Voxtral, {m.get('params', 0) / 1e9:.3f} B parameters, seed {m.get('seed')}, "
               f"audio {m.get('audio')}, text {m.get('text')}; bf16 checkpoint (embed_positions fp32).")
-    md.append("Command: `" + " ".join(["python3", "scripts/bench_gpu.py"] + sys.argv[1:]) + "`")
+    md.append("Command: `" + vr.command_line("scripts/bench_gpu.py") + "`")
     md.append("")
     if res["errors"]:
         md += ["**Errors:**", ""] + [f"- {e}" for e in res["errors"]] + [""]

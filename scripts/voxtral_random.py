@@ -98,6 +98,13 @@ TOKENS_PER_CHUNK = 375
 _T0 = time.monotonic()
 
 
+def command_line(script):
+    """The command that ran this script, for a results header: the VOX_* variables of the
+    environment (the runner's switches, which change what is measured) before it."""
+    env = [f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("VOX_")]
+    return " ".join(env + ["python3", script] + sys.argv[1:])
+
+
 def log(msg):
     print(f"[{time.strftime('%H:%M:%S')} +{time.monotonic() - _T0:6.1f}s] {msg}", flush=True)
 
