@@ -184,6 +184,10 @@ class Bench:
                                                  capture_output=True, text=True, timeout=20).stdout.strip())
         except Exception:  # noqa: BLE001
             pass
+        # A copy of the tree whose git metadata is not the build's (the GPU machine's copy of a
+        # checkout keeps the session's first commit): BENCH_GIT_REV names the commit that was built.
+        if os.environ.get("BENCH_GIT_REV"):
+            e["git"], e["git_dirty"] = os.environ["BENCH_GIT_REV"], False
         for b in (self.runner, self.exporter):
             if not b.exists():
                 raise SystemExit(f"{b} not found: pass --build DIR of a build of voxtral_runner and voxtral_export")
