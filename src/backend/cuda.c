@@ -30,6 +30,7 @@
 
 #include "backend/backend.h"
 #include "backend/cublaslt_loader.h"
+#include "backend/cublaslt_setup.h"
 #include "backend/cuda_initcheck.h"
 #include "backend/cuda_upload.h"
 #include "common/clock.h"
@@ -465,16 +466,7 @@ static gemm_plan *gemm_plan_for(cuda_state *s, int64_t M, int64_t N, int64_t K, 
         gemm_plan *p = &s->plans[(h + (uint64_t)probe) % GEMM_CACHE_SIZE];
         if (p->valid && p->m == M && p->n == N && p->k == K && p->tag == tag) return p;
         if (!p->valid) {
-            cublasLtMatmulPreference_t pref;
-            cublasLtMatmulPreferenceCreate(&pref);
-            size_t ws = GEMM_WORKSPACE_BYTES;
-            cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                 &ws, sizeof ws);
-            /* Split-K partial sums only in fp32: a reduction in the output type (bf16) rounds
-             * every partial sum, measured at twice the error of one rounding on K = 515. */
-            uint32_t reduction = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
-            cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
-                                                 &reduction, sizeof reduction);
+            cublasLtMatmulPreference_t pref = vox_lt_preference(GEMM_WORKSPACE_BYTES);
             cublasLtMatmulHeuristicResult_t result;
             int found = 0;
             cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(s->lt, desc, a, b, c, c, pref, 1,
@@ -505,21 +497,8 @@ static cublasStatus_t lt_matmul_scaled(cuda_state *s, cudaDataType_t ab, cudaDat
         note_error(s, cudaErrorSharedObjectInitFailed, "cuBLASLt");
         return CUBLAS_STATUS_NOT_INITIALIZED;
     }
-    cublasLtMatmulDesc_t desc = NULL;
+    cublasLtMatmulDesc_t desc = vox_lt_product_desc(w_scale, x_scale);
     cublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL;
-    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-    cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F);
-    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
-    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
-    if (w_scale) {
-        int32_t mode = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
-        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof mode);
-        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof mode);
-        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &w_scale,
-                                       sizeof w_scale);
-        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &x_scale,
-                                       sizeof x_scale);
-    }
     if (bias) {
         cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
         cudaDataType_t bt = CUDA_R_16BF;

@@ -11,13 +11,15 @@
  * counts. --encoder: the audio encoder's shapes instead (1280 wide; M = 1500 a chunk), e.g. to
  * run cuBLASLt's choices for an encoder group under compute-sanitizer on their own.
  *
- * Same call as the backend's lt_matmul: bf16 in and out, fp32 compute, W^T X in cuBLAS's
- * column-major view, 32 MB workspace, fp32 split-K reduction only. Weight copies rotate through
+ * Same call as the backend's lt_matmul (its descriptor and preference, cublaslt_setup.h): bf16
+ * in and out, fp32 compute, W^T X in cuBLAS's column-major view, 32 MB workspace, fp32 split-K
+ * reduction only. Weight copies rotate through
  * more than 512 MB so every call reads its weights from HBM, not L2. Prints one line per (shape,
  * M): the heuristic's first choice and the fastest candidate, us and GB/s of weights. */
 #include <cublasLt.h>
 
 #include "backend/cublaslt_loader.h"
+#include "backend/cublaslt_setup.h"
 #include "gpu_test_util.h"
 
 #define WORKSPACE_BYTES (32u << 20)
@@ -92,32 +94,13 @@ static void run_shape(const shape *sh, int64_t M) {
     }
     const cudaDataType_t ab = fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
 
-    cublasLtMatmulDesc_t desc;
+    /* the backend's description of the product (cublaslt_setup.h) */
+    cublasLtMatmulDesc_t desc = vox_lt_product_desc(w_scale, x_scale);
     cublasLtMatrixLayout_t la, lb, lc;
-    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-    cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F);
-    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
-    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
-    if (fp8) { /* as the backend's lt_matmul_scaled */
-        int32_t mode = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
-        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof mode);
-        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof mode);
-        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &w_scale,
-                                       sizeof w_scale);
-        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &x_scale,
-                                       sizeof x_scale);
-    }
     cublasLtMatrixLayoutCreate(&la, ab, (uint64_t)sh->k, (uint64_t)sh->n, sh->k);
     cublasLtMatrixLayoutCreate(&lb, ab, (uint64_t)sh->k, (uint64_t)M, sh->k);
     cublasLtMatrixLayoutCreate(&lc, CUDA_R_16BF, (uint64_t)sh->n, (uint64_t)M, sh->n);
-    cublasLtMatmulPreference_t pref;
-    cublasLtMatmulPreferenceCreate(&pref);
-    size_t ws = WORKSPACE_BYTES;
-    uint32_t reduction = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
-                                         sizeof ws);
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
-                                         &reduction, sizeof reduction);
+    cublasLtMatmulPreference_t pref = vox_lt_preference(WORKSPACE_BYTES);
     cublasLtMatmulHeuristicResult_t res[MAX_ALGOS];
     int found = 0;
     cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, MAX_ALGOS, res, &found);
