@@ -452,12 +452,7 @@ bool device_ok() {
     int dev = 0;
     if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return false;
     if (!cached[dev].load()) {
-        int major = 0, minor = 0;
-        bool ok = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) ==
-                      cudaSuccess &&
-                  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) ==
-                      cudaSuccess &&
-                  major == 9 && minor == 0;
+        bool ok = vk_compute_capability() == 90;
         if (ok) {
             cudaFuncAttributes a;
             ok = cudaFuncGetAttributes(&a, (const void *)attn_sm90_kernel<64, 2, 4, false>) ==

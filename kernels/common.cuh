@@ -53,18 +53,34 @@ static void vk_ensure_smem(Kernel kernel, size_t bytes, std::atomic<uint64_t> &d
 }
 
 static inline int64_t vk_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-// Multiprocessors of the current device, cached per device, for sizing grids (1 when the device
-// cannot be asked: a launch on it fails and is reported anyway).
-static inline int vk_sm_count() {
-    static std::atomic<int> cached[64];
+// Attribute `attr` of the current device, asked once per device (cache: a static array of the
+// caller's, one per attribute); -1 when it cannot be asked.
+static inline int vk_device_attribute(cudaDeviceAttr attr, std::atomic<int> (&cache)[64]) {
     int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 1;
-    int n = cached[dev].load(std::memory_order_relaxed);
-    if (n > 0) return n;
-    if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n < 1)
-        return 1;
-    cached[dev].store(n, std::memory_order_relaxed);
-    return n;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return -1;
+    const int known = cache[dev].load(std::memory_order_relaxed); // the value + 1, 0 unknown
+    if (known) return known - 1;
+    int v = 0;
+    if (cudaDeviceGetAttribute(&v, attr, dev) != cudaSuccess || v < 0) return -1;
+    cache[dev].store(v + 1, std::memory_order_relaxed);
+    return v;
+}
+
+// Multiprocessors of the current device, for sizing grids (1 when the device cannot be asked: a
+// launch on it fails and is reported anyway).
+static inline int vk_sm_count() {
+    static std::atomic<int> cache[64];
+    const int n = vk_device_attribute(cudaDevAttrMultiProcessorCount, cache);
+    return n > 0 ? n : 1;
+}
+
+// The current device's compute capability as major * 10 + minor (90 for an H100/H200), 0 when
+// the device cannot be asked.
+static inline int vk_compute_capability() {
+    static std::atomic<int> major_cache[64], minor_cache[64];
+    const int major = vk_device_attribute(cudaDevAttrComputeCapabilityMajor, major_cache);
+    const int minor = vk_device_attribute(cudaDevAttrComputeCapabilityMinor, minor_cache);
+    return major < 0 || minor < 0 ? 0 : major * 10 + minor;
 }
 
 // The configuration a launcher picks when not told: `var` from the environment when it names one
@@ -279,20 +295,12 @@ static __device__ __forceinline__ void vk_pdl_trigger() {
 // Whether launches on the current device may overlap (compute capability 9.0 or later, and
 // not switched off by VOX_NO_PDL), cached per device.
 static inline bool vk_pdl_enabled() {
-    static signed char cached[64]; // 0 unknown, 1 yes, -1 no
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return false;
-    if (!cached[dev]) {
-        int major = 0;
+    static signed char disabled = -1; // VOX_NO_PDL, read once
+    if (disabled < 0) {
         const char *off = getenv("VOX_NO_PDL");
-        const bool disabled = off && *off && !(off[0] == '0' && off[1] == 0);
-        const bool ok = !disabled &&
-                        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) ==
-                            cudaSuccess &&
-                        major >= 9;
-        cached[dev] = ok ? 1 : -1;
+        disabled = off && *off && !(off[0] == '0' && off[1] == 0);
     }
-    return cached[dev] > 0;
+    return !disabled && vk_compute_capability() >= 90;
 }
 
 // kernel<<<grid, block, smem, stream>>>(args...), allowed to overlap the previous kernel (PDL).

@@ -785,13 +785,10 @@ Layout layout_of(const vox_k_pdecode_args *a) {
 
 
 int device_ok() {
-    int dev = 0, major = 0, optin = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess) return 0;
-    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
-        return 0;
+    static std::atomic<int> optin_cache[64];
+    const int optin = vk_device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin, optin_cache);
     // bulk copies and mbarrier tx counts need sm_90; the ring needs its shared memory
-    return major >= 9 && (size_t)optin >= kSmemBytes + 1024;
+    return vk_compute_capability() >= 90 && optin >= 0 && (size_t)optin >= kSmemBytes + 1024;
 }
 
 template <int DPL> void launch(const Params &p, cudaStream_t stream) {

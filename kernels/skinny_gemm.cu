@@ -388,23 +388,8 @@ int blocks_per_sm_for(bool fp8, int mp, int variant) {
     return dispatch(fp8, mp, variant, nullptr, dim3(), 0);
 }
 
-// FP8 tensor cores: compute capability 8.9 or later, cached per device.
-bool device_has_fp8_mma() {
-    static std::atomic<int> cached[64]; // 0 unknown, 1 yes, -1 no
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return false;
-    int v = cached[dev].load(std::memory_order_relaxed);
-    if (!v) {
-        int major = 0, minor = 0;
-        const bool ok =
-            cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
-            cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
-            major * 10 + minor >= 89;
-        v = ok ? 1 : -1;
-        cached[dev].store(v, std::memory_order_relaxed);
-    }
-    return v > 0;
-}
+// FP8 tensor cores: compute capability 8.9 or later.
+bool device_has_fp8_mma() { return vk_compute_capability() >= 89; }
 
 // The tickets sit at the workspace's start in a region of fixed size, so that calls of any n find
 // theirs where earlier calls left them zero (never in an earlier call's partial sums).

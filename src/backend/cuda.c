@@ -571,8 +571,9 @@ static bool skinny_matmul(cuda_state *s, int64_t M, const vox_tensor *w, const v
     const bool fp8 = w->dtype == VOX_DTYPE_F8_E4M3;
     if (!s->skinny || M < SKINNY_MIN_M || M > VOX_K_SKINNY_MAX_M) return false;
     if (!fp8 && w->dtype != VOX_DTYPE_BF16) return false;
-    if (!zeroed_workspace(s, &s->skinny_ws, &s->skinny_ws_bytes,
-                          vox_k_skinny_gemm_workspace_bytes()))
+    /* one size serves every call on this device: asked once, when the workspace is made */
+    if (!s->skinny_ws && !zeroed_workspace(s, &s->skinny_ws, &s->skinny_ws_bytes,
+                                           vox_k_skinny_gemm_workspace_bytes()))
         return false;
     const int64_t N = w->shape[0], K = (int64_t)(vox_tensor_numel(w) / (size_t)N);
     vox_k_skinny_args a = {.y = y, .x = x, .w = w->data, .m = (int)M, .n = N, .k = K,
