@@ -4,11 +4,13 @@
  * at the card's bandwidth. It decides whether timing the candidates once per shape (autotuning)
  * or a kernel of our own for skinny GEMMs is worth building (bench/NOTES-2026-12-02-*.md).
  *
- *   time_gemm_algos [--fp8] [--encoder] [M ...]     (default M: 8 16 32 64 128 206)
+ *   time_gemm_algos [--fp8 | --fp8-fp32] [--encoder] [M ...]   (default M: 8 16 32 64 128 206)
  *
  * --fp8: F8_E4M3 weights and inputs with outer-vector scales (the backend's fp8_gemm, issue 10's
  * scheme), bf16 out: whether cuBLASLt's FP8 GEMMs read half the bytes in less time at these row
- * counts. --encoder: the audio encoder's shapes instead (1280 wide; M = 1500 a chunk), e.g. to
+ * counts. --fp8-fp32: F8_E4M3 without scales, float32 out (the backend's FP8_GEMM_EPILOGUE mode,
+ * whose kernel then applies the row scales): the plain FP8 GEMMs, which cuBLASLt has more
+ * candidates for. --encoder: the audio encoder's shapes instead (1280 wide; M = 1500 a chunk), e.g. to
  * run cuBLASLt's choices for an encoder group under compute-sanitizer on their own.
  *
  * Same call as the backend's lt_matmul (its descriptor and preference, cublaslt_setup.h): bf16
@@ -37,7 +39,8 @@ static const shape decoder_shapes[] = {
 static const shape encoder_shapes[] = {
     {"enc qkvo", 1280, 1280}, {"enc fc1", 5120, 1280}, {"enc fc2", 1280, 5120},
 };
-static bool fp8; /* --fp8 */
+static bool fp8;      /* --fp8 or --fp8-fp32 */
+static bool fp8_f32;  /* --fp8-fp32: no scales, float32 out */
 
 static cublasLtHandle_t lt;
 static void *workspace;
@@ -82,9 +85,10 @@ static void run_shape(const shape *sh, int64_t M) {
     }
     GTU_CUDA(cudaMalloc(&x, (size_t)M * sh->k * esize));
     GTU_CUDA(cudaMemset(x, 0x3c, (size_t)M * sh->k * esize));
-    GTU_CUDA(cudaMalloc(&y, (size_t)M * sh->n * 2));
+    const size_t ysize = fp8_f32 ? 4 : 2;
+    GTU_CUDA(cudaMalloc(&y, (size_t)M * sh->n * ysize));
     float *w_scale = NULL, *x_scale = NULL; /* --fp8: row scales of w and x, all 1/1024 */
-    if (fp8) {
+    if (fp8 && !fp8_f32) {
         const size_t ns = (size_t)(sh->n > M ? sh->n : M);
         float *ones = (float *)gtu_malloc(ns * sizeof(float));
         for (size_t i = 0; i < ns; i++) ones[i] = 1.0f / 1024;
@@ -99,7 +103,8 @@ static void run_shape(const shape *sh, int64_t M) {
     cublasLtMatrixLayout_t la, lb, lc;
     cublasLtMatrixLayoutCreate(&la, ab, (uint64_t)sh->k, (uint64_t)sh->n, sh->k);
     cublasLtMatrixLayoutCreate(&lb, ab, (uint64_t)sh->k, (uint64_t)M, sh->k);
-    cublasLtMatrixLayoutCreate(&lc, CUDA_R_16BF, (uint64_t)sh->n, (uint64_t)M, sh->n);
+    cublasLtMatrixLayoutCreate(&lc, fp8_f32 ? CUDA_R_32F : CUDA_R_16BF, (uint64_t)sh->n, (uint64_t)M,
+                               sh->n);
     cublasLtMatmulPreference_t pref = vox_lt_preference(WORKSPACE_BYTES);
     cublasLtMatmulHeuristicResult_t res[MAX_ALGOS];
     int found = 0;
@@ -118,7 +123,7 @@ static void run_shape(const shape *sh, int64_t M) {
     const double gb = (double)wbytes / 1e9;
     if (found == 0) {
         printf("%-8s M=%-4lld %s: cuBLASLt offers no algorithm\n", sh->name, (long long)M,
-               fp8 ? "fp8" : "bf16");
+               fp8_f32 ? "fp8 (fp32 out)" : fp8 ? "fp8" : "bf16");
         first = best = 1.0f;
     }
     printf("%-8s M=%-4lld heuristic %8.2f us %6.0f GB/s | best #%d of %d %8.2f us %6.0f GB/s "
@@ -158,18 +163,21 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--fp8") == 0) {
             fp8 = true;
+        } else if (strcmp(argv[i], "--fp8-fp32") == 0) {
+            fp8 = fp8_f32 = true;
         } else if (strcmp(argv[i], "--encoder") == 0) {
             shapes = encoder_shapes;
             n_shapes = sizeof encoder_shapes / sizeof encoder_shapes[0];
         } else if (atoll(argv[i]) > 0 && n_m < 32) {
             ms[n_m++] = atoll(argv[i]);
         } else {
-            fprintf(stderr, "usage: time_gemm_algos [--fp8] [--encoder] [M ...]\n");
+            fprintf(stderr, "usage: time_gemm_algos [--fp8 | --fp8-fp32] [--encoder] [M ...]\n");
             return 2;
         }
     }
     if (n_m == 0) n_m = 6;
-    printf("%s weights and inputs%s\n", fp8 ? "F8_E4M3 (outer-vector scales)" : "bf16",
+    printf("%s weights and inputs%s\n",
+           fp8_f32 ? "F8_E4M3 (no scales, float32 out)" : fp8 ? "F8_E4M3 (outer-vector scales)" : "bf16",
            shapes == encoder_shapes ? ", the audio encoder's shapes" : "");
     for (size_t s = 0; s < n_shapes; s++)
         for (int i = 0; i < n_m; i++) run_shape(&shapes[s], ms[i]);
