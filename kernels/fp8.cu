@@ -11,7 +11,8 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// One block a row: its max |x| (exact in any order), then every element's code.
+// Rows the vector path does not take: one block a row, its max |x| (exact in any order), then
+// every element's code.
 __global__ void __launch_bounds__(kThreads)
     quantize_rows_kernel(uint8_t *__restrict__ q, float *__restrict__ scale,
                          const vk_bf16 *__restrict__ x, int64_t k) {
@@ -47,6 +48,8 @@ extern "C" {
 void vox_k_fp8_quantize_rows(uint8_t *q, float *scale, const void *x_bf16, int64_t rows, int64_t k,
                              cudaStream_t stream) {
     if (rows <= 0) return;
+    // rows read once into registers, 16-byte loads (norm.cu's vector path), where it takes them
+    if (vox_k_rms_norm_fp8(q, scale, nullptr, x_bf16, nullptr, rows, k, 0.0f, stream)) return;
     quantize_rows_kernel<<<(unsigned)rows, kThreads, 0, stream>>>(q, scale, (const vk_bf16 *)x_bf16, k);
     VOX_K_LAUNCH_CHECK();
 }

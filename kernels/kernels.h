@@ -93,6 +93,14 @@ void vox_k_layer_norm(void *y_bf16, const void *x_bf16, const void *w_bf16, cons
  * y = bf16(w * h). y may alias x. */
 void vox_k_rms_norm(void *y_bf16, const void *x_bf16, const void *w_bf16, int64_t rows, int64_t c,
                     float eps, cudaStream_t stream);
+/* An FP8 projection's input in one pass (norm.cu's vector path): each row as vox_k_rms_norm
+ * makes it (with w_bf16; with w_bf16 NULL, x's row as it is), written to y_bf16 unless that is
+ * NULL, and its E4M3 codes q [rows, c] and scale [rows] as vox_k_fp8_quantize_rows gives for
+ * those bf16 values. Returns 0, enqueuing nothing, where the vector path does not take the shape
+ * (c % 8, c > 32768, x, w or y not 16-byte or q not 8-byte aligned): the caller then runs the
+ * two kernels. */
+int vox_k_rms_norm_fp8(uint8_t *q, float *scale, void *y_bf16, const void *x_bf16,
+                       const void *w_bf16, int64_t rows, int64_t c, float eps, cudaStream_t stream);
 
 /* ---- convolution (as im2col + GEMM) ---- */
 /* cols [batch * t_out, c_in * 3] with cols[b*t_out + t, ci*3 + k] = x at time t*stride + k - 1

@@ -9,29 +9,42 @@
 // the two-pass sum of (x - mean)^2 over the registers, not E[x^2] - mean^2.
 // Scalar path (any other C or alignment): one 128-thread block per row, three passes over x.
 //
+// FP8 (issue 10's scheme, common/fp8.h): the vector path can also quantize each row it produces
+// to E4M3 codes with the row's own scale, from the registers, in the same pass: an FP8
+// projection's input made by one kernel and one read of x where it took an RMSNorm, a write and a
+// read of its bf16 output, and a two-pass quantizer (vox_k_rms_norm_fp8; with no norm weight it
+// quantizes x's rows as they are, vox_k_fp8_quantize_rows's vector path). The codes are those of
+// the bf16 values the norm writes, as the separate kernels give.
+//
 // Registers bound the vector path: a block may use at most 64K registers, so a 1024-thread block
 // (32 warps a row) allows 64 a thread. With 5 to 8 vectors a thread the kernel needs 64 to 121
 // (ptxas, sm_90), so those run only as 128-thread blocks (one warp a row), and rows wider than
 // 32 warps x 4 vectors (C > 32768) take the scalar path. __launch_bounds__ makes ptxas keep each
 // instantiation within the block size the launcher gives it, whatever the compiler version.
 #include "common.cuh"
+#include "fp8.cuh"
 #include "kernels.h"
 
 namespace {
 
-// Sum over the threads of one row: a warp, or wpr consecutive warps of the block (then every
-// thread of the block must call it, since it synchronises).
+// Sum (or, MAX, maximum) over the threads of one row: a warp, or wpr consecutive warps of the
+// block (then every thread of the block must call it, since it synchronises).
+template <bool MAX = false>
 __device__ __forceinline__ float row_sum(float v, float *red, int wpr, int row_slot,
                                          int warp_in_row) {
-    v = vk_warp_sum(v);
+    v = MAX ? vk_warp_max(v) : vk_warp_sum(v);
     if (wpr == 1) return v;
     __syncthreads(); // red may still be read by the previous call
     if ((threadIdx.x & 31) == 0) red[row_slot * wpr + warp_in_row] = v;
     __syncthreads();
     float s = 0.0f;
-    for (int i = 0; i < wpr; i++) s += red[row_slot * wpr + i];
+    for (int i = 0; i < wpr; i++) s = MAX ? fmaxf(s, red[row_slot * wpr + i]) : s + red[row_slot * wpr + i];
     return s;
 }
+
+// What the vector kernel computes of a row: LayerNorm, RMSNorm, or nothing (the row as it is,
+// for the quantizer alone).
+enum NormMode { kLayerNorm, kRmsNorm, kNoNorm };
 
 // A row wider than one warp takes up to kMaxWarpsPerRow warps of at most kMaxVecWide vectors a
 // thread; one-warp rows (up to 8 vectors a thread) go 4 to a 128-thread block.
@@ -42,10 +55,13 @@ constexpr int vec_max_threads(int nv) {
 }
 
 // blockDim.x = 32 * wpr * rows_per_block; thread t of a row holds vectors t, t + 32*wpr, ...
-template <int NV, bool RMS>
+// y (bf16 rows) may be null when Q; with Q, q [rows, c] and qs [rows] get the E4M3 codes and
+// scale of each row's bf16 values.
+template <int NV, int MODE, bool Q>
 __global__ void __launch_bounds__(vec_max_threads(NV))
     norm_vec_kernel(vk_bf16 *y, const vk_bf16 *x, const vk_bf16 *__restrict__ w,
-                    const vk_bf16 *__restrict__ b, int64_t rows, int c, float eps, int wpr) {
+                    const vk_bf16 *__restrict__ b, int64_t rows, int c, float eps, int wpr,
+                    uint8_t *__restrict__ q, float *__restrict__ qs) {
     __shared__ float red[32];
     const int warp = threadIdx.x >> 5, row_slot = warp / wpr, warp_in_row = warp % wpr;
     const int tpr = 32 * wpr, t = warp_in_row * 32 + (threadIdx.x & 31);
@@ -53,7 +69,6 @@ __global__ void __launch_bounds__(vec_max_threads(NV))
     const bool live = row < rows; // dead rows still join the block's barriers
     const int n_vec = c / 8;
     const vk_bf16 *xr = x + (live ? row : 0) * (int64_t)c;
-
     float v[NV][8];
 #pragma unroll
     for (int j = 0; j < NV; j++) {
@@ -65,9 +80,8 @@ __global__ void __launch_bounds__(vec_max_threads(NV))
             for (int e = 0; e < 8; e++) v[j][e] = 0.0f;
         }
     }
-
     float s = 0.0f;
-    if (RMS) {
+    if (MODE == kRmsNorm) {
 #pragma unroll
         for (int j = 0; j < NV; j++)
 #pragma unroll
@@ -81,9 +95,8 @@ __global__ void __launch_bounds__(vec_max_threads(NV))
             vk_load8(w + 8 * vi, wf);
 #pragma unroll
             for (int e = 0; e < 8; e++) v[j][e] = wf[e] * vk_round(v[j][e] * inv);
-            vk_store8(y + row * (int64_t)c + 8 * vi, v[j]);
         }
-    } else {
+    } else if (MODE == kLayerNorm) {
 #pragma unroll
         for (int j = 0; j < NV; j++)
 #pragma unroll
@@ -106,7 +119,39 @@ __global__ void __launch_bounds__(vec_max_threads(NV))
             vk_load8(b + 8 * vi, bf);
 #pragma unroll
             for (int e = 0; e < 8; e++) v[j][e] = fmaf(wf[e], (v[j][e] - mean) * rstd, bf[e]);
-            vk_store8(y + row * (int64_t)c + 8 * vi, v[j]);
+        }
+    }
+    if (y && live)
+#pragma unroll
+        for (int j = 0; j < NV; j++) {
+            const int vi = t + j * tpr;
+            if (vi < n_vec) vk_store8(y + row * (int64_t)c + 8 * vi, v[j]);
+        }
+    if (Q) {
+        // the codes of the bf16 values just written: max |value| over the row (exact in any
+        // order; vectors past the row and dead rows hold zeros), then each value's code
+        float mx = 0.0f;
+#pragma unroll
+        for (int j = 0; j < NV; j++)
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                v[j][e] = vk_round(v[j][e]);
+                mx = fmaxf(mx, fabsf(v[j][e]));
+            }
+        const float scale = vk_fp8_scale(row_sum<true>(mx, red, wpr, row_slot, warp_in_row));
+        if (!live) return;
+        if (t == 0) qs[row] = scale;
+#pragma unroll
+        for (int j = 0; j < NV; j++) {
+            const int vi = t + j * tpr;
+            if (vi >= n_vec) continue;
+            uint32_t lo = 0, hi = 0;
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                lo |= (uint32_t)vk_fp8_quantize(v[j][e], scale) << (8 * e);
+                hi |= (uint32_t)vk_fp8_quantize(v[j][e + 4], scale) << (8 * e);
+            }
+            *(uint2 *)(q + row * (int64_t)c + 8 * vi) = make_uint2(lo, hi);
         }
     }
 }
@@ -138,39 +183,58 @@ __global__ void norm_scalar_kernel(vk_bf16 *y, const vk_bf16 *x, const vk_bf16 *
     }
 }
 
+// The vector path's shape: whether it takes rows of c (c % 8 == 0, at most 32 warps of 4
+// vectors), and how (warps per row: one up to 8 vectors a lane, else enough for at most 4
+// vectors a lane, so nv <= 4 whenever wpr > 1 and threads <= vec_max_threads(nv) in both cases).
+struct VecShape {
+    int wpr, nv, threads;
+    unsigned blocks;
+};
+bool vec_shape(int64_t rows, int64_t c, VecShape *v) {
+    const int64_t n_vec = c / 8;
+    if (c % 8 != 0 || n_vec > 32 * kMaxWarpsPerRow * kMaxVecWide) return false;
+    v->wpr = n_vec <= 32 * 8 ? 1 : (int)vk_ceil_div(n_vec, 32 * kMaxVecWide);
+    v->nv = (int)vk_ceil_div(n_vec, 32 * v->wpr);
+    const int rows_per_block = v->wpr == 1 ? kOneWarpThreads / 32 : v->wpr == 2 ? 2 : 1;
+    v->blocks = (unsigned)vk_ceil_div(rows, rows_per_block);
+    v->threads = 32 * v->wpr * rows_per_block;
+    return true;
+}
+
+template <int MODE, bool Q>
+void launch_vec(const VecShape &v, vk_bf16 *y, const vk_bf16 *x, const vk_bf16 *w,
+                const vk_bf16 *b, int64_t rows, int64_t c, float eps, uint8_t *q, float *qs,
+                cudaStream_t stream) {
+#define VOX_NORM_CASE(NV)                                                                     \
+    case NV:                                                                                  \
+        norm_vec_kernel<NV, MODE, Q><<<v.blocks, v.threads, 0, stream>>>(y, x, w, b, rows,    \
+                                                                         (int)c, eps, v.wpr, q, qs); \
+        break;
+    switch (v.nv) {
+        VOX_NORM_CASE(1)
+        VOX_NORM_CASE(2)
+        VOX_NORM_CASE(3)
+        VOX_NORM_CASE(4)
+        VOX_NORM_CASE(5)
+        VOX_NORM_CASE(6)
+        VOX_NORM_CASE(7)
+        VOX_NORM_CASE(8)
+    }
+#undef VOX_NORM_CASE
+}
+
 template <bool RMS>
 void launch_norm(void *y, const void *x, const void *w, const void *b, int64_t rows, int64_t c,
                  float eps, cudaStream_t stream) {
     if (rows <= 0 || c <= 0) return;
     vk_bf16 *py = (vk_bf16 *)y;
     const vk_bf16 *px = (const vk_bf16 *)x, *pw = (const vk_bf16 *)w, *pb = (const vk_bf16 *)b;
-    const int64_t n_vec = c / 8;
     const bool aligned = vk_aligned16(y) && vk_aligned16(x) && vk_aligned16(w) &&
                          (RMS || vk_aligned16(b));
-    if (c % 8 == 0 && aligned && n_vec <= 32 * kMaxWarpsPerRow * kMaxVecWide) {
-        // warps per row: one up to 8 vectors a lane, else enough for at most 4 vectors a lane
-        // (so nv <= 4 whenever wpr > 1, and threads <= vec_max_threads(nv) in both cases)
-        const int wpr = n_vec <= 32 * 8 ? 1 : (int)vk_ceil_div(n_vec, 32 * kMaxVecWide);
-        const int nv = (int)vk_ceil_div(n_vec, 32 * wpr);
-        const int rows_per_block = wpr == 1 ? kOneWarpThreads / 32 : wpr == 2 ? 2 : 1;
-        const unsigned blocks = (unsigned)vk_ceil_div(rows, rows_per_block);
-        const int threads = 32 * wpr * rows_per_block;
-#define VOX_NORM_CASE(NV)                                                                     \
-    case NV:                                                                                  \
-        norm_vec_kernel<NV, RMS><<<blocks, threads, 0, stream>>>(py, px, pw, pb, rows, (int)c, \
-                                                                 eps, wpr);                   \
-        break;
-        switch (nv) {
-            VOX_NORM_CASE(1)
-            VOX_NORM_CASE(2)
-            VOX_NORM_CASE(3)
-            VOX_NORM_CASE(4)
-            VOX_NORM_CASE(5)
-            VOX_NORM_CASE(6)
-            VOX_NORM_CASE(7)
-            VOX_NORM_CASE(8)
-        }
-#undef VOX_NORM_CASE
+    VecShape v;
+    if (aligned && vec_shape(rows, c, &v)) {
+        launch_vec<RMS ? kRmsNorm : kLayerNorm, false>(v, py, px, pw, pb, rows, c, eps, nullptr,
+                                                       nullptr, stream);
     } else {
         norm_scalar_kernel<RMS><<<(unsigned)rows, kScalarThreads, 0, stream>>>(py, px, pw, pb,
                                                                               (int)c, eps);
@@ -190,6 +254,21 @@ void vox_k_layer_norm(void *y_bf16, const void *x_bf16, const void *w_bf16, cons
 void vox_k_rms_norm(void *y_bf16, const void *x_bf16, const void *w_bf16, int64_t rows, int64_t c,
                     float eps, cudaStream_t stream) {
     launch_norm<true>(y_bf16, x_bf16, w_bf16, nullptr, rows, c, eps, stream);
+}
+
+int vox_k_rms_norm_fp8(uint8_t *q, float *scale, void *y_bf16, const void *x_bf16,
+                       const void *w_bf16, int64_t rows, int64_t c, float eps, cudaStream_t stream) {
+    VecShape v;
+    if (rows <= 0 || c <= 0) return 1;
+    if (!q || !scale || !vk_aligned16(x_bf16) || (w_bf16 && !vk_aligned16(w_bf16)) ||
+        (y_bf16 && !vk_aligned16(y_bf16)) || (uintptr_t)q % 8 || !vec_shape(rows, c, &v))
+        return 0;
+    vk_bf16 *y = (vk_bf16 *)y_bf16;
+    const vk_bf16 *x = (const vk_bf16 *)x_bf16, *w = (const vk_bf16 *)w_bf16;
+    if (w) launch_vec<kRmsNorm, true>(v, y, x, w, nullptr, rows, c, eps, q, scale, stream);
+    else launch_vec<kNoNorm, true>(v, y, x, nullptr, nullptr, rows, c, eps, q, scale, stream);
+    VOX_K_LAUNCH_CHECK();
+    return 1;
 }
 
 } // extern "C"
