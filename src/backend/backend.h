@@ -132,6 +132,10 @@ typedef struct vox_projection {
     vox_tensor *k_pool, *v_pool; /* ROPE_CACHE */
     int n_heads, n_kv_heads, head_dim;
     double theta;
+    /* Scratch the backend may use (vox_project sets them; NULL where the caller has none):
+     * h [rows of x, cols of x] for the normalised input, tmp [rows of x, n] for the product
+     * before its epilogue (ADD, SWIGLU, ROPE_CACHE). */
+    vox_tensor *h, *tmp;
 } vox_projection;
 
 /* One decode step of one sequence with every decoder layer and the lm_head in one operation

@@ -3,7 +3,12 @@
 #include "pipeline/pipeline.h"
 
 void vox_project(vox_backend *be, const vox_projection *p, vox_tensor *h, vox_tensor *out) {
-    if (be->projection && be->projection(be, p)) return;
+    if (be->projection) {
+        vox_projection with_scratch = *p;
+        with_scratch.h = h;
+        with_scratch.tmp = out;
+        if (be->projection(be, &with_scratch)) return;
+    }
     VOX_ASSERT(!p->bias || p->out == VOX_PROJ_STORE || p->out == VOX_PROJ_ADD);
     const vox_tensor *in = p->x;
     if (p->norm_w) {

@@ -7,6 +7,12 @@
  *    codes with their ties, single non-zero elements, rows whose max / s rounds past 448 (the
  *    clamp), magnitudes from 1e-30 to 1e30; k from 1 to 16384, odd ones included, up to 388
  *    rows. Exact: both sides compute max|x| (order-free), one IEEE division and one RNE.
+ *    Rows of k % 8 == 0 up to 32768 take the vector path (norm.cu: a row read once into
+ *    registers), the others the scalar kernel; both are checked.
+ * 1b. vox_k_rms_norm_fp8 (RMSNorm and quantization in one pass): its bf16 rows bit for bit
+ *    vox_k_rms_norm's, its codes and scales bit for bit the host encoder's on those rows, with
+ *    and without the bf16 rows written; shapes it must refuse (c % 8, c > 32768, misalignment)
+ *    return 0 and write nothing.
  * 2. vox_k_fp8_scale_rows: bf16(acc * (s_x * s_w)) bit for bit (the same two float products).
  * 3. vox_k_matvec with F8 weights (w_scale set), every configuration (the launcher's pick, then
  *    each variant of the test hook), m = 1..4, with and without the RMSNorm prologue, every
@@ -33,7 +39,9 @@
  *    2^-12 |a| |b| (the rows' code values times their scales). That does not see a single
  *    wrong code (kernel 1's test does); it sees a wrong scale, row or layout, which moves
  *    outputs by their own size. M = 1, 3, 5, 17, 64, 388 (prefill) and the decoder's N x K.
- *    Weights whose dimensions are not multiples of 16 are refused with a message.
+ *    Weights whose dimensions are not multiples of 16 are refused with a message. The same
+ *    with VOX_SKINNY_GEMM=1 (the few-row kernel at M = 5..64). Then be->projection with F8
+ *    weights at M = 5..388 against the separate operations (test_backend_projection).
  * Timing is printed for the decoder's shapes at m = 1 (--no-timing skips it), not asserted. */
 #include <math.h>
 #include <stdint.h>
@@ -112,6 +120,69 @@ static void test_quantize(int64_t rows, int64_t k) {
            bad ? "FAIL" : "ok", what, ties, clamped, sub);
     free(hx), free(q), free(s), free(f), free(want);
     gtu_dev_free(dx), gtu_dev_free(dq), gtu_dev_free(ds);
+}
+
+/* ---- 1b. rms_norm_fp8 ------------------------------------------------------------------------ */
+
+static void test_norm_quantize(int64_t rows, int64_t c, bool write_y) {
+    size_t n = (size_t)(rows * c);
+    uint16_t *hx = gtu_malloc(n * 2), *hw = gtu_malloc((size_t)c * 2);
+    for (int64_t r = 0; r < rows; r++) fill_row(hx + r * c, c, (int)(r % 6));
+    for (int64_t i = 0; i < c; i++) hw[i] = vox_f32_to_bf16(gtu_uniform(&rng, -2.0f, 2.0f));
+    void *dx = gtu_dev_upload(hx, n * 2), *dw = gtu_dev_upload(hw, (size_t)c * 2);
+    void *dref = gtu_dev_alloc(n * 2), *dy = gtu_dev_alloc(n * 2);
+    uint8_t *dq = gtu_dev_alloc(n), *q = gtu_malloc(n), *want = gtu_malloc((size_t)c);
+    float *ds = gtu_dev_alloc((size_t)rows * 4), *s = gtu_malloc((size_t)rows * 4);
+    float *f = gtu_malloc((size_t)c * 4);
+    uint16_t *ref = gtu_malloc(n * 2), *y = gtu_malloc(n * 2);
+    GTU_CUDA(cudaMemset(dy, 0x7f, n * 2)); /* a value the kernel never writes */
+    vox_k_rms_norm(dref, dx, dw, rows, c, 1e-5f, 0);
+    int taken = vox_k_rms_norm_fp8(dq, ds, write_y ? dy : NULL, dx, dw, rows, c, 1e-5f, 0);
+    GTU_CUDA(cudaDeviceSynchronize());
+    char what[96];
+    snprintf(what, sizeof what, "rms_norm_fp8 %lld x %lld%s", (long long)rows, (long long)c,
+             write_y ? " +bf16" : "");
+    CHECK_MSG(taken, "%s: not taken", what);
+    gtu_download(ref, dref, n * 2);
+    gtu_download(y, dy, n * 2);
+    gtu_download(q, dq, n);
+    gtu_download(s, ds, (size_t)rows * 4);
+    size_t bad = 0, bad_y = 0;
+    for (size_t i = 0; i < n; i++) bad_y += write_y ? y[i] != ref[i] : y[i] != 0x7f7f;
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t i = 0; i < c; i++) f[i] = vox_bf16_to_f32(ref[r * c + i]);
+        float ws = vox_fp8_quantize_row(f, (size_t)c, want);
+        bad += memcmp(&ws, &s[r], 4) != 0;
+        for (int64_t i = 0; i < c; i++) bad += q[r * c + i] != want[i];
+    }
+    CHECK_MSG(bad == 0 && bad_y == 0, "%s: %zu codes or scales, %zu bf16 values wrong", what, bad, bad_y);
+    printf("  %s %-36s codes, scales and bf16 rows exact\n", bad || bad_y ? "FAIL" : "ok", what);
+    free(hx), free(hw), free(q), free(want), free(s), free(f), free(ref), free(y);
+    gtu_dev_free(dx), gtu_dev_free(dw), gtu_dev_free(dref), gtu_dev_free(dy), gtu_dev_free(dq),
+        gtu_dev_free(ds);
+}
+
+/* Shapes the one-pass kernel must leave to the two kernels: nothing written, 0 returned. */
+static void test_norm_quantize_refusals(void) {
+    uint8_t *dq = gtu_dev_alloc(40000 * 2 + 64);
+    float *ds = gtu_dev_alloc(64);
+    uint16_t *dx = gtu_dev_alloc(40000 * 2 * 2 + 64), *dw = gtu_dev_alloc(40000 * 2 + 64);
+    GTU_CUDA(cudaMemset(dx, 0, 40000 * 2 * 2 + 64));
+    GTU_CUDA(cudaMemset(dq, 0x5a, 40000 * 2 + 64));
+    int r1 = vox_k_rms_norm_fp8(dq, ds, NULL, dx, dw, 2, 1001, 1e-5f, 0);  /* c % 8 */
+    int r2 = vox_k_rms_norm_fp8(dq, ds, NULL, dx, dw, 2, 32776, 1e-5f, 0); /* c > 32768 */
+    int r3 = vox_k_rms_norm_fp8(dq, ds, NULL, dx + 1, dw, 2, 64, 1e-5f, 0); /* x unaligned */
+    int r4 = vox_k_rms_norm_fp8(dq + 4, ds, NULL, dx, dw, 2, 64, 1e-5f, 0); /* q unaligned */
+    uint8_t *q = gtu_malloc(40000 * 2);
+    gtu_download(q, dq, 40000 * 2);
+    size_t touched = 0;
+    for (size_t i = 0; i < 40000 * 2; i++) touched += q[i] != 0x5a;
+    CHECK_MSG(!r1 && !r2 && !r3 && !r4 && touched == 0,
+              "rms_norm_fp8 refusals: returned %d %d %d %d, %zu bytes written", r1, r2, r3, r4, touched);
+    printf("  %s rms_norm_fp8 refusals: c %% 8, c > 32768, unaligned x or q: 0, nothing written\n",
+           !r1 && !r2 && !r3 && !r4 && touched == 0 ? "ok" : "FAIL");
+    free(q);
+    gtu_dev_free(dq), gtu_dev_free(ds), gtu_dev_free(dx), gtu_dev_free(dw);
 }
 
 /* ---- 2. scale_rows --------------------------------------------------------------------------- */
@@ -339,14 +410,82 @@ static void run_matvec_case(const mv_case *c) {
 
 /* ---- 4. the backend's FP8 GEMMs ---------------------------------------------------------------- */
 
-static void test_backend(const char *mode) {
+/* be->projection with F8 weights at prefill / batched-decode row counts (the RMSNorm quantized
+ * in the same pass, the GEMM, then its neighbour) against the separate operations on the same
+ * GPU (be->rms_norm, be->matmul, be->add / be->swiglu), whose parts are checked above. The
+ * codes are the same (1b), the GEMM the same call, so STORE and SWIGLU must agree bit for bit;
+ * ADD may add the product inside the GEMM (one rounding of y + P against two): within half a
+ * bf16 step of |y + P| and of |P|. */
+static void test_backend_projection(vox_backend *gpu, const char *label) {
+    static const int64_t ms[] = {5, 17, 64, 388};
+    static const struct { vox_projection_out out; int64_t n, k; bool norm; const char *name; } cs[] = {
+        {VOX_PROJ_STORE, 6144, 3072, true, "store+norm"},
+        {VOX_PROJ_ADD, 3072, 4096, false, "add"},
+        {VOX_PROJ_SWIGLU, 2 * 1040, 3072, true, "swiglu+norm"},
+        {VOX_PROJ_ADD, 272, 8192, false, "add"},
+    };
+    vox_error err = {0};
+    for (size_t ci = 0; ci < sizeof cs / sizeof *cs; ci++)
+        for (size_t mi = 0; mi < sizeof ms / sizeof *ms; mi++) {
+            const int64_t M = ms[mi], N = cs[ci].n, K = cs[ci].k;
+            const int64_t ycols = cs[ci].out == VOX_PROJ_SWIGLU ? N / 2 : N;
+            uint8_t *wq = gtu_malloc((size_t)(N * K));
+            float *ws = gtu_malloc((size_t)N * 4), *nwf = gtu_malloc((size_t)K * 4);
+            make_weights(N, K, wq, ws);
+            int64_t shape[2] = {N, K};
+            vox_tensor wg, nw, x, h, tmp, prod, y_f, y_s;
+            CHECK_MSG(gpu->weight(gpu, &wg, wq, VOX_DTYPE_F8_E4M3, 2, shape, false, ws, &err) == VOX_OK, "%s", err.msg);
+            for (int64_t i = 0; i < K; i++) nwf[i] = bfr(gtu_uniform(&rng, 0.5f, 2.0f));
+            float *xf, *yf;
+            uint16_t *xb = gtu_randn_bf16(&rng, (size_t)(M * K), 1.0f, 0.0f, &xf);
+            uint16_t *yb = gtu_randn_bf16(&rng, (size_t)(M * ycols), 4.0f, 0.0f, &yf);
+            CHECK(vox_tensor_new2(gpu, &nw, VOX_DTYPE_BF16, 1, K, &err) == VOX_OK);
+            vox_tensor *ts[] = {&x, &h, &tmp, &prod, &y_f, &y_s};
+            const int64_t cols[] = {K, K, N, N, ycols, ycols};
+            for (int i = 0; i < 6; i++) CHECK(vox_tensor_new2(gpu, ts[i], VOX_DTYPE_BF16, M, cols[i], &err) == VOX_OK);
+            gpu->upload_f32(gpu, &nw, nwf, (size_t)K);
+            gpu->upload_f32(gpu, &x, xf, (size_t)(M * K));
+            gpu->upload_f32(gpu, &y_f, yf, (size_t)(M * ycols));
+            gpu->upload_f32(gpu, &y_s, yf, (size_t)(M * ycols));
+            vox_projection p = {.y = &y_f, .x = &x, .w = &wg, .norm_w = cs[ci].norm ? &nw : NULL,
+                                .eps = 1e-5f, .out = cs[ci].out, .h = &h, .tmp = &tmp};
+            char what[128];
+            snprintf(what, sizeof what, "projection %s %s M=%lld N=%lld K=%lld", label, cs[ci].name,
+                     (long long)M, (long long)N, (long long)K);
+            bool taken = gpu->projection(gpu, &p);
+            CHECK_MSG(taken, "%s: not taken", what);
+            const vox_tensor *in = &x;
+            if (cs[ci].norm) gpu->rms_norm(gpu, &h, &x, &nw, 1e-5f), in = &h;
+            gpu->matmul(gpu, cs[ci].out == VOX_PROJ_STORE ? &y_s : &prod, in, &wg, NULL);
+            if (cs[ci].out == VOX_PROJ_ADD) gpu->add(gpu, &y_s, &y_s, &prod);
+            if (cs[ci].out == VOX_PROJ_SWIGLU) gpu->swiglu(gpu, &y_s, &prod);
+            float *got = gtu_malloc((size_t)(M * ycols) * 4), *ref = gtu_malloc((size_t)(M * ycols) * 4);
+            float *pf = gtu_malloc((size_t)(M * N) * 4), *bound = gtu_malloc((size_t)(M * ycols) * 4);
+            CHECK_MSG(gpu->download_f32(gpu, got, &y_f, (size_t)(M * ycols), &err) == VOX_OK, "%s", err.msg);
+            CHECK_MSG(gpu->download_f32(gpu, ref, &y_s, (size_t)(M * ycols), &err) == VOX_OK, "%s", err.msg);
+            CHECK_MSG(gpu->download_f32(gpu, pf, &prod, (size_t)(M * N), &err) == VOX_OK, "%s", err.msg);
+            for (int64_t i = 0; i < M * ycols; i++)
+                bound[i] = cs[ci].out == VOX_PROJ_ADD ? (float)(STEP * (fabs(ref[i]) + fabs(pf[i]))) : 0.0f;
+            gtu_compare_bound(what, got, ref, bound, (size_t)(M * ycols));
+            gtu_check_nonzero(what, got, (size_t)(M * ycols));
+            free(wq), free(ws), free(nwf), free(xb), free(xf), free(yb), free(yf);
+            free(got), free(ref), free(pf), free(bound);
+            for (int i = 0; i < 6; i++) vox_tensor_free(gpu, ts[i]);
+            vox_tensor_free(gpu, &nw);
+            gpu->free_weight(gpu, &wg);
+        }
+}
+
+static void test_backend(const char *mode, bool skinny) {
     if (mode) setenv("VOX_FP8_GEMM", mode, 1);
     else unsetenv("VOX_FP8_GEMM");
+    if (skinny) setenv("VOX_SKINNY_GEMM", "1", 1);
+    else unsetenv("VOX_SKINNY_GEMM");
     vox_backend *cpu = gtu_cpu_backend(), *gpu = NULL;
     vox_error err = {0};
     CHECK_MSG(vox_backend_create("cuda:0", &gpu, &err) == VOX_OK, "%s", err.msg);
     if (!gpu) return;
-    const char *label = mode ? "epilogue kernel" : "cuBLASLt's choice";
+    const char *label = mode ? "epilogue kernel" : skinny ? "few-row kernel" : "cuBLASLt's choice";
     static const int64_t shapes[][3] = {{1, 6144, 3072}, {3, 48, 32}, {5, 3072, 4096}, {17, 16384, 3072},
                                         {33, 272, 144}, {64, 3072, 8192}, {388, 6144, 3072}};
     for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
@@ -388,8 +527,8 @@ static void test_backend(const char *mode) {
                 bound[mm * N + r] = (float)(0.000244140625 * sqrt(s2) * sx * wn[r] + (STEP + 5e-7) * fabs(yc_f[mm * N + r]));
         }
         char what[128];
-        snprintf(what, sizeof what, "matmul %s M=%lld N=%lld K=%lld", mode ? "epilogue" : "auto",
-                 (long long)M, (long long)N, (long long)K);
+        snprintf(what, sizeof what, "matmul %s M=%lld N=%lld K=%lld",
+                 mode ? "epilogue" : skinny ? "skinny" : "auto", (long long)M, (long long)N, (long long)K);
         gtu_compare_bound(what, yg_f, yc_f, bound, (size_t)(M * N));
         gtu_check_nonzero(what, yg_f, (size_t)(M * N));
         free(wq), free(ws), free(xb), free(xf), free(yc_f), free(yg_f), free(bound), free(v), free(q), free(wn);
@@ -405,6 +544,7 @@ static void test_backend(const char *mode) {
     vox_status st = gpu->weight(gpu, &wb, codes, VOX_DTYPE_F8_E4M3, 2, bad_shape, false, sc, &err);
     CHECK_MSG(st == VOX_ERR_UNSUPPORTED && strstr(err.msg, "multiples of 16"), "24 x 32 FP8 weights: %d '%s'", st, err.msg);
     if (st == VOX_OK) gpu->free_weight(gpu, &wb);
+    test_backend_projection(gpu, mode ? "epilogue" : skinny ? "skinny" : "auto");
     CHECK_MSG(gpu->sync(gpu, &err) == VOX_OK, "%s", err.msg);
     printf("  backend (%s): done\n", label);
     vox_backend_destroy(gpu);
@@ -422,9 +562,17 @@ int main(int argc, char **argv) {
     rng = gtu_rng_seed(0xf8f8f8);
 
     printf("1. activation quantization (codes and scales against the host encoder)\n");
-    static const int64_t qs[][2] = {{1, 1}, {3, 7}, {6, 16}, {4, 33}, {12, 1000}, {6, 3072},
-                                    {3, 4096}, {6, 8192}, {2, 16384}, {388, 3072}};
+    static const int64_t qs[][2] = {{1, 1},    {3, 7},     {6, 16},    {4, 33},   {5, 24},
+                                    {12, 1000}, {7, 2056},  {6, 3072},  {3, 4096}, {6, 8192},
+                                    {2, 16384}, {1, 32768}, {2, 32776}, {388, 3072}};
     for (size_t i = 0; i < sizeof qs / sizeof *qs; i++) test_quantize(qs[i][0], qs[i][1]);
+
+    printf("1b. RMSNorm and quantization in one pass (against vox_k_rms_norm and the host encoder)\n");
+    static const int64_t ns[][2] = {{1, 3072}, {5, 3072}, {64, 3072}, {7, 4096}, {3, 2056},
+                                    {2, 24},   {17, 8192}, {388, 3072}, {1, 32768}};
+    for (size_t i = 0; i < sizeof ns / sizeof *ns; i++)
+        test_norm_quantize(ns[i][0], ns[i][1], i % 2 == 0), test_norm_quantize(ns[i][0], ns[i][1], i % 2 != 0);
+    test_norm_quantize_refusals();
 
     printf("2. scales after a float32 GEMM\n");
     test_scale_rows(1, 16), test_scale_rows(3, 37), test_scale_rows(5, 3072), test_scale_rows(388, 6144);
@@ -457,8 +605,9 @@ int main(int argc, char **argv) {
                       VOX_ERR_UNSUPPORTED && strstr(err.msg, "compute capability"), "%s", err.msg);
         vox_backend_destroy(gpu);
     } else {
-        test_backend(NULL);
-        test_backend("epilogue");
+        test_backend(NULL, false);
+        test_backend("epilogue", false);
+        test_backend(NULL, true);
     }
     return test_finish("kernels_fp8");
 }
