@@ -66,6 +66,7 @@ typedef struct {
     int cc;                 /* compute capability, major * 10 + minor */
     fp8_gemm_mode fp8_gemm;
     bool fp8_lt_accumulate; /* cuBLASLt's outer-vector FP8 GEMM adds to y exactly (probed) */
+    bool fp8_separate;      /* VOX_FP8_SEPARATE=1: FP8 projections of > 4 rows op by op */
     bool fp8_choose_pending; /* FP8 weights met while loading: fp8_choose_gemm in weights_end */
     cudaStream_t stream;
     cudaMemPool_t pool;
@@ -1233,7 +1234,8 @@ static bool cu_projection(vox_backend *be, const vox_projection *p) {
     int64_t M = rows(p->x), K = cols(p->x), N = p->w->shape[0];
     if (M > VOX_K_MATVEC_MAX_M || p->bias) {
         /* FP8: the input quantized with its RMSNorm, the GEMM, then its neighbour */
-        if (p->w->dtype == VOX_DTYPE_F8_E4M3) return !p->bias && fp8_project(be, p);
+        if (p->w->dtype == VOX_DTYPE_F8_E4M3)
+            return !p->bias && !s->fp8_separate && fp8_project(be, p);
         /* aligned shapes only: cu_matmul's note on cuBLASLt's rounding elsewhere */
         if (p->out != VOX_PROJ_ADD || p->norm_w || p->w->dtype != VOX_DTYPE_BF16 || K % 8 ||
             N % 8)
@@ -1625,6 +1627,7 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
     snprintf(s->name, sizeof s->name, "cuda:%d", device);
     s->no_matvec = env_flag("VOX_NO_MATVEC");
     s->skinny = env_flag("VOX_SKINNY_GEMM");
+    s->fp8_separate = env_flag("VOX_FP8_SEPARATE");
     const char *decode = getenv("VOX_DECODE");
     s->no_pdecode = decode && strcmp(decode, "graph") == 0;
     s->force_pdecode = decode && strcmp(decode, "persistent") == 0;
