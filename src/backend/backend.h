@@ -280,8 +280,9 @@ struct vox_backend {
     /* ---- fused decoder projections (optional: NULL where the backend has none) ---- */
     /* One projection with what surrounds it fused in (see vox_projection). Returns false,
      * enqueuing nothing, when the backend does not take it (the cuda backend takes a few rows,
-     * i.e. decode steps, and residual adds of any size); the caller then runs the separate
-     * operations (vox_project in pipeline/ does both). */
+     * i.e. decode steps, residual adds of any size, and FP8 weights at any size, using the
+     * scratch tensors h and tmp); the caller then runs the separate operations (vox_project in
+     * pipeline/ does both). */
     bool (*projection)(vox_backend *be, const struct vox_projection *p);
     /* The decoder layers and the lm_head of a decode step of one row (the current batch: one
      * sequence, decoding), as one operation: the same results as the layers run op by op, up
