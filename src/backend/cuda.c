@@ -65,7 +65,6 @@ typedef struct {
     char gpu[320];          /* the device's name and compute capability, for messages */
     int cc;                 /* compute capability, major * 10 + minor */
     fp8_gemm_mode fp8_gemm;
-    bool fp8_lt_accumulate; /* cuBLASLt's outer-vector FP8 GEMM adds to y exactly (probed) */
     bool fp8_separate;      /* VOX_FP8_SEPARATE=1: FP8 projections of > 4 rows op by op */
     bool fp8_choose_pending; /* FP8 weights met while loading: fp8_choose_gemm in weights_end */
     cudaStream_t stream;
@@ -684,17 +683,15 @@ static void fp8_rows_free(cuda_state *s, fp8_rows *r) {
     r->buf = NULL;
 }
 
-/* y [M, N] bf16 (+)= the scheme's product of x's codes and FP8 w [N, K] through cuBLASLt, with
- * fp32 accumulation, the scales applied by cuBLASLt (outer vectors) or by a kernel on its float32
- * result (mode). Accumulating (y + product, one rounding) only with outer vectors. Returns false
- * when cuBLASLt refused (nothing then written to y). */
+/* y [M, N] bf16 = the scheme's product of x's codes and FP8 w [N, K] through cuBLASLt, with fp32
+ * accumulation, the scales applied by cuBLASLt (outer vectors) or by a kernel on its float32
+ * result (mode). Returns false when cuBLASLt refused (nothing then written to y). */
 static bool fp8_lt_gemm(cuda_state *s, fp8_gemm_mode mode, void *y, const fp8_rows *r,
-                        const vox_tensor *w, int64_t M, bool accumulate) {
+                        const vox_tensor *w, int64_t M) {
     const int64_t N = w->shape[0], K = w->shape[1];
     if (mode == FP8_GEMM_OUTER_VEC)
         return lt_matmul_scaled(s, CUDA_R_8F_E4M3, CUDA_R_16BF, M, N, K, w->data, r->q, y, NULL,
-                                4, accumulate, w->scale, r->sx) == CUBLAS_STATUS_SUCCESS;
-    VOX_ASSERT(!accumulate);
+                                4, false, w->scale, r->sx) == CUBLAS_STATUS_SUCCESS;
     float *acc = NULL;
     vox_error err;
     if (dev_alloc(s, (void **)&acc, (size_t)(M * N) * 4, &err)) {
@@ -714,9 +711,10 @@ static bool fp8_lt_gemm(cuda_state *s, fp8_gemm_mode mode, void *y, const fp8_ro
 /* An FP8 projection (the scheme's layers) of more rows than the matvec kernels take, or a plain
  * FP8 matmul (STORE): x's rows quantized (the RMSNorm fused in where there is one), one FP8 GEMM
  * (the few-row kernel where skinny_takes, else cuBLASLt), then what consumes the product: a
- * residual add inside the GEMM where it can (the few-row kernel; cuBLASLt's beta = 1 where
- * fp8_choose_gemm found it exact), else a kernel; SwiGLU, RoPE + cache as kernels reading the
- * product from p->tmp. False, enqueuing nothing, when a scratch tensor it needs is missing. */
+ * residual add inside the few-row kernel, else a kernel; SwiGLU, RoPE + cache as kernels reading
+ * the product from p->tmp. (cuBLASLt's beta = 1 with outer-vector FP8 scales did not pass a
+ * probe against the host on the H200, 2026-12-02: its residual adds stay a kernel.) False,
+ * enqueuing nothing, when a scratch tensor it needs is missing. */
 static void cu_swiglu(vox_backend *be, vox_tensor *y, const vox_tensor *gate_up);
 static void cu_rope_cache(vox_backend *be, vox_tensor *q_out, vox_tensor *k_pool,
                           vox_tensor *v_pool, const vox_tensor *qkv, int n_heads, int n_kv_heads,
@@ -728,17 +726,18 @@ static bool fp8_project(vox_backend *be, const vox_projection *p) {
     VOX_ASSERT(p->x->dtype == VOX_DTYPE_BF16 && p->w->scale && p->w->shape[1] == K && !p->bias);
     VOX_ASSERT(s->fp8_gemm != FP8_GEMM_UNKNOWN); /* fp8_weight decided it */
     const bool skinny = skinny_takes(s, M, p->w);
-    const bool fused_add = p->out == VOX_PROJ_ADD && (skinny || (s->fp8_gemm == FP8_GEMM_OUTER_VEC &&
-                                                                 s->fp8_lt_accumulate));
+    bool fused_add = p->out == VOX_PROJ_ADD && skinny;
+    if ((p->out != VOX_PROJ_STORE && !p->tmp) || (p->norm_w && !p->h)) return false;
     vox_tensor *out = p->out == VOX_PROJ_STORE || fused_add ? p->y : p->tmp;
-    if (!out || (p->norm_w && !p->h)) return false;
     VOX_ASSERT(vox_tensor_numel(out) >= (size_t)(M * N) && out->dtype == VOX_DTYPE_BF16);
     if (M == 0) return true;
     fp8_rows r;
     if (!fp8_rows_make(s, &r, p->x->data, M, K, p->norm_w, p->eps, p->h ? p->h->data : NULL))
         return true; /* the failure is noted */
-    if (!(skinny && skinny_gemm(s, M, p->w, r.q, r.sx, out->data, fused_add)))
-        fp8_lt_gemm(s, s->fp8_gemm, out->data, &r, p->w, M, fused_add);
+    if (!(skinny && skinny_gemm(s, M, p->w, r.q, r.sx, out->data, fused_add))) {
+        if (fused_add) out = p->tmp, fused_add = false; /* the kernel refused: the add apart */
+        fp8_lt_gemm(s, s->fp8_gemm, out->data, &r, p->w, M);
+    }
     fp8_rows_free(s, &r);
     vox_tensor prod = *out; /* the product [M, N] */
     prod.ndim = 2, prod.shape[0] = M, prod.shape[1] = N;
@@ -770,22 +769,9 @@ static bool env_flag(const char *var) {
     return v && *v && strcmp(v, "0") != 0;
 }
 
-/* The end of one probe GEMM of fp8_choose_gemm: its output read back, and whatever it provoked
- * cleared (a refusal there is an answer, not a failure). */
-static bool fp8_probe_read(cuda_state *s, bool ok, void *host, const void *dev, size_t bytes) {
-    cudaError_t e = cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, s->stream);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(s->stream);
-    s->first_error = cudaSuccess;
-    s->first_error_blas = CUBLAS_STATUS_SUCCESS;
-    cudaGetLastError();
-    return ok && e == cudaSuccess;
-}
-
 /* Which way this device's cuBLASLt applies the row scales: a small FP8 GEMM with outer-vector
  * scales, checked against the host's arithmetic; the epilogue kernel when it is refused or
- * wrong (VOX_FP8_GEMM=epilogue forces that path, for comparisons); with outer vectors, also
- * whether it adds the product to y exactly (beta = 1), which saves the residual adds a kernel
- * (VOX_FP8_NO_LT_ADD=1 keeps them apart, for comparisons). */
+ * wrong (VOX_FP8_GEMM=epilogue forces that path, for comparisons). */
 static vox_status fp8_choose_gemm(cuda_state *s, vox_error *err) {
     /* positive values only: no cancellation, so the result is within bf16 rounding of the
      * exact one; x's codes and scales as the host's encoder makes them */
@@ -829,32 +815,20 @@ static vox_status fp8_choose_gemm(cuda_state *s, vox_error *err) {
         fp8_rows r;
         bool ok = fp8_rows_make(s, &r, dx, PM, PK, NULL, 0.0f, NULL);
         if (ok) {
-            ok = fp8_lt_gemm(s, order[i], dy, &r, &w, PM, false);
+            ok = fp8_lt_gemm(s, order[i], dy, &r, &w, PM);
             fp8_rows_free(s, &r);
         }
-        ok = fp8_probe_read(s, ok, got, dy, sizeof got);
-        for (int j = 0; ok && j < PM * PN; j++) /* within bf16 rounding */
+        cudaError_t e = cudaMemcpyAsync(got, dy, sizeof got, cudaMemcpyDeviceToHost, s->stream);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(s->stream);
+        s->first_error = cudaSuccess; /* a refusal here is an answer, not a failure */
+        s->first_error_blas = CUBLAS_STATUS_SUCCESS;
+        cudaGetLastError();
+        for (int j = 0; ok && e == cudaSuccess && j < PM * PN; j++) /* within bf16 rounding */
             ok = fabsf(vox_bf16_to_f32(got[j]) - want[j]) <= fabsf(want[j]) * (1.0f / 128);
-        if (!ok) continue;
-        s->fp8_gemm = order[i];
-        /* residual adds in the GEMM (beta = 1, C = D = y): y = 0.75 want before, 1.75 want after */
-        if (order[i] == FP8_GEMM_OUTER_VEC && !env_flag("VOX_FP8_NO_LT_ADD")) {
-            uint16_t base[PM * PN];
-            for (int j = 0; j < PM * PN; j++) base[j] = vox_f32_to_bf16(0.75f * want[j]);
-            cudaMemcpyAsync(dy, base, sizeof base, cudaMemcpyHostToDevice, s->stream);
-            bool add = fp8_rows_make(s, &r, dx, PM, PK, NULL, 0.0f, NULL);
-            if (add) {
-                add = fp8_lt_gemm(s, order[i], dy, &r, &w, PM, true);
-                fp8_rows_free(s, &r);
-            }
-            add = fp8_probe_read(s, add, got, dy, sizeof got);
-            for (int j = 0; add && j < PM * PN; j++) {
-                float sum = vox_bf16_to_f32(base[j]) + want[j];
-                add = fabsf(vox_bf16_to_f32(got[j]) - sum) <= fabsf(sum) * (1.0f / 128);
-            }
-            s->fp8_lt_accumulate = add;
+        if (ok && e == cudaSuccess) {
+            s->fp8_gemm = order[i];
+            goto done;
         }
-        goto done;
     }
     st = vox_fail(err, VOX_ERR_UNSUPPORTED,
                   "%s (%s): cuBLASLt ran no correct FP8 GEMM here; export the model with --dtype bf16",
