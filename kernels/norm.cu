@@ -27,10 +27,10 @@
 
 namespace {
 
-// Sum (or, MAX, maximum) over the threads of one row: a warp, or wpr consecutive warps of the
+// Sum (or, with MAX, maximum) over the threads of one row: a warp, or wpr consecutive warps of the
 // block (then every thread of the block must call it, since it synchronises).
 template <bool MAX = false>
-__device__ __forceinline__ float row_sum(float v, float *red, int wpr, int row_slot,
+__device__ __forceinline__ float row_reduce(float v, float *red, int wpr, int row_slot,
                                          int warp_in_row) {
     v = MAX ? vk_warp_max(v) : vk_warp_sum(v);
     if (wpr == 1) return v;
@@ -86,7 +86,7 @@ __global__ void __launch_bounds__(vec_max_threads(NV))
         for (int j = 0; j < NV; j++)
 #pragma unroll
             for (int e = 0; e < 8; e++) s += v[j][e] * v[j][e];
-        const float inv = rsqrtf(row_sum(s, red, wpr, row_slot, warp_in_row) / c + eps);
+        const float inv = rsqrtf(row_reduce(s, red, wpr, row_slot, warp_in_row) / c + eps);
 #pragma unroll
         for (int j = 0; j < NV; j++) {
             const int vi = t + j * tpr;
@@ -101,7 +101,7 @@ __global__ void __launch_bounds__(vec_max_threads(NV))
         for (int j = 0; j < NV; j++)
 #pragma unroll
             for (int e = 0; e < 8; e++) s += v[j][e];
-        const float mean = row_sum(s, red, wpr, row_slot, warp_in_row) / c;
+        const float mean = row_reduce(s, red, wpr, row_slot, warp_in_row) / c;
         float d = 0.0f;
 #pragma unroll
         for (int j = 0; j < NV; j++) {
@@ -109,7 +109,7 @@ __global__ void __launch_bounds__(vec_max_threads(NV))
 #pragma unroll
             for (int e = 0; e < 8; e++) d += (v[j][e] - mean) * (v[j][e] - mean);
         }
-        const float rstd = rsqrtf(row_sum(d, red, wpr, row_slot, warp_in_row) / c + eps);
+        const float rstd = rsqrtf(row_reduce(d, red, wpr, row_slot, warp_in_row) / c + eps);
 #pragma unroll
         for (int j = 0; j < NV; j++) {
             const int vi = t + j * tpr;
@@ -138,7 +138,7 @@ __global__ void __launch_bounds__(vec_max_threads(NV))
                 v[j][e] = vk_round(v[j][e]);
                 mx = fmaxf(mx, fabsf(v[j][e]));
             }
-        const float scale = vk_fp8_scale(row_sum<true>(mx, red, wpr, row_slot, warp_in_row));
+        const float scale = vk_fp8_scale(row_reduce<true>(mx, red, wpr, row_slot, warp_in_row));
         if (!live) return;
         if (t == 0) qs[row] = scale;
 #pragma unroll
