@@ -36,10 +36,17 @@ void vox_k_add_bias_round(void *y_bf16, const float *acc, const void *bias_bf16,
  * scales common/fp8.c's vox_fp8_quantize_row gives for the same values. */
 void vox_k_fp8_quantize_rows(uint8_t *q, float *scale, const void *x_bf16, int64_t rows, int64_t k,
                              cudaStream_t stream);
-/* y bf16 [m, n] = bf16(acc[i, j] * (x_scale[i] * w_scale[j])) for a float32 GEMM result acc
- * [m, n] of codes: the scheme's scales where cuBLASLt cannot apply them itself. */
-void vox_k_fp8_scale_rows(void *y_bf16, const float *acc, const float *x_scale,
-                          const float *w_scale, int64_t m, int64_t n, cudaStream_t stream);
+/* The scheme's scales applied to a float32 GEMM result acc [m, n] of codes by what consumes the
+ * product P = bf16(acc[i, j] * (x_scale[i] * w_scale[j])), in one pass (cuBLASLt's plain FP8
+ * GEMMs stream the weights faster than its scaled ones at few rows, NOTES-2026-12-02-fp8-fused):
+ *   VOX_K_FP8_STORE    y [m, n] = P
+ *   VOX_K_FP8_ADD      y [m, n] = bf16(y + P), as vox_k_add(y, y, P)
+ *   VOX_K_FP8_SWIGLU   y [m, n/2] = vox_k_swiglu of P = (gate | up) per row (n even)
+ * Each output equals, bit for bit, P stored as bf16 and then consumed by that kernel. */
+typedef enum { VOX_K_FP8_STORE, VOX_K_FP8_ADD, VOX_K_FP8_SWIGLU } vox_k_fp8_consumer;
+void vox_k_fp8_scale_apply(vox_k_fp8_consumer op, void *y_bf16, const float *acc,
+                           const float *x_scale, const float *w_scale, int64_t m, int64_t n,
+                           cudaStream_t stream);
 
 /* ---- log-mel front end (kernels/mel.cu; the DFT and mel products are GEMMs by the caller) ---- */
 /* frames [nt, 400] f32 for frames t0.. of the padded signal x [n]: periodic-Hann-windowed,

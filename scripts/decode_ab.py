@@ -32,7 +32,7 @@ def run_once(a, env_extra):
                "--latency-json", lat.name] + [a.wav] * a.repeats
         p = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if p.returncode != 0:
-            return None, p.stderr[-2000:]
+            return None, None, p.stderr[-2000:]
         with open(lat.name) as f:
             run = json.load(f)
     run_ms = run.get("latency_ms", {})

@@ -65,6 +65,9 @@ typedef struct {
     char gpu[320];          /* the device's name and compute capability, for messages */
     int cc;                 /* compute capability, major * 10 + minor */
     fp8_gemm_mode fp8_gemm;
+    /* FP8 GEMMs of at most this many rows run as plain FP8 products (float32 out) whose scales the
+     * consumer applies (FP8_PLAIN_ROWS; 0 where the plain product failed the probe) */
+    int64_t fp8_plain_rows;
     bool fp8_separate;      /* VOX_FP8_SEPARATE=1: FP8 projections of > 4 rows op by op */
     bool fp8_choose_pending; /* FP8 weights met while loading: fp8_choose_gemm in weights_end */
     cudaStream_t stream;
@@ -683,6 +686,48 @@ static void fp8_rows_free(cuda_state *s, fp8_rows *r) {
     r->buf = NULL;
 }
 
+/* The FP8 GEMMs of few rows: cuBLASLt's plain FP8 products (no scales, float32 out) stream the
+ * weights at 44 us a decoder layer for 8 rows against 74 us for its outer-vector-scaled ones,
+ * which have one algorithm (time_gemm_algos --fp8 / --fp8-fp32, NOTES-2026-12-02-fp8-fused.md).
+ * End to end on the H200 (NOTES-2026-12-02-fp8-plain.md) the plain products won the decode
+ * stage at 12 to 48 sequences (-18% to -3%) and lost it at 64 (+13%): up to 48 rows, then.
+ * VOX_FP8_PLAIN_ROWS=N sets the limit (0: outer vectors at every size), for comparisons. */
+#define FP8_PLAIN_ROWS 48
+static int64_t fp8_plain_rows_limit(void) {
+    const char *v = getenv("VOX_FP8_PLAIN_ROWS");
+    char *end = NULL;
+    long n = v && *v ? strtol(v, &end, 10) : -1;
+    return n >= 0 && end && *end == '\0' ? (int64_t)n : FP8_PLAIN_ROWS;
+}
+
+/* acc [M, N] float32 = x's codes times FP8 w [N, K]'s codes, unscaled, fp32 accumulation, in a
+ * stream-ordered allocation of M * N floats (the caller frees it). NULL when cuBLASLt refused
+ * or memory ran out (noted). */
+static float *fp8_plain_gemm(cuda_state *s, const fp8_rows *r, const vox_tensor *w, int64_t M) {
+    const int64_t N = w->shape[0], K = w->shape[1];
+    float *acc = NULL;
+    vox_error err;
+    if (dev_alloc(s, (void **)&acc, (size_t)(M * N) * 4, &err)) {
+        note_error(s, cudaErrorMemoryAllocation, "fp8 matmul accumulator");
+        return NULL;
+    }
+    if (lt_matmul_scaled(s, CUDA_R_8F_E4M3, CUDA_R_32F, M, N, K, w->data, r->q, acc, NULL, 5,
+                         false, NULL, NULL) != CUBLAS_STATUS_SUCCESS) {
+        dev_free(s, acc, (size_t)(M * N) * 4);
+        return NULL;
+    }
+    return acc;
+}
+
+/* The scales applied to a plain product by its consumer (op), into y; frees acc. */
+static void fp8_plain_apply(cuda_state *s, vox_k_fp8_consumer op, void *y, float *acc,
+                            const fp8_rows *r, const vox_tensor *w, int64_t M) {
+    const int64_t N = w->shape[0];
+    vox_k_fp8_scale_apply(op, y, acc, r->sx, w->scale, M, N, s->stream);
+    LAUNCHED(s, "fp8_scale_apply");
+    dev_free(s, acc, (size_t)(M * N) * 4);
+}
+
 /* y [M, N] bf16 = the scheme's product of x's codes and FP8 w [N, K] through cuBLASLt, with fp32
  * accumulation, the scales applied by cuBLASLt (outer vectors) or by a kernel on its float32
  * result (mode). Returns false when cuBLASLt refused (nothing then written to y). */
@@ -692,29 +737,21 @@ static bool fp8_lt_gemm(cuda_state *s, fp8_gemm_mode mode, void *y, const fp8_ro
     if (mode == FP8_GEMM_OUTER_VEC)
         return lt_matmul_scaled(s, CUDA_R_8F_E4M3, CUDA_R_16BF, M, N, K, w->data, r->q, y, NULL,
                                 4, false, w->scale, r->sx) == CUBLAS_STATUS_SUCCESS;
-    float *acc = NULL;
-    vox_error err;
-    if (dev_alloc(s, (void **)&acc, (size_t)(M * N) * 4, &err)) {
-        note_error(s, cudaErrorMemoryAllocation, "fp8 matmul accumulator");
-        return false;
-    }
-    cublasStatus_t st = lt_matmul_scaled(s, CUDA_R_8F_E4M3, CUDA_R_32F, M, N, K, w->data, r->q,
-                                         acc, NULL, 5, false, NULL, NULL);
-    if (st == CUBLAS_STATUS_SUCCESS) {
-        vox_k_fp8_scale_rows(y, acc, r->sx, w->scale, M, N, s->stream);
-        LAUNCHED(s, "fp8_scale_rows");
-    }
-    dev_free(s, acc, (size_t)(M * N) * 4);
-    return st == CUBLAS_STATUS_SUCCESS;
+    float *acc = fp8_plain_gemm(s, r, w, M);
+    if (acc) fp8_plain_apply(s, VOX_K_FP8_STORE, y, acc, r, w, M);
+    return acc != NULL;
 }
 
 /* An FP8 projection (the scheme's layers) of more rows than the matvec kernels take, or a plain
- * FP8 matmul (STORE): x's rows quantized (the RMSNorm fused in where there is one), one FP8 GEMM
- * (the few-row kernel where skinny_takes, else cuBLASLt), then what consumes the product: a
- * residual add inside the few-row kernel, else a kernel; SwiGLU, RoPE + cache as kernels reading
- * the product from p->tmp. (cuBLASLt's beta = 1 with outer-vector FP8 scales did not pass a
- * probe against the host on the H200, 2026-12-02: its residual adds stay a kernel.) False,
- * enqueuing nothing, when a scratch tensor it needs is missing. */
+ * FP8 matmul (STORE): x's rows quantized (the RMSNorm fused in where there is one), then one of
+ *  - the few-row kernel where skinny_takes (VOX_SKINNY_GEMM=1), with the residual add inside;
+ *  - up to fp8_plain_rows rows (or every size in the epilogue mode): a plain FP8 product in
+ *    float32 whose scales the consumer kernel applies (store, residual add, SwiGLU; RoPE + cache
+ *    reads the scaled product from p->tmp);
+ *  - else cuBLASLt's outer-vector-scaled GEMM into p->tmp and the neighbour as a kernel.
+ * (cuBLASLt's beta = 1 with outer-vector FP8 scales did not pass a probe against the host on
+ * the H200, 2026-12-02: its residual adds stay a kernel.) False, enqueuing nothing, when a
+ * scratch tensor it needs is missing. */
 static void cu_swiglu(vox_backend *be, vox_tensor *y, const vox_tensor *gate_up);
 static void cu_rope_cache(vox_backend *be, vox_tensor *q_out, vox_tensor *k_pool,
                           vox_tensor *v_pool, const vox_tensor *qkv, int n_heads, int n_kv_heads,
@@ -726,6 +763,7 @@ static bool fp8_project(vox_backend *be, const vox_projection *p) {
     VOX_ASSERT(p->x->dtype == VOX_DTYPE_BF16 && p->w->scale && p->w->shape[1] == K && !p->bias);
     VOX_ASSERT(s->fp8_gemm != FP8_GEMM_UNKNOWN); /* fp8_weight decided it */
     const bool skinny = skinny_takes(s, M, p->w);
+    const bool plain = !skinny && (M <= s->fp8_plain_rows || s->fp8_gemm == FP8_GEMM_EPILOGUE);
     bool fused_add = p->out == VOX_PROJ_ADD && skinny;
     if ((p->out != VOX_PROJ_STORE && !p->tmp) || (p->norm_w && !p->h)) return false;
     vox_tensor *out = p->out == VOX_PROJ_STORE || fused_add ? p->y : p->tmp;
@@ -734,6 +772,24 @@ static bool fp8_project(vox_backend *be, const vox_projection *p) {
     fp8_rows r;
     if (!fp8_rows_make(s, &r, p->x->data, M, K, p->norm_w, p->eps, p->h ? p->h->data : NULL))
         return true; /* the failure is noted */
+    if (plain) {
+        float *acc = fp8_plain_gemm(s, &r, p->w, M);
+        if (acc) {
+            static const vox_k_fp8_consumer consumer[] = {
+                [VOX_PROJ_STORE] = VOX_K_FP8_STORE, [VOX_PROJ_ADD] = VOX_K_FP8_ADD,
+                [VOX_PROJ_SWIGLU] = VOX_K_FP8_SWIGLU, [VOX_PROJ_ROPE_CACHE] = VOX_K_FP8_STORE};
+            fp8_plain_apply(s, consumer[p->out], p->out == VOX_PROJ_ROPE_CACHE ? out->data : p->y->data,
+                            acc, &r, p->w, M);
+        }
+        fp8_rows_free(s, &r);
+        if (acc && p->out == VOX_PROJ_ROPE_CACHE) {
+            vox_tensor prod = *out;
+            prod.ndim = 2, prod.shape[0] = M, prod.shape[1] = N;
+            cu_rope_cache(be, p->y, p->k_pool, p->v_pool, &prod, p->n_heads, p->n_kv_heads,
+                          p->head_dim, p->theta);
+        }
+        return true;
+    }
     if (!(skinny && skinny_gemm(s, M, p->w, r.q, r.sx, out->data, fused_add))) {
         if (fused_add) out = p->tmp, fused_add = false; /* the kernel refused: the add apart */
         fp8_lt_gemm(s, s->fp8_gemm, out->data, &r, p->w, M);
@@ -770,8 +826,10 @@ static bool env_flag(const char *var) {
 }
 
 /* Which way this device's cuBLASLt applies the row scales: a small FP8 GEMM with outer-vector
- * scales, checked against the host's arithmetic; the epilogue kernel when it is refused or
- * wrong (VOX_FP8_GEMM=epilogue forces that path, for comparisons). */
+ * scales and a plain one (float32 out, the scales applied by a kernel), each checked against the
+ * host's arithmetic. Outer vectors above fp8_plain_rows rows and plain products up to it where
+ * both pass; the one that passes at every size otherwise. VOX_FP8_GEMM=epilogue forces plain
+ * products at every size, VOX_FP8_GEMM=outer outer vectors at every size, for comparisons. */
 static vox_status fp8_choose_gemm(cuda_state *s, vox_error *err) {
     /* positive values only: no cancellation, so the result is within bf16 rounding of the
      * exact one; x's codes and scales as the host's encoder makes them */
@@ -799,7 +857,9 @@ static vox_status fp8_choose_gemm(cuda_state *s, vox_error *err) {
     if (s->first_error != cudaSuccess) return pending_fail(s, err, s->name);
     const char *force = getenv("VOX_FP8_GEMM");
     fp8_gemm_mode order[2] = {FP8_GEMM_OUTER_VEC, FP8_GEMM_EPILOGUE};
-    int first = force && strcmp(force, "epilogue") == 0 ? 1 : 0;
+    const bool only_plain = force && strcmp(force, "epilogue") == 0;
+    const bool only_outer = force && strcmp(force, "outer") == 0;
+    bool passed[2] = {false, false};
     vox_tensor w = {.dtype = VOX_DTYPE_F8_E4M3, .ndim = 2, .shape = {PN, PK}};
     void *dx = NULL, *dy = NULL;
     vox_status st = VOX_OK;
@@ -810,7 +870,7 @@ static vox_status fp8_choose_gemm(cuda_state *s, vox_error *err) {
     cudaMemcpyAsync(w.data, hw, sizeof hw, cudaMemcpyHostToDevice, s->stream);
     cudaMemcpyAsync(w.scale, hws, sizeof hws, cudaMemcpyHostToDevice, s->stream);
     cudaMemcpyAsync(dx, xb, sizeof xb, cudaMemcpyHostToDevice, s->stream);
-    for (int i = first; i < 2; i++) {
+    for (int i = only_plain ? 1 : 0; i < (only_outer ? 1 : 2); i++) {
         uint16_t got[PM * PN];
         fp8_rows r;
         bool ok = fp8_rows_make(s, &r, dx, PM, PK, NULL, 0.0f, NULL);
@@ -825,10 +885,12 @@ static vox_status fp8_choose_gemm(cuda_state *s, vox_error *err) {
         cudaGetLastError();
         for (int j = 0; ok && e == cudaSuccess && j < PM * PN; j++) /* within bf16 rounding */
             ok = fabsf(vox_bf16_to_f32(got[j]) - want[j]) <= fabsf(want[j]) * (1.0f / 128);
-        if (ok && e == cudaSuccess) {
-            s->fp8_gemm = order[i];
-            goto done;
-        }
+        passed[i] = ok && e == cudaSuccess;
+    }
+    if (passed[0] || passed[1]) {
+        s->fp8_gemm = passed[0] ? order[0] : order[1];
+        s->fp8_plain_rows = passed[0] && passed[1] ? fp8_plain_rows_limit() : 0;
+        goto done;
     }
     st = vox_fail(err, VOX_ERR_UNSUPPORTED,
                   "%s (%s): cuBLASLt ran no correct FP8 GEMM here; export the model with --dtype bf16",

@@ -13,7 +13,8 @@
  *    vox_k_rms_norm's, its codes and scales bit for bit the host encoder's on those rows, with
  *    and without the bf16 rows written; shapes it must refuse (c % 8, c > 32768, misalignment)
  *    return 0 and write nothing.
- * 2. vox_k_fp8_scale_rows: bf16(acc * (s_x * s_w)) bit for bit (the same two float products).
+ * 2. vox_k_fp8_scale_apply: bf16(acc * (s_x * s_w)) bit for bit (the same two float products),
+ *    then stored, added to y, or through SwiGLU, each bit for bit.
  * 3. vox_k_matvec with F8 weights (w_scale set), every configuration (the launcher's pick, then
  *    each variant of the test hook), m = 1..4, with and without the RMSNorm prologue, every
  *    epilogue, awkward shapes (n = 5, 37, 1029; k = 16, 48, 144, 1040, 4112: not multiples of a
@@ -185,25 +186,51 @@ static void test_norm_quantize_refusals(void) {
     gtu_dev_free(dq), gtu_dev_free(ds), gtu_dev_free(dx), gtu_dev_free(dw);
 }
 
-/* ---- 2. scale_rows --------------------------------------------------------------------------- */
+/* ---- 2. the scales applied by the product's consumer --------------------------------------- */
 
-static void test_scale_rows(int64_t m, int64_t n) {
+/* vox_k_fp8_scale_apply(op) on acc [m, n]: P = bf16(acc * (s_x * s_w)) against the host bit for
+ * bit; ADD's bf16(y + P) against the host bit for bit (both are one float32 operation and one
+ * rounding); SWIGLU against P stored (STORE, checked above) and then vox_k_swiglu, bit for bit, as
+ * the header promises (vox_k_swiglu itself is checked against the CPU in
+ * test_kernels_elementwise). `skew` offsets y by one element: the scalar path. */
+static void test_scale_apply(vox_k_fp8_consumer op, int64_t m, int64_t n, int skew) {
+    static const char *names[] = {"store", "add", "swiglu"};
+    const int64_t cols = op == VOX_K_FP8_SWIGLU ? n / 2 : n;
     float *acc = gtu_rand_f32(&rng, (size_t)(m * n), -300.0f, 300.0f);
     float *sx = gtu_rand_f32(&rng, (size_t)m, 1e-4f, 2.0f), *sw = gtu_rand_f32(&rng, (size_t)n, 1e-4f, 2.0f);
+    float *yf;
+    uint16_t *y0 = gtu_randn_bf16(&rng, (size_t)(m * cols), 30.0f, 0.0f, &yf);
     void *da = gtu_dev_upload(acc, (size_t)(m * n) * 4), *dsx = gtu_dev_upload(sx, (size_t)m * 4);
-    void *dsw = gtu_dev_upload(sw, (size_t)n * 4), *dy = gtu_dev_alloc((size_t)(m * n) * 2);
-    vox_k_fp8_scale_rows(dy, da, dsx, dsw, m, n, 0);
-    uint16_t *y = gtu_malloc((size_t)(m * n) * 2);
-    gtu_download(y, dy, (size_t)(m * n) * 2);
+    void *dsw = gtu_dev_upload(sw, (size_t)n * 4);
+    uint16_t *dbuf = gtu_dev_alloc((size_t)(m * cols + 1) * 2), *dy = dbuf + skew;
+    GTU_CUDA(cudaMemcpy(dy, y0, (size_t)(m * cols) * 2, cudaMemcpyHostToDevice));
+    vox_k_fp8_scale_apply(op, dy, da, dsx, dsw, m, n, 0);
+    uint16_t *y = gtu_malloc((size_t)(m * cols) * 2), *want = gtu_malloc((size_t)(m * cols) * 2);
+    gtu_download(y, dy, (size_t)(m * cols) * 2);
+    if (op == VOX_K_FP8_SWIGLU) { /* P through the store path, then vox_k_swiglu */
+        uint16_t *dp = gtu_dev_alloc((size_t)(m * n) * 2), *dw = gtu_dev_alloc((size_t)(m * cols + 1) * 2);
+        vox_k_fp8_scale_apply(VOX_K_FP8_STORE, dp, da, dsx, dsw, m, n, 0);
+        vox_k_swiglu(dw + skew, dp, m, cols, 0);
+        gtu_download(want, dw + skew, (size_t)(m * cols) * 2);
+        gtu_dev_free(dp), gtu_dev_free(dw);
+    } else {
+        for (int64_t i = 0; i < m * n; i++) {
+            const float p = vox_bf16_to_f32(vox_f32_to_bf16(acc[i] * (sx[i / n] * sw[i % n])));
+            want[i] = vox_f32_to_bf16(op == VOX_K_FP8_ADD ? yf[i] + p : p);
+        }
+    }
     size_t bad = 0;
-    for (int64_t i = 0; i < m * n; i++)
-        bad += y[i] != vox_f32_to_bf16(acc[i] * (sx[i / n] * sw[i % n]));
-    CHECK_MSG(bad == 0, "scale_rows %lld x %lld: %zu of %lld outputs differ", (long long)m,
-              (long long)n, bad, (long long)(m * n));
-    printf("  %s scale_rows %lld x %lld: every output bit for bit\n", bad ? "FAIL" : "ok",
-           (long long)m, (long long)n);
-    free(acc), free(sx), free(sw), free(y);
-    gtu_dev_free(da), gtu_dev_free(dsx), gtu_dev_free(dsw), gtu_dev_free(dy);
+    for (int64_t i = 0; i < m * cols; i++) {
+        if (y[i] != want[i] && bad++ < 5)
+            fprintf(stderr, "  [%lld]: %.9g, want %.9g\n", (long long)i, vox_bf16_to_f32(y[i]),
+                    vox_bf16_to_f32(want[i]));
+    }
+    CHECK_MSG(bad == 0, "scale_apply %s %lld x %lld skew %d: %zu of %lld outputs differ", names[op],
+              (long long)m, (long long)n, skew, bad, (long long)(m * cols));
+    printf("  %s scale_apply %s %lld x %lld%s: every output bit for bit\n", bad ? "FAIL" : "ok",
+           names[op], (long long)m, (long long)n, skew ? " (scalar path)" : "");
+    free(acc), free(sx), free(sw), free(y0), free(yf), free(y), free(want);
+    gtu_dev_free(da), gtu_dev_free(dsx), gtu_dev_free(dsw), gtu_dev_free(dbuf);
 }
 
 /* ---- 3. the FP8 matvec ----------------------------------------------------------------------- */
@@ -420,7 +447,8 @@ static void run_matvec_case(const mv_case *c) {
  * 2^-7 |v|): one rounding of the result can land an ulp away (measured on the H200 with the
  * few-row kernel: up to one ulp, e.g. 8.0625 against 8). */
 static void test_backend_projection(vox_backend *gpu, const char *label) {
-    static const int64_t ms[] = {5, 17, 64, 388};
+    /* 5..48 rows: plain FP8 products scaled by the consumer; 49 and more: outer-vector scales */
+    static const int64_t ms[] = {5, 17, 48, 49, 388};
     static const struct { vox_projection_out out; int64_t n, k; bool norm; const char *name; } cs[] = {
         {VOX_PROJ_STORE, 6144, 3072, true, "store+norm"},
         {VOX_PROJ_ADD, 3072, 4096, false, "add"},
@@ -579,8 +607,11 @@ int main(int argc, char **argv) {
         test_norm_quantize(ns[i][0], ns[i][1], i % 2 == 0), test_norm_quantize(ns[i][0], ns[i][1], i % 2 != 0);
     test_norm_quantize_refusals();
 
-    printf("2. scales after a float32 GEMM\n");
-    test_scale_rows(1, 16), test_scale_rows(3, 37), test_scale_rows(5, 3072), test_scale_rows(388, 6144);
+    printf("2. scales after a float32 GEMM, applied by the product's consumer\n");
+    static const int64_t sa[][2] = {{1, 16}, {3, 37 * 2}, {5, 3072}, {128, 6144}, {129, 16384}, {388, 6144}};
+    for (int op = VOX_K_FP8_STORE; op <= VOX_K_FP8_SWIGLU; op++)
+        for (size_t i = 0; i < sizeof sa / sizeof *sa; i++)
+            test_scale_apply((vox_k_fp8_consumer)op, sa[i][0], sa[i][1], i == 1);
 
     printf("3. FP8 decode projections (vox_k_matvec with w_scale)\n");
     const mv_case cases[] = {
