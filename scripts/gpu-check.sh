@@ -18,7 +18,8 @@
 # cuBLASLt's output; "kernels" adds every BUILD_DIR/tests/test_kernels_* with --no-timing: each
 # of our kernels against the CPU at awkward shapes, without cuBLASLt); SAN_DEVICE the runner's -d (cuda); COMPUTE_SANITIZER its path
 # (compute-sanitizer on PATH, else /usr/local/cuda/bin's); SAN_ARGS added to every tool's
-# options; SAN_ARGS_<tool> replaces that tool's own options (below, in sanitize_args).
+# options; SAN_ARGS_<tool> replaces that tool's own options (below, in sanitize_args);
+# SAN_SYNC_STEP_ROWS the prompt step size of synccheck's runs (64; below, in sanitize_env).
 set -uo pipefail
 
 # The options of each tool besides --tool and --error-exitcode.
@@ -37,6 +38,19 @@ sanitize_args() {
     synccheck) echo "--nvtx no" ;;
     *) echo "" ;;
   esac
+}
+
+# The environment a tool's runs get besides VOX_CUDA_PLAIN_MALLOC and the watchdog.
+sanitize_env() {
+  case $1 in
+    # synccheck does not finish one of cuBLASLt's bf16 GEMMs: gate|up (16384 x 3072) at 140 rows
+    # hangs under it alone (`time_gemm_algos 140`), as the runner does in the prompt step that
+    # follows it; with prompt steps of at most 64 rows two files pass in 3.8 s
+    # (bench/NOTES-2026-12-02-fp8-plain.md). SAN_SYNC_STEP_ROWS sets that limit; empty: the
+    # product's own (2048), to see the hang.
+    synccheck) [ -n "${SAN_SYNC_STEP_ROWS-64}" ] && echo "VOX_STEP_ROWS=${SAN_SYNC_STEP_ROWS-64}" ;;
+  esac
+  return 0
 }
 
 # "ERRORS NOTE" of a run's log: the tool's own count (racecheck: "RACECHECK SUMMARY: N hazards
@@ -128,15 +142,16 @@ sys.exit(128 - rc if rc < 0 else rc)'
         rows+=("$(printf '%-10s %-6s %4s %7s %8s %12s  %s' "$tool" "$run" - "?" - - "not built: ${app[0]}")")
         continue
       fi
-      local -a targs extra
+      local -a targs extra tenv
       read -ra targs <<<"$(sanitize_args "$tool")"
+      read -ra tenv <<<"$(sanitize_env "$tool")"
       read -ra extra <<<"${SAN_ARGS:-}"
       local -a cmd=("$cs" --tool "$tool" --error-exitcode 99 "${targs[@]}" "${extra[@]}" "${app[@]}")
       echo "running $tool on $run, log $log"
       start=$(date +%s.%N)
       {
-        echo "\$ VOX_CUDA_PLAIN_MALLOC=1 VOX_PDECODE_WATCHDOG_S=600 timeout $timeout_s ${cmd[*]}"
-        VOX_CUDA_PLAIN_MALLOC=1 VOX_PDECODE_WATCHDOG_S=600 python3 -c "$rss_py" "$L/.rss" timeout --kill-after=30 "$timeout_s" "${cmd[@]}"
+        echo "\$ ${tenv[*]}${tenv[*]:+ }VOX_CUDA_PLAIN_MALLOC=1 VOX_PDECODE_WATCHDOG_S=600 timeout $timeout_s ${cmd[*]}"
+        env "${tenv[@]}" VOX_CUDA_PLAIN_MALLOC=1 VOX_PDECODE_WATCHDOG_S=600 python3 -c "$rss_py" "$L/.rss" timeout --kill-after=30 "$timeout_s" "${cmd[@]}"
       } >"$log" 2>&1
       rc=$?
       secs=$(python3 -c "print(round($(date +%s.%N) - $start, 1))")

@@ -36,6 +36,7 @@ done
 mode_var=STUB_$tool
 mode=${!mode_var:-clean}
 echo "========= COMPUTE-SANITIZER ($tool, $mode): $*"
+echo "========= stand-in: the program's VOX_STEP_ROWS='${VOX_STEP_ROWS-unset}'"
 case $mode in
     kill) kill -9 $$ ;;
     hang) sleep 60; exit 0 ;;
@@ -104,6 +105,12 @@ has "$tmp/clean/racecheck-batch.log" "--tool racecheck --error-exitcode 99 --rac
 has "$tmp/clean/synccheck-one.log" "--tool synccheck --error-exitcode 99 --nvtx no "
 has "$tmp/clean/memcheck-batch.log" "$audio/short.wav $audio/speech.flac $audio/long.wav"
 has "$tmp/clean/memcheck-one.log" "-n 3 --ignore-eos"
+# synccheck's runs prefill in steps of 64 rows (a cuBLASLt GEMM it cannot finish), the others as
+# the product does; SAN_SYNC_STEP_ROWS changes that, empty turns it off
+has "$tmp/clean/synccheck-batch.log" "\$ VOX_STEP_ROWS=64 VOX_CUDA_PLAIN_MALLOC=1 "
+has "$tmp/clean/synccheck-one.log" "the program's VOX_STEP_ROWS='64'"
+has "$tmp/clean/memcheck-batch.log" "the program's VOX_STEP_ROWS='unset'"
+has "$tmp/clean/initcheck-one.log" "the program's VOX_STEP_ROWS='unset'"
 
 # errors, racecheck errors and warnings, the runner failing, no summary
 sanitize mixed 1 STUB_memcheck=errors STUB_racecheck=race STUB_synccheck=fault STUB_initcheck=nosummary
@@ -121,6 +128,10 @@ has "$tmp/mixed.out" "injected fault (VOX_FAULT=step:1:sticky): the device is lo
 sanitize two 0 SAN_TOOLS=synccheck SAN_RUNS=two
 row two synccheck two 0 0
 has "$tmp/two/synccheck-two.log" "-n 3 --ignore-eos --no-progress $audio/short.wav $audio/short.wav"
+sanitize rows 0 SAN_TOOLS=synccheck SAN_RUNS=two SAN_SYNC_STEP_ROWS=7
+has "$tmp/rows/synccheck-two.log" "the program's VOX_STEP_ROWS='7'"
+sanitize norows 0 SAN_TOOLS=synccheck SAN_RUNS=two SAN_SYNC_STEP_ROWS=
+has "$tmp/norows/synccheck-two.log" "the program's VOX_STEP_ROWS='unset'"
 
 # racecheck warnings alone are not a failure
 sanitize warn 0 SAN_TOOLS=racecheck STUB_racecheck=warn
