@@ -183,7 +183,8 @@ typedef struct voxtral_queue voxtral_queue;
 /* What a completed request reports. */
 typedef struct {
     uint64_t tag;              /* the caller's, from submit */
-    const char *path;          /* the file submitted (NULL for PCM) */
+    const char *path;          /* the file submitted, or the name of an encoded one (NULL for
+                                  PCM) */
     vox_status status;         /* VOX_OK, or why it failed; VOX_ERR_INTERRUPTED after cancel */
     const char *error;         /* the message when status != VOX_OK (names the file) */
     voxtral_result *result;    /* on success; the callback owns it (voxtral_result_free) */
@@ -236,6 +237,13 @@ vox_status voxtral_queue_submit_file(voxtral_queue *q, const char *path,
 vox_status voxtral_queue_submit_pcm(voxtral_queue *q, const float *samples, size_t n_samples,
                                     const voxtral_transcribe_params *params, uint64_t tag,
                                     vox_error *err);
+/* Queues an audio file held in memory (the bytes of any format a path may hold: a pipe read to
+ * its end, a download), decoded by the reader threads like a file. `name` stands for it in
+ * messages and in the completion's path (copied; NULL: "(memory)"). The bytes are not copied:
+ * they must stay valid until the request completes. */
+vox_status voxtral_queue_submit_encoded(voxtral_queue *q, const void *data, size_t size,
+                                        const char *name, const voxtral_transcribe_params *params,
+                                        uint64_t tag, vox_error *err);
 /* Runs until every submitted request has completed (each through the callback, on this
  * thread). Fails only when the device itself fails; the requests not done then complete with
  * that error. */

@@ -1,8 +1,11 @@
 #include "cli/inputs.h"
 
 #include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int append(vox_inputs *in, const char *s, size_t len) {
     if ((in->n & (in->n + 1)) == 0) { /* capacity is the next power of two minus one */
@@ -43,6 +46,21 @@ vox_status vox_inputs_read(vox_inputs *in, FILE *f, const char *name, vox_error 
     return VOX_OK;
 }
 
+/* Standard input can be read once: as the audio of one input "-", or as the list. */
+static vox_status check_stdin_uses(vox_inputs *in, bool list_from_stdin, vox_error *err) {
+    size_t dashes = 0;
+    for (size_t i = 0; i < in->n; i++) dashes += strcmp(in->paths[i], VOX_STDIN_INPUT) == 0;
+    const char *clash = dashes > 1 ? "the input '-' (audio on standard input) is given more than "
+                                     "once; a file named '-' is './-'"
+                        : dashes && list_from_stdin
+                            ? "--files-from - and the input '-' both read standard input; a "
+                              "file named '-' is './-'"
+                            : NULL;
+    if (!clash) return VOX_OK;
+    vox_inputs_free(in);
+    return vox_fail(err, VOX_ERR_INVALID_ARG, "%s", clash);
+}
+
 vox_status vox_inputs_build(const char *const *files, size_t n, const char *list_path,
                             vox_inputs *out, vox_error *err) {
     memset(out, 0, sizeof *out);
@@ -51,7 +69,7 @@ vox_status vox_inputs_build(const char *const *files, size_t n, const char *list
             vox_inputs_free(out);
             return vox_fail(err, VOX_ERR_NOMEM, "out of memory");
         }
-    if (!list_path) return VOX_OK;
+    if (!list_path) return check_stdin_uses(out, false, err);
     int from_stdin = strcmp(list_path, "-") == 0;
     FILE *f = from_stdin ? stdin : fopen(list_path, "r");
     if (!f) {
@@ -62,7 +80,36 @@ vox_status vox_inputs_build(const char *const *files, size_t n, const char *list
     vox_status st = vox_inputs_read(out, f, from_stdin ? "--files-from (standard input)" : list_path, err);
     if (!from_stdin) fclose(f);
     if (st) vox_inputs_free(out);
-    return st;
+    return st ? st : check_stdin_uses(out, from_stdin, err);
+}
+
+vox_status vox_inputs_read_all(int fd, const char *name, unsigned char **data, size_t *size,
+                                vox_error *err) {
+    size_t cap = (size_t)1 << 20, n = 0;
+    unsigned char *buf = malloc(cap);
+    if (!buf) return vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", name);
+    for (;;) {
+        if (n == cap) {
+            unsigned char *grown = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
+            if (!grown) {
+                free(buf);
+                return vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory after %zu bytes", name, n);
+            }
+            buf = grown, cap *= 2;
+        }
+        ssize_t got = read(fd, buf + n, cap - n);
+        if (got == 0) break;
+        if (got < 0) {
+            if (errno == EINTR) continue;
+            int e = errno;
+            free(buf);
+            return vox_fail(err, VOX_ERR_IO, "%s: cannot read: %s", name, strerror(e));
+        }
+        n += (size_t)got;
+    }
+    *data = buf;
+    *size = n;
+    return VOX_OK;
 }
 
 void vox_inputs_free(vox_inputs *in) {

@@ -1,4 +1,6 @@
-/* The list of inputs of a run: the FILE arguments, then the lines of --files-from. */
+/* The list of inputs of a run: the FILE arguments, then the lines of --files-from. The input
+ * "-" is audio on standard input (as whisper.cpp and openai-whisper take it): at most one, and
+ * not beside --files-from -; a file of that name is "./-". */
 #ifndef VOX_CLI_INPUTS_H
 #define VOX_CLI_INPUTS_H
 
@@ -12,9 +14,13 @@ typedef struct {
     size_t n;
 } vox_inputs;
 
+/* The input that stands for audio on standard input. */
+#define VOX_STDIN_INPUT "-"
+
 /* Copies files[0..n) and appends the paths of list_path (NULL: none; "-": standard input), one a
  * line: a trailing "\r" is dropped (CR LF lists), empty lines are skipped, nothing else is
- * changed (spaces and '#' may be part of a name). Errors name the list. */
+ * changed (spaces and '#' may be part of a name). Errors name the list; the input "-" twice,
+ * or with list_path "-", is VOX_ERR_INVALID_ARG. */
 vox_status vox_inputs_build(const char *const *files, size_t n, const char *list_path,
                             vox_inputs *out, vox_error *err);
 /* Appends the lines of an open stream (named `name` in errors). */
@@ -23,5 +29,9 @@ vox_status vox_inputs_read(vox_inputs *in, FILE *f, const char *name, vox_error 
  * of a list are disjoint, cover it, and differ in size by at most one. */
 void vox_inputs_shard(vox_inputs *in, int k, int n);
 void vox_inputs_free(vox_inputs *in);
+/* Everything readable from fd up to its end, in *data (malloc'ed; *size bytes). Errors name
+ * `name`. */
+vox_status vox_inputs_read_all(int fd, const char *name, unsigned char **data, size_t *size,
+                                vox_error *err);
 
 #endif

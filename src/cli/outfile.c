@@ -9,7 +9,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/inputs.h"
+
 char *vox_output_path(const char *dir, const char *input, const char *ext) {
+    if (strcmp(input, VOX_STDIN_INPUT) == 0) input = "stdin";
     size_t len = strlen(input);
     while (len > 1 && input[len - 1] == '/') len--; /* "a/b/" names b */
     const char *base = input;

@@ -2,7 +2,7 @@
  * at all.
  *
  * DIR/NAME.EXT, NAME being the input's file name without its last extension ("rec/a.b.wav" ->
- * "a.b"). Two inputs that would write the same file (rec1/talk.wav and rec2/talk.flac) are a
+ * "a.b"), "stdin" for the input "-" (audio on standard input). Two inputs that would write the same file (rec1/talk.wav and rec2/talk.flac) are a
  * usage error found before the model loads: nothing is overwritten silently, and no work is
  * lost. A file of that name from an earlier run is replaced.
  *

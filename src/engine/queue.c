@@ -397,6 +397,21 @@ vox_status voxtral_queue_submit_file(voxtral_queue *q, const char *path,
     return submit(q, r, params, tag, err);
 }
 
+vox_status voxtral_queue_submit_encoded(voxtral_queue *q, const void *data, size_t size,
+                                        const char *name, const voxtral_transcribe_params *params,
+                                        uint64_t tag, vox_error *err) {
+    if (!data && size > 0) return vox_fail(err, VOX_ERR_INVALID_ARG, "no data for %zu bytes", size);
+    static const unsigned char none; /* an empty buffer is a request that fails as empty */
+    vox_request *r = calloc(1, sizeof *r);
+    if (!r || !(r->path = strdup(name ? name : "(memory)"))) {
+        free(r);
+        return vox_fail(err, VOX_ERR_NOMEM, "out of memory");
+    }
+    r->encoded = data ? data : &none;
+    r->encoded_size = size;
+    return submit(q, r, params, tag, err);
+}
+
 vox_status voxtral_queue_submit_pcm(voxtral_queue *q, const float *samples, size_t n_samples,
                                     const voxtral_transcribe_params *params, uint64_t tag,
                                     vox_error *err) {

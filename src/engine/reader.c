@@ -1,5 +1,5 @@
-/* Reader threads (reader.h): each takes the next queued request, decodes its file (or takes its
- * PCM), and cuts it into the pieces the engine will run. */
+/* Reader threads (reader.h): each takes the next queued request, decodes its file or encoded
+ * buffer (or takes its PCM), and cuts it into the pieces the engine will run. */
 #include "engine/reader.h"
 
 #include <stdio.h>
@@ -35,10 +35,11 @@ static void read_request(vox_request *r, float *reuse, size_t reuse_cap) {
     vox_error err = {0};
     double t0 = vox_wall_ms();
     vox_status st = VOX_OK;
-    if (r->path) {
+    if (r->path) { /* a file, or an encoded file in memory */
+        const double max_s = r->p.segment ? VOX_SEGMENTED_MAX_SECONDS : 0;
         vox_audio a;
-        st = vox_audio_load_reusing(r->path, r->p.segment ? VOX_SEGMENTED_MAX_SECONDS : 0, reuse,
-                                    reuse_cap, &a, &err);
+        st = r->encoded ? vox_audio_load_memory(r->encoded, r->encoded_size, r->path, max_s, &a, &err)
+                        : vox_audio_load_reusing(r->path, max_s, reuse, reuse_cap, &a, &err);
         if (st == VOX_ERR_TOO_LONG && !r->p.segment) {
             size_t len = strlen(err.msg);
             snprintf(err.msg + len, sizeof err.msg - len,
@@ -91,7 +92,7 @@ static void *reader_main(void *arg) {
         r->state = VOX_REQ_READING;
         float *reuse = NULL;
         size_t reuse_cap = 0;
-        if (r->path && rd->n_spare > 0) { /* the most recently returned: warmest in cache */
+        if (r->path && !r->encoded && rd->n_spare > 0) { /* the most recently returned: warmest */
             rd->n_spare--;
             reuse = rd->spare[rd->n_spare];
             reuse_cap = rd->spare_cap[rd->n_spare];

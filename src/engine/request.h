@@ -1,4 +1,4 @@
-/* A request of a queue (private): one submitted file or PCM buffer, its audio once decoded, the
+/* A request of a queue (private): one submitted file, encoded file in memory or PCM buffer, its audio once decoded, the
  * pieces it is cut into (one, or the segments of its pauses), and what each piece produced.
  * Reader threads (reader.c) fill the audio and the pieces; the engine (engine.c) runs the
  * pieces and completes the request when the last one is done. */
@@ -22,7 +22,9 @@ typedef enum {
 typedef struct {
     uint64_t tag;
     size_t index;                  /* position in submission order */
-    char *path;                    /* owned copy; NULL for PCM */
+    char *path;                    /* owned copy; NULL for PCM; an encoded buffer's name */
+    const void *encoded;           /* an encoded file in memory (the caller's), or NULL */
+    size_t encoded_size;
     voxtral_transcribe_params p;   /* copied; its pointers are the caller's */
     double t_submit, t_ready;      /* wall clock (ms) */
 

@@ -320,6 +320,8 @@ int main(int argc, char **argv) {
     qp.on_complete = on_complete;
     qp.user_data = &rs;
     voxtral_queue *queue = NULL;
+    unsigned char *stdin_audio = NULL; /* the input "-", once read */
+    size_t stdin_bytes = 0;
     vox_status st = !rs.slot || !rs.held ? vox_fail(&err, VOX_ERR_NOMEM, "out of memory")
                                          : voxtral_queue_create_multi(ctxs, n_ctx, &qp, &queue, &err);
     for (size_t i = 0; !st && i < in.n; i++) {
@@ -331,7 +333,20 @@ int main(int argc, char **argv) {
             vox_progress_skip(&g_progress);
             continue;
         }
-        st = voxtral_queue_submit_file(queue, in.paths[i], &tp, i, &err);
+        if (strcmp(in.paths[i], VOX_STDIN_INPUT) != 0) {
+            st = voxtral_queue_submit_file(queue, in.paths[i], &tp, i, &err);
+            continue;
+        }
+        /* audio piped in: read to its end, then decoded by the readers like a file; a read
+         * that fails is this input's failure, as an unreadable file's would be */
+        vox_error read_err = {0};
+        if (vox_inputs_read_all(STDIN_FILENO, VOX_STDIN_INPUT, &stdin_audio, &stdin_bytes, &read_err))
+            on_complete(&(voxtral_completion){.tag = i, .path = VOX_STDIN_INPUT,
+                                              .status = VOX_ERR_IO, .error = read_err.msg},
+                        &rs);
+        else
+            st = voxtral_queue_submit_encoded(queue, stdin_audio, stdin_bytes, VOX_STDIN_INPUT,
+                                              &tp, i, &err);
     }
     if (!st) {
         vox_interrupt_set_queue(queue);
@@ -354,6 +369,7 @@ int main(int argc, char **argv) {
         say("interrupted: the files in progress were abandoned, no output written for them");
     flush_in_order(&rs);
     voxtral_queue_free(queue);
+    free(stdin_audio);
     char **failed = rs.failed;
     size_t n_failed = rs.n_failed;
     vox_progress_clear(&g_progress);

@@ -8,8 +8,9 @@
  * The requests differ in length (1 to several chunks), token budget, stopping (</s> or the
  * budget), language tag, logprobs and teacher forcing; there are more requests than slots (slots
  * are reused), prompts are cut into chunks of awkward sizes (VOX_STEP_ROWS), and one file is
- * segmented. Completion order is free, so results are matched by tag. Failures stay isolated: an
- * unreadable file inside the batch fails alone. */
+ * segmented; every other file is submitted as its bytes in memory. Completion order is free, so
+ * results are matched by tag. Failures stay isolated: an unreadable file inside the batch fails
+ * alone. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,6 +116,7 @@ typedef struct {
     vox_status st[N_REQ + 1];
     int calls[N_REQ + 1];
     char err[N_REQ + 1][512];
+    char path[N_REQ + 1][1024]; /* the completion's */
 } batch_out;
 
 static void on_complete(const voxtral_completion *c, void *user) {
@@ -125,9 +127,27 @@ static void on_complete(const voxtral_completion *c, void *user) {
     o->r[c->tag] = c->result;
     o->st[c->tag] = c->status;
     if (c->error) snprintf(o->err[c->tag], sizeof o->err[c->tag], "%s", c->error);
+    snprintf(o->path[c->tag], sizeof o->path[c->tag], "%s", c->path ? c->path : "(null)");
 }
 
-/* Every request through one queue of max_batch slots; tag N_REQ is a file that does not exist. */
+/* A whole file's bytes (malloc'ed), for voxtral_queue_submit_encoded. */
+static unsigned char *file_bytes(const char *path, size_t *size) {
+    FILE *f = fopen(path, "rb");
+    unsigned char *buf = NULL;
+    long n = -1;
+    if (f && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 &&
+        (buf = malloc((size_t)n)) && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    if (f) fclose(f);
+    *size = buf ? (size_t)n : 0;
+    return buf;
+}
+
+/* Every request through one queue of max_batch slots; tag N_REQ is a file that does not exist.
+ * Every other file goes in as its bytes in memory (voxtral_queue_submit_encoded, named by its
+ * path): the same result as the file, and the completion names it. */
 static void run_batched(voxtral_context *ctx, int max_batch, const char *step_rows,
                         voxtral_result **alone) {
     batch_out out;
@@ -144,11 +164,19 @@ static void run_batched(voxtral_context *ctx, int max_batch, const char *step_ro
     vox_error err = {0};
     CHECK_MSG(voxtral_queue_create(ctx, &qp, &q, &err) == VOX_OK, "%s", err.msg);
     if (!q) return;
+    unsigned char *encoded[N_REQ] = {0};
+    char paths[N_REQ][1024] = {{0}};
     for (int i = 0; i < N_REQ; i++) {
         voxtral_transcribe_params p = params_of(&specs[i]);
-        char path[1024];
-        if (specs[i].file) {
-            path_of(&specs[i], path, sizeof path);
+        char *path = paths[i];
+        if (specs[i].file && i % 2) {
+            path_of(&specs[i], path, sizeof paths[i]);
+            size_t size = 0;
+            encoded[i] = file_bytes(path, &size);
+            CHECK_MSG(encoded[i], "cannot read %s", path);
+            CHECK(voxtral_queue_submit_encoded(q, encoded[i], size, path, &p, (uint64_t)i, &err) == VOX_OK);
+        } else if (specs[i].file) {
+            path_of(&specs[i], path, sizeof paths[i]);
             CHECK(voxtral_queue_submit_file(q, path, &p, (uint64_t)i, &err) == VOX_OK);
         } else {
             CHECK(voxtral_queue_submit_pcm(q, slice_of(&specs[i]), specs[i].slice_n, &p,
@@ -168,6 +196,10 @@ static void run_batched(voxtral_context *ctx, int max_batch, const char *step_ro
            100.0 * qs.kv_waste);
     if (max_batch > 1) CHECK_MSG(qs.mean_batch > 1.0, "batch %d: no step ran more than one sequence", max_batch);
     voxtral_queue_free(q);
+    for (int i = 0; i < N_REQ; i++) {
+        if (specs[i].file) CHECK_MSG(strcmp(out.path[i], paths[i]) == 0, "request %d: completion path '%s', want '%s'", i, out.path[i], paths[i]);
+        free(encoded[i]);
+    }
     for (int i = 0; i <= N_REQ; i++)
         CHECK_MSG(out.calls[i] == 1, "request %d completed %d times", i, out.calls[i]);
     CHECK_MSG(out.st[N_REQ] == VOX_ERR_IO && strstr(out.err[N_REQ], "no/such/file.wav"),

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# voxtral_runner reading audio from standard input: the input "-" (a pipe from ffmpeg, curl, ...),
+# tiny fixture model, CPU backend:
+#  - a WAV and a FLAC piped in give the transcript of the same file named on the command line,
+#    byte for byte, also as json (its "file" is "-") and among other files (input order kept);
+#  - --output-dir writes it as stdin.txt; --segment cuts it as it cuts the file;
+#  - a truncated WAV piped in is decoded with a warning naming "-";
+#  - errors: garbage or nothing on standard input fail that input (exit 1, named "-", nothing on
+#    standard output); "-" twice, or beside --files-from -, is a usage error (exit 2) before the
+#    model loads; a file named "-" is still reachable as ./-.
+# Usage: test_runner_stdin.sh BUILD_DIR FIXTURES_DIR
+set -u
+build=$1
+fixtures=$2
+audio=$fixtures/tiny/audio
+source "$(dirname "$0")/runner_common.sh"
+tmp=$(mktemp -d /tmp/vox_cli_stdin_XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+export_tiny_model "$tmp/model"
+R=("$exe" -m "$tmp/model" -d cpu -n 12 --no-progress)
+same() { # DESCRIPTION FILE_A FILE_B
+    checks=$((checks + 1))
+    cmp -s "$2" "$3" || fail "$1: $(head -c 300 "$2") | against | $(head -c 300 "$3")"
+}
+has() { # DESCRIPTION FILE TEXT
+    checks=$((checks + 1))
+    grep -qF -- "$3" "$2" || fail "$1: no '$3' in $(head -c 500 "$2")"
+}
+
+for f in short.wav speech.flac; do
+    run 0 "file_$f" "$audio/$f"
+    run 0 "pipe_$f" - <"$audio/$f"
+    same "$f piped in" "$tmp/pipe_$f.out" "$tmp/file_$f.out"
+    check "$f: a transcript" [ -s "$tmp/pipe_$f.out" ]
+done
+
+# json: the same tokens, named "-"
+run 0 json_file -o json "$audio/short.wav"
+run 0 json_pipe -o json - <"$audio/short.wav"
+has "json names the input" "$tmp/json_pipe.out" '{"file":"-",'
+tokens() { grep -o '"tokens":\[[0-9,]*\]' "$1"; }
+check "json: the same tokens" [ "$(tokens "$tmp/json_pipe.out")" = "$(tokens "$tmp/json_file.out")" ]
+
+# among files, in input order
+run 0 mixed "$audio/long.wav" - "$audio/speech.flac" <"$audio/short.wav"
+expected=$(printf '==> %s <==\n' "$audio/long.wav"; "${R[@]}" "$audio/long.wav"
+           printf '==> - <==\n'; cat "$tmp/file_short.wav.out"
+           printf '==> %s <==\n' "$audio/speech.flac"; cat "$tmp/file_speech.flac.out")
+check "mixed: input order, each text as alone" [ "$(cat "$tmp/mixed.out")" = "$expected" ]
+
+# --output-dir: stdin.txt
+run 0 outdir -O "$tmp/out" "$audio/speech.flac" - <"$audio/short.wav"
+same "-O: stdin.txt" "$tmp/out/stdin.txt" "$tmp/file_short.wav.out"
+check "-O: the file beside it" [ -s "$tmp/out/speech.txt" ]
+
+# --segment: the same cues as the file
+run 0 seg_file -o srt "$audio/long.wav"
+run 0 seg_pipe -o srt - <"$audio/long.wav"
+same "segments of a pipe" "$tmp/seg_pipe.out" "$tmp/seg_file.out"
+
+# truncated: decoded, with a warning naming "-"
+head -c 30000 "$audio/long.wav" >"$tmp/cut.wav"
+run 0 cut - <"$tmp/cut.wav"
+has "truncated pipe: warning" "$tmp/cut.err" "-: warning: truncated"
+
+# bad input on standard input fails that input alone
+printf 'not audio at all' >"$tmp/garbage"
+run 1 garbage "$audio/short.wav" - <"$tmp/garbage"
+has "garbage: named" "$tmp/garbage.err" "voxtral_runner: -: not a supported audio file"
+has "garbage: summary" "$tmp/garbage.err" "1 of 2 files transcribed, 1 failed"
+run 1 empty - </dev/null
+has "empty: named" "$tmp/empty.err" "voxtral_runner: -: empty file (0 bytes)"
+check "empty: nothing on stdout" [ ! -s "$tmp/empty.out" ]
+
+# standard input read once only: usage errors
+run 2 twice - - <"$audio/short.wav"
+has "twice" "$tmp/twice.err" "the input '-' (audio on standard input) is given more than once"
+printf '%s\n' "$audio/short.wav" >"$tmp/list"
+run 2 list_and_pipe --files-from - - <"$tmp/list"
+has "list and pipe" "$tmp/list_and_pipe.err" "--files-from - and the input '-' both read standard input"
+check "twice: nothing on stdout" [ ! -s "$tmp/twice.out" ]
+check "list and pipe: nothing on stdout" [ ! -s "$tmp/list_and_pipe.out" ]
+
+# a file named "-" is ./-
+cp "$audio/short.wav" "$tmp/-"
+(cd "$tmp" && "${R[@]}" ./- >"$tmp/dash.out" 2>"$tmp/dash.err" </dev/null)
+checks=$((checks + 1))
+cmp -s "$tmp/dash.out" "$tmp/file_short.wav.out" || fail "./-: $(cat "$tmp/dash.err")"
+
+echo "test_runner_stdin: $checks checks, $failures failed"
+[ "$failures" -eq 0 ]
