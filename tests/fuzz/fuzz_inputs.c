@@ -2,7 +2,8 @@
  * come before it. The result is compared with the rule inputs.h states, implemented here
  * independently: lines split at LF, one CR before the LF (or the end) dropped, empty lines
  * skipped, nothing else changed; a line that holds a NUL byte makes the list an error naming the
- * list and the line (and keeps nothing). */
+ * list and the line (and keeps nothing); without one, two or more lines "-" (audio on standard
+ * input, which can be read once) make it a usage error that keeps nothing. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     vox_status s = vox_inputs_build(files, 2, path, &in, &err);
 
     /* the rule: walk the lines */
-    size_t expect_n = 2, pos = 0, line = 0, nul_line = 0;
+    size_t expect_n = 2, pos = 0, line = 0, nul_line = 0, dashes = 0;
     int has_nul = 0;
     while (pos < size) {
         line++;
@@ -27,6 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (len > 0 && data[pos + len - 1] == '\r') len--;
         if (len > 0) {
             if (!has_nul && memchr(data + pos, 0, len)) has_nul = 1, nul_line = line;
+            dashes += len == 1 && data[pos] == '-';
             if (!has_nul && s == VOX_OK) {
                 FUZZ_CHECK(expect_n < in.n, "line at byte %zu is missing", pos);
                 FUZZ_CHECK(strlen(in.paths[expect_n]) == len &&
@@ -44,6 +46,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         snprintf(where, sizeof where, "line %zu ", nul_line);
         FUZZ_CHECK(strstr(err.msg, path) && strstr(err.msg, where) && strstr(err.msg, "NUL"),
                    "message: %s (the NUL byte is on line %zu)", err.msg, nul_line);
+        return 0;
+    }
+    if (dashes > 1) {
+        FUZZ_CHECK(s == VOX_ERR_INVALID_ARG && in.n == 0 && in.paths == NULL &&
+                       strstr(err.msg, "'-' (audio on standard input) is given more than once"),
+                   "%zu lines '-' (standard input): status %d, %s", dashes, (int)s, err.msg);
         return 0;
     }
     FUZZ_CHECK(s == VOX_OK, "a list without NUL bytes was refused: %s", err.msg);
