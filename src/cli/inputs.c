@@ -1,6 +1,7 @@
 #include "cli/inputs.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -83,12 +84,24 @@ vox_status vox_inputs_build(const char *const *files, size_t n, const char *list
     return st ? st : check_stdin_uses(out, from_stdin, err);
 }
 
-vox_status vox_inputs_read_all(int fd, const char *name, unsigned char **data, size_t *size,
-                                vox_error *err) {
+vox_status vox_inputs_read_all(int fd, const char *name, bool (*stop)(void),
+                                unsigned char **data, size_t *size, vox_error *err) {
+    if (isatty(fd))
+        return vox_fail(err, VOX_ERR_IO, "%s: standard input is a terminal, not audio: pipe or "
+                        "redirect a file into it (cmd | voxtral_runner -)", name);
     size_t cap = (size_t)1 << 20, n = 0;
     unsigned char *buf = malloc(cap);
     if (!buf) return vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", name);
     for (;;) {
+        /* wait in slices, so that a signal (SIGINT: SA_RESTART would resume a blocked read) ends
+         * a read from a writer that sends nothing */
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        int ready = poll(&pfd, 1, 100);
+        if (stop && stop()) {
+            free(buf);
+            return vox_fail(err, VOX_ERR_INTERRUPTED, "%s: interrupted while reading", name);
+        }
+        if (ready == 0 || (ready < 0 && errno == EINTR)) continue;
         if (n == cap) {
             unsigned char *grown = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
             if (!grown) {

@@ -4,6 +4,7 @@
 #ifndef VOX_CLI_INPUTS_H
 #define VOX_CLI_INPUTS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -29,9 +30,10 @@ vox_status vox_inputs_read(vox_inputs *in, FILE *f, const char *name, vox_error 
  * of a list are disjoint, cover it, and differ in size by at most one. */
 void vox_inputs_shard(vox_inputs *in, int k, int n);
 void vox_inputs_free(vox_inputs *in);
-/* Everything readable from fd up to its end, in *data (malloc'ed; *size bytes). Errors name
- * `name`. */
-vox_status vox_inputs_read_all(int fd, const char *name, unsigned char **data, size_t *size,
-                                vox_error *err);
+/* Everything readable from fd up to its end, in *data (malloc'ed; *size bytes). A terminal is
+ * refused (VOX_ERR_IO: nobody types audio); VOX_ERR_INTERRUPTED as soon as stop (may be NULL)
+ * says so, waiting or not. Errors name `name`. */
+vox_status vox_inputs_read_all(int fd, const char *name, bool (*stop)(void), unsigned char **data,
+                                size_t *size, vox_error *err);
 
 #endif

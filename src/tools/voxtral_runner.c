@@ -338,11 +338,14 @@ int main(int argc, char **argv) {
             continue;
         }
         /* audio piped in: read to its end, then decoded by the readers like a file; a read
-         * that fails is this input's failure, as an unreadable file's would be */
+         * that fails is this input's failure, as an unreadable file's would be, and a signal
+         * meanwhile abandons it (the queue, cancelled, then ends the rest) */
         vox_error read_err = {0};
-        if (vox_inputs_read_all(STDIN_FILENO, VOX_STDIN_INPUT, &stdin_audio, &stdin_bytes, &read_err))
+        vox_status rst = vox_inputs_read_all(STDIN_FILENO, VOX_STDIN_INPUT, vox_interrupted,
+                                             &stdin_audio, &stdin_bytes, &read_err);
+        if (rst)
             on_complete(&(voxtral_completion){.tag = i, .path = VOX_STDIN_INPUT,
-                                              .status = VOX_ERR_IO, .error = read_err.msg},
+                                              .status = rst, .error = read_err.msg},
                         &rs);
         else
             st = voxtral_queue_submit_encoded(queue, stdin_audio, stdin_bytes, VOX_STDIN_INPUT,

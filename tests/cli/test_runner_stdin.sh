@@ -6,8 +6,9 @@
 #  - --output-dir writes it as stdin.txt; --segment cuts it as it cuts the file;
 #  - a truncated WAV piped in is decoded with a warning naming "-";
 #  - errors: garbage or nothing on standard input fail that input (exit 1, named "-", nothing on
-#    standard output); "-" twice, or beside --files-from -, is a usage error (exit 2) before the
-#    model loads; a file named "-" is still reachable as ./-.
+#    standard output); a terminal is refused; "-" twice, or beside --files-from -, is a usage
+#    error (exit 2) before the model loads; a file named "-" is still reachable as ./-;
+#  - SIGINT while the pipe sends nothing ends the run at once (exit 130), not at the pipe's end.
 # Usage: test_runner_stdin.sh BUILD_DIR FIXTURES_DIR
 set -u
 build=$1
@@ -15,7 +16,8 @@ fixtures=$2
 audio=$fixtures/tiny/audio
 source "$(dirname "$0")/runner_common.sh"
 tmp=$(mktemp -d /tmp/vox_cli_stdin_XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+pid=
+trap '[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
 export_tiny_model "$tmp/model"
 R=("$exe" -m "$tmp/model" -d cpu -n 12 --no-progress)
 same() { # DESCRIPTION FILE_A FILE_B
@@ -80,6 +82,36 @@ run 2 list_and_pipe --files-from - - <"$tmp/list"
 has "list and pipe" "$tmp/list_and_pipe.err" "--files-from - and the input '-' both read standard input"
 check "twice: nothing on stdout" [ ! -s "$tmp/twice.out" ]
 check "list and pipe: nothing on stdout" [ ! -s "$tmp/list_and_pipe.out" ]
+
+# a terminal on standard input is refused at once (script(1) gives the runner one)
+if command -v script >/dev/null; then
+    checks=$((checks + 1))
+    script -qec "$(printf '%q ' "${R[@]}") -" /dev/null >"$tmp/tty.out" 2>&1 </dev/null
+    rc=$?
+    [ "$rc" -eq 1 ] || fail "terminal: exit $rc, want 1: $(cat "$tmp/tty.out")"
+    has "terminal: refused" "$tmp/tty.out" "voxtral_runner: -: standard input is a terminal, not audio"
+else
+    echo "no script(1): the terminal case is not checked"
+fi
+
+# SIGINT while the pipe has sent nothing (its writer still open): exit 130 at once, input abandoned
+mkfifo "$tmp/fifo"
+"${R[@]}" - "$audio/short.wav" <"$tmp/fifo" >"$tmp/int.out" 2>"$tmp/int.err" &
+pid=$!
+exec 3>"$tmp/fifo" # the writer: the runner's standard input opens, and never ends while fd 3 is open
+checks=$((checks + 1))
+# once it waits on the pipe (past the load: its signal handler is in place)
+if ! wait_until "$pid" grep -q poll "/proc/$pid/wchan" 2>/dev/null; then
+    sleep 5 # no wchan here: long past the tiny model's load
+fi
+kill -INT "$pid"
+wait_exit "$pid" 20
+rc=$?
+pid=
+exec 3>&-
+[ "$rc" -eq 130 ] || fail "SIGINT while reading: exit $rc, want 130: $(cat "$tmp/int.err")"
+has "SIGINT: summary" "$tmp/int.err" "0 of 2 files transcribed, 0 failed, 2 not done (interrupted)"
+check "SIGINT: nothing on stdout" [ ! -s "$tmp/int.out" ]
 
 # a file named "-" is ./-
 cp "$audio/short.wav" "$tmp/-"
