@@ -84,7 +84,7 @@ vox_status vox_inputs_build(const char *const *files, size_t n, const char *list
     return st ? st : check_stdin_uses(out, from_stdin, err);
 }
 
-vox_status vox_inputs_read_all(int fd, const char *name, bool (*stop)(void),
+vox_status vox_inputs_read_all(int fd, const char *name, size_t max_bytes, bool (*stop)(void),
                                 unsigned char **data, size_t *size, vox_error *err) {
     if (isatty(fd))
         return vox_fail(err, VOX_ERR_IO, "%s: standard input is a terminal, not audio: pipe or "
@@ -102,6 +102,18 @@ vox_status vox_inputs_read_all(int fd, const char *name, bool (*stop)(void),
             return vox_fail(err, VOX_ERR_INTERRUPTED, "%s: interrupted while reading", name);
         }
         if (ready == 0 || (ready < 0 && errno == EINTR)) continue;
+        if (n >= max_bytes) { /* full: accepted if the input ends here */
+            unsigned char probe;
+            ssize_t more = read(fd, &probe, 1);
+            if (more == 0) break;
+            if (more < 0 && errno == EINTR) continue;
+            int e = errno;
+            free(buf);
+            if (more < 0) return vox_fail(err, VOX_ERR_IO, "%s: cannot read: %s", name, strerror(e));
+            return vox_fail(err, VOX_ERR_TOO_LONG, "%s: more than %zu bytes of input, more than the "
+                            "longest audio taken needs: write it to a file, or cut it", name,
+                            max_bytes);
+        }
         if (n == cap) {
             unsigned char *grown = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
             if (!grown) {
@@ -110,7 +122,7 @@ vox_status vox_inputs_read_all(int fd, const char *name, bool (*stop)(void),
             }
             buf = grown, cap *= 2;
         }
-        ssize_t got = read(fd, buf + n, cap - n);
+        ssize_t got = read(fd, buf + n, (cap < max_bytes ? cap : max_bytes) - n);
         if (got == 0) break;
         if (got < 0) {
             if (errno == EINTR) continue;

@@ -30,10 +30,11 @@ vox_status vox_inputs_read(vox_inputs *in, FILE *f, const char *name, vox_error 
  * of a list are disjoint, cover it, and differ in size by at most one. */
 void vox_inputs_shard(vox_inputs *in, int k, int n);
 void vox_inputs_free(vox_inputs *in);
-/* Everything readable from fd up to its end, in *data (malloc'ed; *size bytes). A terminal is
- * refused (VOX_ERR_IO: nobody types audio); VOX_ERR_INTERRUPTED as soon as stop (may be NULL)
- * says so, waiting or not. Errors name `name`. */
-vox_status vox_inputs_read_all(int fd, const char *name, bool (*stop)(void), unsigned char **data,
-                                size_t *size, vox_error *err);
+/* Everything readable from fd up to its end, in *data (malloc'ed; *size bytes), at most
+ * max_bytes (more: VOX_ERR_TOO_LONG, so an endless pipe ends with a message, not out of
+ * memory). A terminal is refused (VOX_ERR_IO: nobody types audio); VOX_ERR_INTERRUPTED as soon
+ * as stop (may be NULL) says so, waiting or not. Errors name `name`. */
+vox_status vox_inputs_read_all(int fd, const char *name, size_t max_bytes, bool (*stop)(void),
+                                unsigned char **data, size_t *size, vox_error *err);
 
 #endif

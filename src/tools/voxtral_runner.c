@@ -28,6 +28,12 @@
 #include "cli/transcript.h"
 #include "voxtral/voxtral.h"
 
+/* The most bytes read for the input "-": what the longest audio taken needs with room to spare
+ * (30 min whole: 48 kHz stereo float WAV is 691 MB; 10 h segmented: 16-bit stereo at 48 kHz is
+ * 6.9 GB), so that an endless pipe ends with a message instead of exhausting memory. */
+#define STDIN_MAX_BYTES ((size_t)1 << 30)
+#define STDIN_MAX_BYTES_SEGMENTED ((size_t)8 << 30)
+
 static vox_progress g_progress;
 
 /* Every message to the user: erase the progress line first so that the two never mix. */
@@ -341,8 +347,9 @@ int main(int argc, char **argv) {
          * that fails is this input's failure, as an unreadable file's would be, and a signal
          * meanwhile abandons it (the queue, cancelled, then ends the rest) */
         vox_error read_err = {0};
-        vox_status rst = vox_inputs_read_all(STDIN_FILENO, VOX_STDIN_INPUT, vox_interrupted,
-                                             &stdin_audio, &stdin_bytes, &read_err);
+        vox_status rst = vox_inputs_read_all(STDIN_FILENO, VOX_STDIN_INPUT,
+                                             o.segment ? STDIN_MAX_BYTES_SEGMENTED : STDIN_MAX_BYTES,
+                                             vox_interrupted, &stdin_audio, &stdin_bytes, &read_err);
         if (rst)
             on_complete(&(voxtral_completion){.tag = i, .path = VOX_STDIN_INPUT,
                                               .status = rst, .error = read_err.msg},

@@ -2,7 +2,9 @@
  * line, without a model. */
 #define _DEFAULT_SOURCE /* mkdtemp, fmemopen */
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +99,70 @@ static void test_inputs(void) {
     vox_inputs_free(&in);
     CHECK(vox_inputs_build(files, 0, "/nonexistent/list.txt", &in, &err) == VOX_ERR_IO);
     CHECK(strstr(err.msg, "/nonexistent/list.txt") != NULL);
+
+    /* "-" (audio on standard input): once; twice, or beside --files-from -, refused whole */
+    const char *one_dash[] = {"a.wav", "-", "./-"}, *two_dashes[] = {"-", "b.wav", "-"};
+    CHECK(vox_inputs_build(one_dash, 3, NULL, &in, &err) == VOX_OK && in.n == 3);
+    vox_inputs_free(&in);
+    CHECK(vox_inputs_build(two_dashes, 3, NULL, &in, &err) == VOX_ERR_INVALID_ARG && in.n == 0 &&
+          !in.paths && strstr(err.msg, "given more than once"));
+    CHECK(vox_inputs_build(one_dash, 3, "-", &in, &err) == VOX_ERR_INVALID_ARG && in.n == 0 &&
+          strstr(err.msg, "--files-from - and the input '-'"));
+    char dash_list[] = "x.wav\n-\r\n";
+    char dir[] = "/tmp/vox_test_inputs_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char list_path[64];
+    snprintf(list_path, sizeof list_path, "%s/list", dir);
+    FILE *lf = fopen(list_path, "w");
+    CHECK(lf && fputs(dash_list, lf) >= 0 && fclose(lf) == 0);
+    CHECK(vox_inputs_build(one_dash + 2, 1, list_path, &in, &err) == VOX_OK && in.n == 3);
+    vox_inputs_free(&in);
+    CHECK(vox_inputs_build(one_dash, 2, list_path, &in, &err) == VOX_ERR_INVALID_ARG && in.n == 0);
+    remove(list_path);
+    rmdir(dir);
+}
+
+static bool stop_now(void) { return true; }
+
+/* vox_inputs_read_all: a whole input across the buffer's growth, the byte limit (exactly at it
+ * accepted, one byte past it refused), an interruption while a pipe sends nothing. */
+static void test_read_all(void) {
+    char dir[] = "/tmp/vox_test_read_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char path[64];
+    snprintf(path, sizeof path, "%s/data", dir);
+    const size_t n = (3u << 20) + 12345; /* past two doublings of the 1 MiB start */
+    unsigned char *want = malloc(n);
+    for (size_t i = 0; i < n; i++) want[i] = (unsigned char)(i * 131u + (i >> 13));
+    FILE *f = fopen(path, "wb");
+    CHECK(f && fwrite(want, 1, n, f) == n && fclose(f) == 0);
+    const size_t limits[] = {n + 1, n, (size_t)-1};
+    for (size_t li = 0; li < 3; li++) {
+        int fd = open(path, O_RDONLY);
+        unsigned char *got = NULL;
+        size_t size = 0;
+        vox_error err = {0};
+        vox_status st = vox_inputs_read_all(fd, "data", limits[li], NULL, &got, &size, &err);
+        CHECK_MSG(st == VOX_OK && size == n && got && memcmp(got, want, n) == 0,
+                  "limit %zu: status %d, %zu bytes: %s", limits[li], (int)st, size, err.msg);
+        free(got);
+        close(fd);
+    }
+    int fd = open(path, O_RDONLY);
+    unsigned char *got = NULL;
+    size_t size = 0;
+    vox_error err = {0};
+    CHECK(vox_inputs_read_all(fd, "data", n - 1, NULL, &got, &size, &err) == VOX_ERR_TOO_LONG &&
+          !got && strstr(err.msg, "data: more than"));
+    close(fd);
+    int p[2];
+    CHECK(pipe(p) == 0); /* the writer stays open and sends nothing */
+    CHECK(vox_inputs_read_all(p[0], "-", 1 << 20, stop_now, &got, &size, &err) == VOX_ERR_INTERRUPTED &&
+          strstr(err.msg, "-: interrupted"));
+    close(p[0]), close(p[1]);
+    free(want);
+    remove(path);
+    rmdir(dir);
 }
 
 static void test_output_names(void) {
@@ -108,6 +174,8 @@ static void test_output_names(void) {
         {"/", "x/noext", "json", "/noext.json"},
         {"o", ".hidden", "vtt", "o/.hidden.vtt"},
         {"o", "dir/", "txt", "o/dir.txt"},
+        {"o", "-", "txt", "o/stdin.txt"}, /* audio on standard input */
+        {"o", "./-", "txt", "o/-.txt"},    /* a file named "-" */
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char *p = vox_output_path(cases[i].dir, cases[i].in, cases[i].ext);
@@ -183,6 +251,7 @@ static void test_progress(void) {
 int main(void) {
     test_parse();
     test_inputs();
+    test_read_all();
     test_output_names();
     test_atomic_write();
     test_progress();
