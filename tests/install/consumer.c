@@ -6,7 +6,8 @@
  *
  * Checks voxtral_version() against VERSION, loads MODEL_DIR on DEVICE ("cpu", "cuda"), transcribes
  * AUDIO (24 tokens at most) with voxtral_transcribe_file and, with "queue", twice more through
- * the queue (one batch of two), and compares the ids with IDS (comma-separated; "-" compares
+ * the queue (one batch of two: the file, and its bytes through voxtral_queue_submit_encoded), and
+ * compares the ids with IDS (comma-separated; "-" compares
  * nothing but requires some ids, for the GPU, whose bf16 path may choose differently on the
  * random fixture model). Exit 0 when all hold. */
 #include <stdio.h>
@@ -120,9 +121,16 @@ int main(int argc, char **argv) {
     if (voxtral_queue_create(ctx, &qp, &q, &err) != VOX_OK) {
         EXPECT(0, "voxtral_queue_create: %s", err.msg);
     } else {
-        for (uint64_t tag = 1; tag <= 2; tag++)
-            EXPECT(voxtral_queue_submit_file(q, audio, &tp, tag, &err) == VOX_OK,
-                   "voxtral_queue_submit_file: %s", err.msg);
+        /* the file by path, and the same file's bytes held in memory */
+        EXPECT(voxtral_queue_submit_file(q, audio, &tp, 1, &err) == VOX_OK,
+               "voxtral_queue_submit_file: %s", err.msg);
+        FILE *f = fopen(audio, "rb");
+        static unsigned char bytes[1 << 22];
+        size_t n = f ? fread(bytes, 1, sizeof bytes, f) : 0;
+        EXPECT(f && n > 0 && n < sizeof bytes, "cannot read %s", audio);
+        if (f) fclose(f);
+        EXPECT(voxtral_queue_submit_encoded(q, bytes, n, "in memory", &tp, 2, &err) == VOX_OK,
+               "voxtral_queue_submit_encoded: %s", err.msg);
         EXPECT(voxtral_queue_run(q, &err) == VOX_OK, "voxtral_queue_run: %s", err.msg);
         EXPECT(completed == 2, "%d requests completed, expected 2", completed);
         voxtral_queue_free(q);

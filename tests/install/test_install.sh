@@ -12,7 +12,7 @@
 #    voxtral::voxtral_static); each one loads the tiny fixture model (exported by the installed
 #    voxtral_export) on the CPU and must transcribe short.wav to the golden ids of
 #    tests/fixtures/tiny/reference/generation.json (the first build also through the queue, two
-#    requests in one batch). With a GPU and the CUDA backend it also runs on "cuda".
+#    requests in one batch: the file, and its bytes in memory). With a GPU and the CUDA backend it also runs on "cuda".
 # $1: build directory, $2: tests/fixtures. From tests/CMakeLists.txt, in the environment:
 # VOX_CMAKE, VOX_CC, VOX_CONFIG, VOX_VERSION, VOX_SOVERSION, VOX_CUDA (ON/OFF), VOX_SHARED,
 # VOX_STATIC (ON/OFF), VOX_LIBDIR, VOX_INCLUDEDIR, VOX_BINDIR, VOX_DOCDIR (install dirs) and
