@@ -167,6 +167,11 @@ voxtral_load_timings voxtral_load_breakdown(const voxtral_context *ctx);
 vox_status voxtral_transcribe_file(voxtral_context *ctx, const char *path,
                                    const voxtral_transcribe_params *params, voxtral_result **out,
                                    vox_error *err);
+/* Transcribes an audio file held in memory (its bytes, any format a path may hold); name stands
+ * for it in messages (NULL: "(memory)"). */
+vox_status voxtral_transcribe_encoded(voxtral_context *ctx, const void *data, size_t size,
+                                      const char *name, const voxtral_transcribe_params *params,
+                                      voxtral_result **out, vox_error *err);
 /* Transcribes 16 kHz mono float samples. */
 vox_status voxtral_transcribe_pcm(voxtral_context *ctx, const float *samples, size_t n_samples,
                                   const voxtral_transcribe_params *params, voxtral_result **out,

@@ -230,10 +230,21 @@ static void single_done(const voxtral_completion *c, void *user) {
     }
 }
 
-/* Runs one request (a file when path is set, else the samples) through a queue of one. */
-static vox_status transcribe_one(voxtral_context *ctx, const char *path, const float *samples,
-                                 size_t n_samples, const voxtral_transcribe_params *p,
-                                 voxtral_result **out, vox_error *err) {
+/* What one request transcribes: a file (path), an encoded file in memory (data, named name), or
+ * 16 kHz samples. */
+typedef struct {
+    const char *path;
+    const void *data;
+    size_t size;
+    const char *name;
+    const float *samples;
+    size_t n_samples;
+} single_input;
+
+/* Runs one request through a queue of one. */
+static vox_status transcribe_one(voxtral_context *ctx, const single_input *in,
+                                 const voxtral_transcribe_params *p, voxtral_result **out,
+                                 vox_error *err) {
     *out = NULL;
     single_result res = {0};
     voxtral_queue_params qp = voxtral_queue_default_params();
@@ -244,8 +255,9 @@ static vox_status transcribe_one(voxtral_context *ctx, const char *path, const f
     voxtral_queue *q;
     vox_status st = voxtral_queue_create(ctx, &qp, &q, err);
     if (st) return st;
-    st = path ? voxtral_queue_submit_file(q, path, p, 0, err)
-              : voxtral_queue_submit_pcm(q, samples, n_samples, p, 0, err);
+    st = in->path ? voxtral_queue_submit_file(q, in->path, p, 0, err)
+         : in->samples ? voxtral_queue_submit_pcm(q, in->samples, in->n_samples, p, 0, err)
+                       : voxtral_queue_submit_encoded(q, in->data, in->size, in->name, p, 0, err);
     if (!st) st = voxtral_queue_run(q, err);
     voxtral_queue_free(q);
     if (st) {
@@ -265,11 +277,19 @@ vox_status voxtral_transcribe_pcm(voxtral_context *ctx, const float *samples, si
                                   vox_error *err) {
     *out = NULL;
     if (n_samples == 0) return vox_fail(err, VOX_ERR_INVALID_ARG, "the audio is empty");
-    return transcribe_one(ctx, NULL, samples, n_samples, p, out, err);
+    return transcribe_one(ctx, &(single_input){.samples = samples, .n_samples = n_samples}, p, out,
+                          err);
 }
 
 vox_status voxtral_transcribe_file(voxtral_context *ctx, const char *path,
                                    const voxtral_transcribe_params *p, voxtral_result **out,
                                    vox_error *err) {
-    return transcribe_one(ctx, path, NULL, 0, p, out, err);
+    return transcribe_one(ctx, &(single_input){.path = path}, p, out, err);
+}
+
+vox_status voxtral_transcribe_encoded(voxtral_context *ctx, const void *data, size_t size,
+                                      const char *name, const voxtral_transcribe_params *p,
+                                      voxtral_result **out, vox_error *err) {
+    return transcribe_one(ctx, &(single_input){.data = data, .size = size, .name = name}, p, out,
+                          err);
 }

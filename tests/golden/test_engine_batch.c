@@ -258,6 +258,27 @@ int main(int argc, char **argv) {
     }
     printf("%d requests; %d of those that may stop at </s> did\n", N_REQ, stopped_early);
 
+    /* a file's bytes through voxtral_transcribe_encoded: the file's result; bad bytes fail, named */
+    for (int i = 0; i < N_REQ; i++) {
+        if (!specs[i].file || !alone[i]) continue;
+        voxtral_transcribe_params p = params_of(&specs[i]);
+        char path[1024];
+        path_of(&specs[i], path, sizeof path);
+        size_t size = 0;
+        unsigned char *bytes = file_bytes(path, &size);
+        voxtral_result *r = NULL;
+        CHECK_MSG(bytes && voxtral_transcribe_encoded(ctx, bytes, size, path, &p, &r, &err) == VOX_OK,
+                  "%s as bytes: %s", path, err.msg);
+        if (r) same_result("voxtral_transcribe_encoded", r, alone[i]);
+        voxtral_result_free(r);
+        free(bytes);
+        r = NULL;
+        vox_status st = voxtral_transcribe_encoded(ctx, "RIFF not audio", 14, "bytes.bin", &p, &r, &err);
+        CHECK_MSG(st == VOX_ERR_FORMAT && !r && strstr(err.msg, "bytes.bin"),
+                  "bad bytes: status %d, '%s'", (int)st, err.msg);
+        break; /* one file is enough: the batch below submits the others as bytes */
+    }
+
     CHECK_MSG(alone[4] && alone[4]->n_ids == 3, "the request its callback stops has %zu ids",
               alone[4] ? alone[4]->n_ids : 0);
     CHECK_MSG(alone[8] && alone[8]->n_segments >= 2, "the segmented request has %zu segments",
