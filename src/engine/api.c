@@ -277,6 +277,7 @@ vox_status voxtral_transcribe_pcm(voxtral_context *ctx, const float *samples, si
                                   vox_error *err) {
     *out = NULL;
     if (n_samples == 0) return vox_fail(err, VOX_ERR_INVALID_ARG, "the audio is empty");
+    if (!samples) return vox_fail(err, VOX_ERR_INVALID_ARG, "no samples for %zu", n_samples);
     return transcribe_one(ctx, &(single_input){.samples = samples, .n_samples = n_samples}, p, out,
                           err);
 }

@@ -416,6 +416,7 @@ vox_status voxtral_queue_submit_pcm(voxtral_queue *q, const float *samples, size
                                     const voxtral_transcribe_params *params, uint64_t tag,
                                     vox_error *err) {
     if (n_samples == 0) return vox_fail(err, VOX_ERR_INVALID_ARG, "the audio is empty");
+    if (!samples) return vox_fail(err, VOX_ERR_INVALID_ARG, "no samples for %zu", n_samples);
     vox_request *r = calloc(1, sizeof *r);
     if (!r || !(r->samples = malloc(n_samples * sizeof *samples))) {
         free(r);

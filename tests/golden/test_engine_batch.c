@@ -278,6 +278,11 @@ int main(int argc, char **argv) {
                   "bad bytes: status %d, '%s'", (int)st, err.msg);
         break; /* one file is enough: the batch below submits the others as bytes */
     }
+    /* misuse is an argument error, not a crash */
+    voxtral_transcribe_params dp = voxtral_transcribe_default_params();
+    voxtral_result *none = NULL;
+    CHECK(voxtral_transcribe_pcm(ctx, NULL, 16, &dp, &none, &err) == VOX_ERR_INVALID_ARG && !none);
+    CHECK(voxtral_transcribe_pcm(ctx, g_speech, 0, &dp, &none, &err) == VOX_ERR_INVALID_ARG && !none);
 
     CHECK_MSG(alone[4] && alone[4]->n_ids == 3, "the request its callback stops has %zu ids",
               alone[4] ? alone[4]->n_ids : 0);
