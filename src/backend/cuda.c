@@ -82,6 +82,9 @@ typedef struct {
     vox_load_stats *load; /* the backend's */
     void *gemm_ws;
     gemm_plan plans[GEMM_CACHE_SIZE];
+    /* what gemm_plan_for did: found a plan, made one, or found the cache full (cuBLASLt then
+     * chooses at each call); printed at teardown with VOX_GEMM_STATS=1 */
+    long plans_found, plans_made, plans_full;
     size_t live, peak;
     cudaEvent_t marks[CUDA_MAX_MARKS];
     int n_marks;
@@ -468,7 +471,10 @@ static gemm_plan *gemm_plan_for(cuda_state *s, int64_t M, int64_t N, int64_t K, 
                  (uint64_t)K * 0x165667B19E3779F9ull ^ (uint64_t)tag;
     for (int probe = 0; probe < GEMM_CACHE_SIZE; probe++) {
         gemm_plan *p = &s->plans[(h + (uint64_t)probe) % GEMM_CACHE_SIZE];
-        if (p->valid && p->m == M && p->n == N && p->k == K && p->tag == tag) return p;
+        if (p->valid && p->m == M && p->n == N && p->k == K && p->tag == tag) {
+            s->plans_found++;
+            return p;
+        }
         if (!p->valid) {
             cublasLtMatmulPreference_t pref = vox_lt_preference(GEMM_WORKSPACE_BYTES);
             cublasLtMatmulHeuristicResult_t result;
@@ -480,9 +486,11 @@ static gemm_plan *gemm_plan_for(cuda_state *s, int64_t M, int64_t N, int64_t K, 
             p->m = M, p->n = N, p->k = K, p->tag = tag;
             p->algo = result.algo;
             p->valid = 1;
+            s->plans_made++;
             return p;
         }
     }
+    s->plans_full++;
     return NULL; /* cache full: let cuBLASLt choose each time */
 }
 
@@ -1583,6 +1591,10 @@ static void cu_destroy(vox_backend *be) {
         return;
     }
     if (s->blas_pending) pthread_join(s->blas_thread, NULL);
+    if (env_flag("VOX_GEMM_STATS")) /* is the plan cache big enough for this run? */
+        fprintf(stderr, "voxtral: %s: cuBLASLt plans: %ld GEMM calls found theirs, %ld made one (%d "
+                "slots), %ld found the cache full\n", s->name, s->plans_found, s->plans_made,
+                GEMM_CACHE_SIZE, s->plans_full);
     if (s->device >= 0 && s->device < PDECODE_DEVICES) atomic_fetch_sub(&backends_on_device[s->device], 1);
     cudaSetDevice(s->device); /* this thread may have worked on another device last */
     if (s->stream) cudaStreamSynchronize(s->stream);
