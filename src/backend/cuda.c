@@ -637,6 +637,22 @@ static void cu_matmul(vox_backend *be, vox_tensor *y, const vox_tensor *x, const
     dev_free(s, acc, (size_t)(M * N) * sizeof(float));
 }
 
+/* A switch from the environment: VAR set, non-empty and not "0". */
+static bool env_flag(const char *var) {
+    const char *v = getenv(var);
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+/* A size from the environment (VAR=N), within [lo, hi]; `fallback` when unset or malformed. */
+static size_t env_size(const char *var, size_t fallback, size_t lo, size_t hi) {
+    const char *v = getenv(var);
+    if (!v || !*v) return fallback;
+    char *end;
+    unsigned long long n = strtoull(v, &end, 10);
+    if (*end || n < lo || n > hi) return fallback;
+    return (size_t)n;
+}
+
 /* ---- FP8 GEMM (the fp8_dynamic scheme; decode projections are in cu_projection) ------------- */
 
 /* FP8 GEMMs need compute capability 8.9 (FP8 tensor cores) and cuBLASLt's alignment: every
@@ -701,12 +717,6 @@ static void fp8_rows_free(cuda_state *s, fp8_rows *r) {
  * stage at 12 to 48 sequences (-18% to -3%) and lost it at 64 (+13%): up to 48 rows, then.
  * VOX_FP8_PLAIN_ROWS=N sets the limit (0: outer vectors at every size), for comparisons. */
 #define FP8_PLAIN_ROWS 48
-static int64_t fp8_plain_rows_limit(void) {
-    const char *v = getenv("VOX_FP8_PLAIN_ROWS");
-    char *end = NULL;
-    long n = v && *v ? strtol(v, &end, 10) : -1;
-    return n >= 0 && end && *end == '\0' ? (int64_t)n : FP8_PLAIN_ROWS;
-}
 
 /* acc [M, N] float32 = x's codes times FP8 w [N, K]'s codes, unscaled, fp32 accumulation, in a
  * stream-ordered allocation of M * N floats (the caller frees it). NULL when cuBLASLt refused
@@ -772,7 +782,7 @@ static bool fp8_project(vox_backend *be, const vox_projection *p) {
     VOX_ASSERT(s->fp8_gemm != FP8_GEMM_UNKNOWN); /* fp8_weight decided it */
     const bool skinny = skinny_takes(s, M, p->w);
     const bool plain = !skinny && (M <= s->fp8_plain_rows || s->fp8_gemm == FP8_GEMM_EPILOGUE);
-    bool fused_add = p->out == VOX_PROJ_ADD && skinny;
+    const bool fused_add = p->out == VOX_PROJ_ADD && skinny;
     if ((p->out != VOX_PROJ_STORE && !p->tmp) || (p->norm_w && !p->h)) return false;
     vox_tensor *out = p->out == VOX_PROJ_STORE || fused_add ? p->y : p->tmp;
     VOX_ASSERT(vox_tensor_numel(out) >= (size_t)(M * N) && out->dtype == VOX_DTYPE_BF16);
@@ -780,26 +790,23 @@ static bool fp8_project(vox_backend *be, const vox_projection *p) {
     fp8_rows r;
     if (!fp8_rows_make(s, &r, p->x->data, M, K, p->norm_w, p->eps, p->h ? p->h->data : NULL))
         return true; /* the failure is noted */
+    /* done: the residual add or SwiGLU, where the GEMM's consumer kernel applied it */
+    bool neighbour_done = fused_add;
     if (plain) {
+        /* STORE (and RoPE's product) into out, the residual add and SwiGLU straight into y */
+        static const vox_k_fp8_consumer consumer[] = {
+            [VOX_PROJ_STORE] = VOX_K_FP8_STORE, [VOX_PROJ_ADD] = VOX_K_FP8_ADD,
+            [VOX_PROJ_SWIGLU] = VOX_K_FP8_SWIGLU, [VOX_PROJ_ROPE_CACHE] = VOX_K_FP8_STORE};
+        const vox_k_fp8_consumer op = consumer[p->out];
         float *acc = fp8_plain_gemm(s, &r, p->w, M);
-        if (acc) {
-            static const vox_k_fp8_consumer consumer[] = {
-                [VOX_PROJ_STORE] = VOX_K_FP8_STORE, [VOX_PROJ_ADD] = VOX_K_FP8_ADD,
-                [VOX_PROJ_SWIGLU] = VOX_K_FP8_SWIGLU, [VOX_PROJ_ROPE_CACHE] = VOX_K_FP8_STORE};
-            fp8_plain_apply(s, consumer[p->out], p->out == VOX_PROJ_ROPE_CACHE ? out->data : p->y->data,
-                            acc, &r, p->w, M);
+        if (!acc) {
+            fp8_rows_free(s, &r);
+            return true; /* the failure is noted */
         }
-        fp8_rows_free(s, &r);
-        if (acc && p->out == VOX_PROJ_ROPE_CACHE) {
-            vox_tensor prod = *out;
-            prod.ndim = 2, prod.shape[0] = M, prod.shape[1] = N;
-            cu_rope_cache(be, p->y, p->k_pool, p->v_pool, &prod, p->n_heads, p->n_kv_heads,
-                          p->head_dim, p->theta);
-        }
-        return true;
-    }
-    if (!(skinny && skinny_gemm(s, M, p->w, r.q, r.sx, out->data, fused_add))) {
-        if (fused_add) out = p->tmp, fused_add = false; /* the kernel refused: the add apart */
+        fp8_plain_apply(s, op, op == VOX_K_FP8_STORE ? out->data : p->y->data, acc, &r, p->w, M);
+        neighbour_done = op != VOX_K_FP8_STORE;
+    } else if (!(skinny && skinny_gemm(s, M, p->w, r.q, r.sx, out->data, fused_add))) {
+        if (fused_add) out = p->tmp, neighbour_done = false; /* the kernel refused: the add apart */
         fp8_lt_gemm(s, s->fp8_gemm, out->data, &r, p->w, M);
     }
     fp8_rows_free(s, &r);
@@ -808,12 +815,14 @@ static bool fp8_project(vox_backend *be, const vox_projection *p) {
     switch (p->out) {
     case VOX_PROJ_STORE: break;
     case VOX_PROJ_ADD:
-        if (!fused_add) {
+        if (!neighbour_done) {
             vox_k_add(p->y->data, p->y->data, prod.data, M * N, s->stream);
             LAUNCHED(s, "add");
         }
         break;
-    case VOX_PROJ_SWIGLU: cu_swiglu(be, p->y, &prod); break;
+    case VOX_PROJ_SWIGLU:
+        if (!neighbour_done) cu_swiglu(be, p->y, &prod);
+        break;
     case VOX_PROJ_ROPE_CACHE:
         cu_rope_cache(be, p->y, p->k_pool, p->v_pool, &prod, p->n_heads, p->n_kv_heads,
                       p->head_dim, p->theta);
@@ -825,12 +834,6 @@ static bool fp8_project(vox_backend *be, const vox_projection *p) {
 static void fp8_matmul(vox_backend *be, vox_tensor *y, const vox_tensor *x, const vox_tensor *w) {
     VOX_ASSERT(y->dtype == VOX_DTYPE_BF16 && vox_tensor_numel(y) == (size_t)(x->shape[0] * w->shape[0]));
     fp8_project(be, &(vox_projection){.y = y, .x = x, .w = w, .out = VOX_PROJ_STORE});
-}
-
-/* A switch from the environment: VAR set, non-empty and not "0". */
-static bool env_flag(const char *var) {
-    const char *v = getenv(var);
-    return v && *v && strcmp(v, "0") != 0;
 }
 
 /* Which way this device's cuBLASLt applies the row scales: a small FP8 GEMM with outer-vector
@@ -897,7 +900,9 @@ static vox_status fp8_choose_gemm(cuda_state *s, vox_error *err) {
     }
     if (passed[0] || passed[1]) {
         s->fp8_gemm = passed[0] ? order[0] : order[1];
-        s->fp8_plain_rows = passed[0] && passed[1] ? fp8_plain_rows_limit() : 0;
+        s->fp8_plain_rows = passed[0] && passed[1]
+                                ? (int64_t)env_size("VOX_FP8_PLAIN_ROWS", FP8_PLAIN_ROWS, 0, INT32_MAX)
+                                : 0;
         goto done;
     }
     st = vox_fail(err, VOX_ERR_UNSUPPORTED,
@@ -1628,16 +1633,6 @@ static void cu_destroy(vox_backend *be) {
     if (s->stream) cudaStreamDestroy(s->stream);
     free(s);
     free(be);
-}
-
-/* A size from the environment (VAR=N), within [lo, hi]; `fallback` when unset or malformed. */
-static size_t env_size(const char *var, size_t fallback, size_t lo, size_t hi) {
-    const char *v = getenv(var);
-    if (!v || !*v) return fallback;
-    char *end;
-    unsigned long long n = strtoull(v, &end, 10);
-    if (*end || n < lo || n > hi) return fallback;
-    return (size_t)n;
 }
 
 /* Reader threads for loading weights (VOX_LOAD_THREADS=N, 0 for the one-by-one upload): half
