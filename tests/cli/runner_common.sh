@@ -11,6 +11,7 @@
 #   wait_exit PID SECONDS     waits for background process PID to end: its exit status, or 124
 #                             (after killing it) when it still runs after SECONDS: a hang
 #   same_json A B             files A and B hold the same json apart from the latency numbers
+#   has FILE TEXT             counts a check, fails when FILE does not hold TEXT (fixed string)
 exe=$build/voxtral_runner
 if [ ! -x "$exe" ] || [ ! -x "$build/voxtral_export" ]; then
     echo "SKIPPED: voxtral_runner or voxtral_export is not built in $build"
@@ -68,6 +69,10 @@ wait_exit() {
         return 124
     fi
     wait "$pid"
+}
+has() {
+    checks=$((checks + 1))
+    grep -qF -- "$2" "$1" || fail "$1 lacks '$2': $(head -c 2000 "$1")"
 }
 same_json() {
     [ "$(sed -E 's/"latency_ms":\{[^}]*\}//' "$1")" = "$(sed -E 's/"latency_ms":\{[^}]*\}//' "$2")" ]

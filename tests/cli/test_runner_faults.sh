@@ -18,10 +18,6 @@ trap 'rm -rf "$tmp"' EXIT
 export_tiny_model "$tmp/model"
 R=("$exe" -m "$tmp/model" -d cpu --ignore-eos)
 
-has() { # has FILE TEXT
-    checks=$((checks + 1))
-    grep -qF -- "$2" "$1" || fail "$1 lacks '$2': $(head -c 2000 "$1")"
-}
 # only_outputs DIR NAME...: DIR holds exactly these files (no temporary ones)
 only_outputs() {
     local dir=$1

@@ -24,10 +24,6 @@ same() { # DESCRIPTION FILE_A FILE_B
     checks=$((checks + 1))
     cmp -s "$2" "$3" || fail "$1: $(head -c 300 "$2") | against | $(head -c 300 "$3")"
 }
-has() { # DESCRIPTION FILE TEXT
-    checks=$((checks + 1))
-    grep -qF -- "$3" "$2" || fail "$1: no '$3' in $(head -c 500 "$2")"
-}
 
 for f in short.wav speech.flac; do
     run 0 "file_$f" "$audio/$f"
@@ -39,7 +35,7 @@ done
 # json: the same tokens, named "-"
 run 0 json_file -o json "$audio/short.wav"
 run 0 json_pipe -o json - <"$audio/short.wav"
-has "json names the input" "$tmp/json_pipe.out" '{"file":"-",'
+has "$tmp/json_pipe.out" '{"file":"-",'
 tokens() { grep -o '"tokens":\[[0-9,]*\]' "$1"; }
 check "json: the same tokens" [ "$(tokens "$tmp/json_pipe.out")" = "$(tokens "$tmp/json_file.out")" ]
 
@@ -63,23 +59,23 @@ same "segments of a pipe" "$tmp/seg_pipe.out" "$tmp/seg_file.out"
 # truncated: decoded, with a warning naming "-"
 head -c 30000 "$audio/long.wav" >"$tmp/cut.wav"
 run 0 cut - <"$tmp/cut.wav"
-has "truncated pipe: warning" "$tmp/cut.err" "-: warning: truncated"
+has "$tmp/cut.err" "-: warning: truncated"
 
 # bad input on standard input fails that input alone
 printf 'not audio at all' >"$tmp/garbage"
 run 1 garbage "$audio/short.wav" - <"$tmp/garbage"
-has "garbage: named" "$tmp/garbage.err" "voxtral_runner: -: not a supported audio file"
-has "garbage: summary" "$tmp/garbage.err" "1 of 2 files transcribed, 1 failed"
+has "$tmp/garbage.err" "voxtral_runner: -: not a supported audio file"
+has "$tmp/garbage.err" "1 of 2 files transcribed, 1 failed"
 run 1 empty - </dev/null
-has "empty: named" "$tmp/empty.err" "voxtral_runner: -: empty file (0 bytes)"
+has "$tmp/empty.err" "voxtral_runner: -: empty file (0 bytes)"
 check "empty: nothing on stdout" [ ! -s "$tmp/empty.out" ]
 
 # standard input read once only: usage errors
 run 2 twice - - <"$audio/short.wav"
-has "twice" "$tmp/twice.err" "the input '-' (audio on standard input) is given more than once"
+has "$tmp/twice.err" "the input '-' (audio on standard input) is given more than once"
 printf '%s\n' "$audio/short.wav" >"$tmp/list"
 run 2 list_and_pipe --files-from - - <"$tmp/list"
-has "list and pipe" "$tmp/list_and_pipe.err" "--files-from - and the input '-' both read standard input"
+has "$tmp/list_and_pipe.err" "--files-from - and the input '-' both read standard input"
 check "twice: nothing on stdout" [ ! -s "$tmp/twice.out" ]
 check "list and pipe: nothing on stdout" [ ! -s "$tmp/list_and_pipe.out" ]
 
@@ -89,7 +85,7 @@ if command -v script >/dev/null; then
     script -qec "$(printf '%q ' "${R[@]}") -" /dev/null >"$tmp/tty.out" 2>&1 </dev/null
     rc=$?
     [ "$rc" -eq 1 ] || fail "terminal: exit $rc, want 1: $(cat "$tmp/tty.out")"
-    has "terminal: refused" "$tmp/tty.out" "voxtral_runner: -: standard input is a terminal, not audio"
+    has "$tmp/tty.out" "voxtral_runner: -: standard input is a terminal, not audio"
 else
     echo "no script(1): the terminal case is not checked"
 fi
@@ -110,7 +106,7 @@ rc=$?
 pid=
 exec 3>&-
 [ "$rc" -eq 130 ] || fail "SIGINT while reading: exit $rc, want 130: $(cat "$tmp/int.err")"
-has "SIGINT: summary" "$tmp/int.err" "0 of 2 files transcribed, 0 failed, 2 not done (interrupted)"
+has "$tmp/int.err" "0 of 2 files transcribed, 0 failed, 2 not done (interrupted)"
 check "SIGINT: nothing on stdout" [ ! -s "$tmp/int.out" ]
 
 # a file named "-" is ./-
