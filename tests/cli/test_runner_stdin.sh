@@ -19,7 +19,7 @@ tmp=$(mktemp -d /tmp/vox_cli_stdin_XXXXXX)
 pid=
 trap '[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
 export_tiny_model "$tmp/model"
-R=("$exe" -m "$tmp/model" -d cpu -n 12 --no-progress)
+R=("$(realpath "$exe")" -m "$tmp/model" -d cpu -n 12 --no-progress) # absolute: one check runs from $tmp
 same() { # DESCRIPTION FILE_A FILE_B
     checks=$((checks + 1))
     cmp -s "$2" "$3" || fail "$1: $(head -c 300 "$2") | against | $(head -c 300 "$3")"
