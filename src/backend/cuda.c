@@ -81,6 +81,7 @@ typedef struct {
     vox_error blas_err;
     vox_load_stats *load; /* the backend's */
     void *gemm_ws;
+    size_t gemm_ws_bytes; /* GEMM_WORKSPACE_BYTES, or VOX_GEMM_WORKSPACE (sanitizer runs: 0) */
     gemm_plan plans[GEMM_CACHE_SIZE];
     /* what gemm_plan_for did: found a plan, made one, or found the cache full (cuBLASLt then
      * chooses at each call); printed at teardown with VOX_GEMM_STATS=1 */
@@ -476,7 +477,7 @@ static gemm_plan *gemm_plan_for(cuda_state *s, int64_t M, int64_t N, int64_t K, 
             return p;
         }
         if (!p->valid) {
-            cublasLtMatmulPreference_t pref = vox_lt_preference(GEMM_WORKSPACE_BYTES);
+            cublasLtMatmulPreference_t pref = vox_lt_preference(s->gemm_ws_bytes);
             cublasLtMatmulHeuristicResult_t result;
             int found = 0;
             cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(s->lt, desc, a, b, c, c, pref, 1,
@@ -525,7 +526,7 @@ static cublasStatus_t lt_matmul_scaled(cuda_state *s, cudaDataType_t ab, cudaDat
     float one = 1.0f, zero = 0.0f;
     cublasStatus_t st = cublasLtMatmul(s->lt, desc, &one, w, la, x, lb, accumulate ? &one : &zero,
                                        y, lc, y, lc,
-                                       plan ? &plan->algo : NULL, s->gemm_ws, GEMM_WORKSPACE_BYTES,
+                                       plan ? &plan->algo : NULL, s->gemm_ws, s->gemm_ws_bytes,
                                        s->stream);
     s->last_op = "cublasLtMatmul";
     if (st == CUBLAS_STATUS_SUCCESS) /* the output [M, N] of c, for initcheck */
@@ -1677,6 +1678,9 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
     s->plain_malloc = env_flag("VOX_CUDA_PLAIN_MALLOC");
     s->load_threads = default_load_threads();
     s->load_span = env_size("VOX_LOAD_CHUNK_BYTES", STAGING_BYTES, 1, STAGING_BYTES);
+    /* VOX_GEMM_WORKSPACE=0 leaves cuBLASLt only algorithms that need no workspace (no split-K
+     * partials, no stream-K fix-up), for compute-sanitizer runs */
+    s->gemm_ws_bytes = env_size("VOX_GEMM_WORKSPACE", GEMM_WORKSPACE_BYTES, 0, GEMM_WORKSPACE_BYTES);
 
 #define TRY(call, what)                                                                         \
     do {                                                                                        \

@@ -23,7 +23,9 @@
  * the decode rows' share is split evenly among the decoding sequences and counted as their
  * decode time, each prompt chunk's share is its sequence's prefill time; an admission group's
  * mel, encoder and embedding times are split by chunks. Summed over requests, the stages give
- * the queue's device time, whatever the batch. */
+ * the queue's device time, whatever the batch. VOX_STEP_TRACE=FILE appends one line a step and
+ * an encoder group to FILE (trace_* below): where a run's device time goes, step by step. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -273,6 +275,23 @@ static bool device_works(vox_engine *e) {
     return !vox_fault_device_lost(&e->fault) && e->ctx->be->sync(e->ctx->be, &ignored) == VOX_OK;
 }
 
+/* ---- VOX_STEP_TRACE -------------------------------------------------------------------------- */
+
+/* One line of the trace: what the engine ran, its device time, and the wall clock (ms from the
+ * engine's start: `at` when the line is written, `gap` since the previous line, i.e. host time
+ * plus device time the events do not cover). */
+static void trace_line(vox_engine *e, const char *fmt, ...) {
+    if (!e->trace) return;
+    double now = vox_wall_ms();
+    fprintf(e->trace, "%s at %.3f gap %.3f ", e->ctx->be->name, now - e->trace_t0, now - e->trace_last);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(e->trace, fmt, ap);
+    va_end(ap);
+    fputc('\n', e->trace);
+    e->trace_last = now;
+}
+
 /* Runs mel, the encoder and the prompt embedding for the sequences in g (their x_prompt is
  * filled); times are shared by chunks. */
 static vox_status encode_group(vox_engine *e, vox_seq **g, int n, size_t chunks, vox_error *err) {
@@ -324,6 +343,8 @@ static vox_status encode_group(vox_engine *e, vox_seq **g, int n, size_t chunks,
     double mel = be->elapsed_ms(be, mk0, mk1), enc = be->elapsed_ms(be, mk1, mk2),
            emb = be->elapsed_ms(be, mk2, mk3);
     e->stats.gpu_ms += mel + enc + emb;
+    trace_line(e, "encode seqs %d chunks %zu mel_ms %.3f encoder_ms %.3f embed_ms %.3f", n, chunks,
+               mel, enc, emb);
     for (int i = 0; i < n; i++) {
         double share = (double)g[i]->n_chunks / (double)chunks;
         g[i]->r->timings.mel_ms += mel * share;
@@ -541,6 +562,8 @@ static vox_status step(vox_engine *e, vox_error *err) {
     double t = be->elapsed_ms(be, mk0, mk1);
     e->stats.gpu_ms += t;
     e->stats.steps++;
+    trace_line(e, "step %ld seqs %d decode %d rows %d logits %d active %d gpu_ms %.3f",
+               e->stats.steps, n_seqs, n_decode, rows, n_logits, e->n_active, t);
     if (n_decode > 0) {
         e->stats.decode_steps++;
         e->decode_rows_sum += n_decode;
@@ -638,6 +661,15 @@ void vox_engine_init(vox_engine *e, voxtral_queue *q, voxtral_context *ctx, int 
     e->q = q;
     e->ctx = ctx;
     e->max_batch = max_batch;
+    const char *trace = getenv("VOX_STEP_TRACE");
+    if (trace && *trace) {
+        e->trace = fopen(trace, "a"); /* several devices: lines interleave, named by device */
+        if (e->trace) {
+            setvbuf(e->trace, NULL, _IOLBF, 0);
+            e->trace_t0 = e->trace_last = vox_wall_ms();
+        } else { fprintf(stderr, "voxtral: VOX_STEP_TRACE: cannot open %s; no trace\n", trace);
+        }
+    }
 }
 
 /* This thread works on e's device (a CUDA device is a property of the calling thread). */
@@ -706,4 +738,6 @@ void vox_engine_free(vox_engine *e) {
         seq_free(e, s);
     }
     unsize(e);
+    if (e->trace) fclose(e->trace);
+    e->trace = NULL;
 }

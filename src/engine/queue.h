@@ -63,6 +63,8 @@ typedef struct vox_engine {
     voxtral_queue_stats stats;
     double decode_rows_sum;
     vox_fault fault;               /* VOX_FAULT, the test hook (fault.h) */
+    FILE *trace;                   /* VOX_STEP_TRACE: a line a step and an encoder group */
+    double trace_t0, trace_last;   /* wall clock at the run's start and at the last traced end */
     /* how its run ended (a device that fails stops; the others go on) */
     vox_status status;
     vox_error err;

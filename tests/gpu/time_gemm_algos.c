@@ -4,14 +4,18 @@
  * at the card's bandwidth. It decides whether timing the candidates once per shape (autotuning)
  * or a kernel of our own for skinny GEMMs is worth building (bench/NOTES-2026-12-02-*.md).
  *
- *   time_gemm_algos [--fp8 | --fp8-fp32] [--encoder] [M ...]   (default M: 8 16 32 64 128 206)
+ *   time_gemm_algos [--fp8 | --fp8-fp32] [--encoder] [--shape NAME] [--first] [--workspace BYTES]
+ *                   [M ...]   (default M: 8 16 32 64 128 206)
  *
  * --fp8: F8_E4M3 weights and inputs with outer-vector scales (the backend's fp8_gemm, issue 10's
  * scheme), bf16 out: whether cuBLASLt's FP8 GEMMs read half the bytes in less time at these row
  * counts. --fp8-fp32: F8_E4M3 without scales, float32 out (the backend's FP8_GEMM_EPILOGUE mode,
  * whose kernel then applies the row scales): the plain FP8 GEMMs, which cuBLASLt has more
  * candidates for. --encoder: the audio encoder's shapes instead (1280 wide; M = 1500 a chunk), e.g. to
- * run cuBLASLt's choices for an encoder group under compute-sanitizer on their own.
+ * run cuBLASLt's choices for an encoder group under compute-sanitizer on their own. --shape NAME: that
+ * shape alone (e.g. gate|up); --first: the heuristic's first candidate alone; --workspace BYTES:
+ * offer cuBLASLt that much workspace (the backend's VOX_GEMM_WORKSPACE; 0 rules out split-K and
+ * stream-K), the three together being what a compute-sanitizer run of one GEMM wants.
  *
  * Same call as the backend's lt_matmul (its descriptor and preference, cublaslt_setup.h): bf16
  * in and out, fp32 compute, W^T X in cuBLAS's column-major view, 32 MB workspace, fp32 split-K
@@ -41,6 +45,8 @@ static const shape encoder_shapes[] = {
 };
 static bool fp8;      /* --fp8 or --fp8-fp32 */
 static bool fp8_f32;  /* --fp8-fp32: no scales, float32 out */
+static bool first_only;                       /* --first */
+static size_t workspace_bytes = WORKSPACE_BYTES; /* --workspace */
 
 static cublasLtHandle_t lt;
 static void *workspace;
@@ -59,7 +65,7 @@ static float time_algo(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t la,
         GTU_CUDA(cudaEventRecord(a, 0));
         for (int i = 0; i < iters; i++)
             if (cublasLtMatmul(lt, desc, &one, w[(rep * iters + i) % copies], la, x, lb, &zero, y,
-                               lc, y, lc, algo, workspace, WORKSPACE_BYTES, 0) !=
+                               lc, y, lc, algo, workspace, workspace_bytes, 0) !=
                 CUBLAS_STATUS_SUCCESS)
                 best = -1.0f;
         GTU_CUDA(cudaEventRecord(b, 0));
@@ -105,10 +111,11 @@ static void run_shape(const shape *sh, int64_t M) {
     cublasLtMatrixLayoutCreate(&lb, ab, (uint64_t)sh->k, (uint64_t)M, sh->k);
     cublasLtMatrixLayoutCreate(&lc, fp8_f32 ? CUDA_R_32F : CUDA_R_16BF, (uint64_t)sh->n, (uint64_t)M,
                                sh->n);
-    cublasLtMatmulPreference_t pref = vox_lt_preference(WORKSPACE_BYTES);
+    cublasLtMatmulPreference_t pref = vox_lt_preference(workspace_bytes);
     cublasLtMatmulHeuristicResult_t res[MAX_ALGOS];
     int found = 0;
-    cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, MAX_ALGOS, res, &found);
+    cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, first_only ? 1 : MAX_ALGOS, res,
+                                   &found);
 
     float first = -1.0f, best = 1e30f;
     int best_i = -1;
@@ -157,6 +164,7 @@ int main(int argc, char **argv) {
     }
     GTU_CUDA(cudaMalloc(&workspace, WORKSPACE_BYTES));
     int64_t ms[32] = {8, 16, 32, 64, 128, 206};
+    const char *only_shape = NULL;
     int n_m = 0;
     const shape *shapes = decoder_shapes;
     size_t n_shapes = sizeof decoder_shapes / sizeof decoder_shapes[0];
@@ -168,10 +176,18 @@ int main(int argc, char **argv) {
         } else if (strcmp(argv[i], "--encoder") == 0) {
             shapes = encoder_shapes;
             n_shapes = sizeof encoder_shapes / sizeof encoder_shapes[0];
+        } else if (strcmp(argv[i], "--first") == 0) {
+            first_only = true;
+        } else if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc) {
+            only_shape = argv[++i];
+        } else if (strcmp(argv[i], "--workspace") == 0 && i + 1 < argc &&
+                   strtoull(argv[i + 1], NULL, 10) <= WORKSPACE_BYTES) {
+            workspace_bytes = (size_t)strtoull(argv[++i], NULL, 10);
         } else if (atoll(argv[i]) > 0 && n_m < 32) {
             ms[n_m++] = atoll(argv[i]);
         } else {
-            fprintf(stderr, "usage: time_gemm_algos [--fp8 | --fp8-fp32] [--encoder] [M ...]\n");
+            fprintf(stderr, "usage: time_gemm_algos [--fp8 | --fp8-fp32] [--encoder] [--shape NAME] "
+                            "[--first] [--workspace BYTES <= %u] [M ...]\n", WORKSPACE_BYTES);
             return 2;
         }
     }
@@ -179,7 +195,9 @@ int main(int argc, char **argv) {
     printf("%s weights and inputs%s\n",
            fp8_f32 ? "F8_E4M3 (no scales, float32 out)" : fp8 ? "F8_E4M3 (outer-vector scales)" : "bf16",
            shapes == encoder_shapes ? ", the audio encoder's shapes" : "");
+    printf("workspace %zu bytes%s\n", workspace_bytes, first_only ? ", the heuristic's first candidate alone" : "");
     for (size_t s = 0; s < n_shapes; s++)
-        for (int i = 0; i < n_m; i++) run_shape(&shapes[s], ms[i]);
+        for (int i = 0; i < n_m; i++)
+            if (!only_shape || strcmp(only_shape, shapes[s].name) == 0) run_shape(&shapes[s], ms[i]);
     return 0;
 }
