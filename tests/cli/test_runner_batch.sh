@@ -5,6 +5,7 @@
 #    first: its default token budget, 32 + 8 per second, makes it finish last; prompts cut into
 #    40-row chunks), each text equal to the file transcribed alone, a bad file inside the batch
 #    reported and skipped;
+#  - VOX_STEP_TRACE: a line for each step the report counts and each encoder group;
 #  - --output-dir during a batch: every file written, the same texts;
 #  - segments batched with whole files of another run: the same cues as segmenting alone;
 #  - --batch-size: its effect in the latency report, bad values are usage errors.
@@ -29,8 +30,9 @@ for f in "${good[@]}"; do
     run 0 "alone_$n" --batch-size 1 "$f"
 done
 
-# all at once (the long file completes after the others)
-VOX_STEP_ROWS=40 run 1 batch --batch-size 4 --latency "${inputs[@]}"
+# all at once (the long file completes after the others), with the step trace
+VOX_STEP_ROWS=40 VOX_STEP_TRACE="$tmp/trace.txt" run 1 batch --batch-size 4 --latency \
+    --latency-json "$tmp/batch.json" "${inputs[@]}"
 expected=$(for f in "${good[@]}"; do printf '==> %s <==\n' "$f"; cat "$tmp/alone_$(basename "$f").out"; done)
 check "batch: stdout in input order, each text as alone" [ "$(cat "$tmp/batch.out")" = "$expected" ]
 checks=$((checks + 1))
@@ -42,6 +44,15 @@ grep -Eq '^  batch size +4 ' "$tmp/batch.err" || fail "batch: no batch size 4 in
 checks=$((checks + 1))
 mean=$(sed -n 's/^  mean batch *\([0-9.]*\).*/\1/p' "$tmp/batch.err")
 awk -v m="${mean:-0}" 'BEGIN { exit !(m > 1.0) }' || fail "batch: mean batch '$mean' (no step decoded several files)"
+
+# VOX_STEP_TRACE: a line a step (as many as the report counts, none over the 40-row budget, the
+# decode rows one token each) and an encoder group (every good file admitted once)
+steps=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["batch"]["steps"])' "$tmp/batch.json")
+check "trace: a line a step ($steps)" [ "$(grep -c ' step [0-9]* seqs ' "$tmp/trace.txt")" = "$steps" ]
+check "trace: steps within the row budget" awk '/ step / { for (i = 1; i < NF; i++) if ($i == "rows" && $(i + 1) > 40) exit 1 }' "$tmp/trace.txt"
+admitted=$(awk '/ encode / { for (i = 1; i < NF; i++) if ($i == "seqs") n += $(i + 1) } END { print n + 0 }' "$tmp/trace.txt")
+check "trace: encoder groups admitted the 4 good files ($admitted)" [ "$admitted" = 4 ]
+check "trace: lines carry device ms" grep -Eq '^cpu at [0-9.]+ gap [0-9.]+ step 1 seqs [0-9]+ decode 0 rows [0-9]+ logits [0-9]+ active [0-9]+ gpu_ms [0-9.]+$' "$tmp/trace.txt"
 
 # the same batch into a directory: files appear as they complete, each complete
 VOX_STEP_ROWS=40 run 1 dir --batch-size 4 -O "$tmp/outdir" "${inputs[@]}"
