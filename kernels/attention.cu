@@ -779,6 +779,13 @@ const DecodeConfig kDecode[] = {
      * with 2 per-warp stages (12 warps an SM), and of 2 warps with 4 stages */
     DECODE_CONFIG("split wp s2", 2, 4, true, false),
     DECODE_CONFIG("split w2 wp s4", 4, 2, true, false),
+    /* one warp a block (not yet timed): a block is one (sequence, kv head, split) streamed by one
+     * warp, so no merge between warps, 13-17 KB of shared memory and up to 16 blocks an SM: at
+     * batch 128 the 1024 blocks all fit in one wave instead of four waves of 264, each block's
+     * ramp and merge paid once */
+    DECODE_CONFIG("split w1 s3", 3, 1, true, false),
+    DECODE_CONFIG("split w1 s4", 4, 1, true, false),
+    DECODE_CONFIG("split w2 s3", 3, 2, true, false),
 };
 #undef DECODE_CONFIG
 constexpr int kNumDecode = (int)(sizeof kDecode / sizeof kDecode[0]);

@@ -562,8 +562,12 @@ static vox_status step(vox_engine *e, vox_error *err) {
     double t = be->elapsed_ms(be, mk0, mk1);
     e->stats.gpu_ms += t;
     e->stats.steps++;
-    trace_line(e, "step %ld seqs %d decode %d rows %d logits %d active %d gpu_ms %.3f",
-               e->stats.steps, n_seqs, n_decode, rows, n_logits, e->n_active, t);
+    if (e->trace) {
+        long kv_decode = 0; /* positions the decode rows attend to: the step's K/V reads */
+        for (int i = 0; i < n_decode; i++) kv_decode += e->b_len[i];
+        trace_line(e, "step %ld seqs %d decode %d rows %d logits %d active %d kv_decode %ld gpu_ms %.3f",
+                   e->stats.steps, n_seqs, n_decode, rows, n_logits, e->n_active, kv_decode, t);
+    }
     if (n_decode > 0) {
         e->stats.decode_steps++;
         e->decode_rows_sum += n_decode;

@@ -52,7 +52,7 @@ check "trace: a line a step ($steps)" [ "$(grep -c ' step [0-9]* seqs ' "$tmp/tr
 check "trace: steps within the row budget" awk '/ step / { for (i = 1; i < NF; i++) if ($i == "rows" && $(i + 1) > 40) exit 1 }' "$tmp/trace.txt"
 admitted=$(awk '/ encode / { for (i = 1; i < NF; i++) if ($i == "seqs") n += $(i + 1) } END { print n + 0 }' "$tmp/trace.txt")
 check "trace: encoder groups admitted the 4 good files ($admitted)" [ "$admitted" = 4 ]
-check "trace: lines carry device ms" grep -Eq '^cpu at [0-9.]+ gap [0-9.]+ step 1 seqs [0-9]+ decode 0 rows [0-9]+ logits [0-9]+ active [0-9]+ gpu_ms [0-9.]+$' "$tmp/trace.txt"
+check "trace: lines carry device ms" grep -Eq '^cpu at [0-9.]+ gap [0-9.]+ step 1 seqs [0-9]+ decode 0 rows [0-9]+ logits [0-9]+ active [0-9]+ kv_decode 0 gpu_ms [0-9.]+$' "$tmp/trace.txt"
 
 # the same batch into a directory: files appear as they complete, each complete
 VOX_STEP_ROWS=40 run 1 dir --batch-size 4 -O "$tmp/outdir" "${inputs[@]}"
