@@ -771,7 +771,7 @@ const DecodeConfig kDecode[] = {
      * pipeline; batch 32 19.8 / 21.1 against 20.5 / 22.3; 32768 keys 50.8 against 51.8 (bench/
      * NOTES-2026-12-02-decode-attention.md). Six stages (one block an SM) and two warps a block
      * measured 30-50% slower: this kernel wants warps more than bytes in flight. */
-    DECODE_CONFIG("split", 3, 4, true, false),
+    DECODE_CONFIG("split", 3, 4, true, false), /* kDecodeSplit */
     DECODE_CONFIG("one split", 3, 4, true, true),
     DECODE_CONFIG("split block-sync", 3, 4, false, false),
     DECODE_CONFIG("split block-sync s2", 2, 4, false, false),
@@ -779,11 +779,13 @@ const DecodeConfig kDecode[] = {
      * with 2 per-warp stages (12 warps an SM), and of 2 warps with 4 stages */
     DECODE_CONFIG("split wp s2", 2, 4, true, false),
     DECODE_CONFIG("split w2 wp s4", 4, 2, true, false),
-    /* one warp a block (not yet timed): a block is one (sequence, kv head, split) streamed by one
-     * warp, so no merge between warps, 13-17 KB of shared memory and up to 16 blocks an SM: at
-     * batch 128 the 1024 blocks all fit in one wave instead of four waves of 264, each block's
-     * ramp and merge paid once */
-    DECODE_CONFIG("split w1 s3", 3, 1, true, false),
+    /* one warp a block: a block is one (sequence, kv head, split) streamed by one warp, so no
+     * merge between warps, 26 KB of shared memory (d128, 3 stages), 8 blocks an SM: at batch 128
+     * the 1024 blocks fit in one wave instead of four of 264. H200, paged blocks of 16, 450 keys:
+     * batch 128 66.8 us against 76.8 (four warps), batch 32 55.0 against 21.2, batch 8 30.0
+     * against 11.6; 4 stages (6 blocks an SM) 101 us at batch 128. Two warps, 3 stages: 69.4 at
+     * 128. decode_auto_variant takes it for large grids. */
+    DECODE_CONFIG("split w1 s3", 3, 1, true, false), /* kDecodeOneWarp */
     DECODE_CONFIG("split w1 s4", 4, 1, true, false),
     DECODE_CONFIG("split w2 s3", 3, 2, true, false),
 };
@@ -948,18 +950,26 @@ size_t vox_k_decode_attention_workspace_init(void *workspace, int batch, int n_h
     return bytes;
 }
 
-/* The split configuration vox_k_decode_attention runs: 1, or VOX_ATTN_DECODE=N (1 <= N <
- * kNumDecode) from the environment, for end-to-end A/B runs of the configurations (read once). */
-static int decode_auto_variant() {
+/* The split configuration vox_k_decode_attention runs, or VOX_ATTN_DECODE=N (1 <= N <
+ * kNumDecode) for A/B runs. One warp a block ("split w1 s3") once the (sequence, kv head, split)
+ * blocks fill six of its eight slots an SM: H200, 450 keys, 32/8 heads, paged blocks of 16,
+ * batch 128 (1024 blocks) 66.8 us against 76.8 for four warps a block; at batch 32 (256 blocks)
+ * 55.0 against 21.2, the GPU mostly idle (bench/NOTES-2026-12-02-step-trace.md). */
+constexpr int kDecodeSplit = 1, kDecodeOneWarp = 7;
+static int decode_auto_variant(const AttnParams &p, int s_max) {
     static int picked = -2;
-    return vk_env_variant("VOX_ATTN_DECODE", 1, kNumDecode, 1, picked);
+    const int env = vk_env_variant("VOX_ATTN_DECODE", 1, kNumDecode, 0, picked);
+    if (env > 0) return env;
+    const int64_t blocks = (int64_t)s_max * p.n_kv_heads * ((p.group + 15) / 16) * p.batch;
+    return blocks >= 6LL * vk_sm_count() ? kDecodeOneWarp : kDecodeSplit;
 }
 
 /* Runs decode variant `variant` (-1 what vox_k_decode_attention picks, 0 simple, 1.. the split
  * kernel's configurations in kDecode) on p, whose kv_len and max_kv are set. */
 static int decode_run(int variant, AttnParams p, void *workspace, cudaStream_t stream) {
     const bool ok = tiled_ok(p);
-    if (variant < 0) variant = ok ? decode_auto_variant() : 0;
+    if (variant < 0)
+        variant = ok ? decode_auto_variant(p, decode_s_max(p.batch, p.n_heads, p.max_kv)) : 0;
     if (variant == 0) {
         launch_simple(p, stream);
         return 1;

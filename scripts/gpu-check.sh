@@ -43,11 +43,13 @@ sanitize_args() {
 # The environment a tool's runs get besides VOX_CUDA_PLAIN_MALLOC and the watchdog.
 sanitize_env() {
   case $1 in
-    # synccheck does not finish one of cuBLASLt's bf16 GEMMs: gate|up (16384 x 3072) at 140 rows
-    # hangs under it alone (`time_gemm_algos 140`), as the runner does in the prompt step that
-    # follows it; with prompt steps of at most 64 rows two files pass in 3.8 s
-    # (bench/NOTES-2026-12-02-fp8-plain.md). SAN_SYNC_STEP_ROWS sets that limit; empty: the
-    # product's own (2048), to see the hang.
+    # synccheck does not finish some of cuBLASLt's bf16 GEMMs at prompt sizes: alone under the
+    # tool (`time_gemm_algos --shape NAME --first M`), gate|up (16384 x 3072) hangs at 380 and 760
+    # rows and q|k|v at 760, with or without workspace (VOX_GEMM_WORKSPACE=0 rescues 760 rows,
+    # not 380), while every shape at 140 rows finishes; the runner hangs in the prompt step that
+    # runs them. With prompt steps of at most 64 rows two files pass in 3.8 s
+    # (bench/NOTES-2026-12-02-fp8-plain.md, NOTES-2026-12-02-step-trace.md). SAN_SYNC_STEP_ROWS
+    # sets that limit; empty: the product's own (2048), to see the hang.
     synccheck) [ -n "${SAN_SYNC_STEP_ROWS-64}" ] && echo "VOX_STEP_ROWS=${SAN_SYNC_STEP_ROWS-64}" ;;
   esac
   return 0

@@ -260,6 +260,40 @@ static vox_decoder_graph *graph_for(vox_decoder_batch *d, int rows) {
     return &d->graphs[d->n_graphs++];
 }
 
+/* Steps a bucket without a recording runs padded on a larger one first. Recording a bucket costs
+ * an unrecorded step (the host launches every kernel) and a capture: H200, full size, 9-10 ms
+ * against 3.2-3.9 for a replay, where a replay padded to at most twice the rows (or 64) costs
+ * 0.1-0.5 ms more than an exact one. A shrinking batch visits a new bucket every few steps
+ * (128 files of 3 to 30 s: 13 buckets, ~116 ms of recordings, bench/NOTES-2026-12-02-step-trace.md),
+ * so only a bucket that lasts is recorded. */
+#define VOX_RECORD_AFTER 16
+
+/* VOX_RECORD_AFTER, or VOX_GRAPH_RECORD_AFTER=N (0: every bucket recorded at once, as before
+ * 2026-12-02; for A/B runs). */
+static int record_after(void) {
+    const char *v = getenv("VOX_GRAPH_RECORD_AFTER");
+    return v && *v ? atoi(v) : VOX_RECORD_AFTER;
+}
+
+/* The smallest recorded graph that n rows fit in with little padding: at most twice the rows, or
+ * 64 (below that a step's GEMMs cost about the same at any row count). */
+static vox_decoder_graph *recorded_above(vox_decoder_batch *d, int n) {
+    int limit = 2 * n > 64 ? 2 * n : 64;
+    vox_decoder_graph *best = NULL;
+    for (int i = 0; i < d->n_graphs; i++) {
+        vox_decoder_graph *g = &d->graphs[i];
+        if (g->graph && g->rows >= n && g->rows <= limit && (!best || g->rows < best->rows)) best = g;
+    }
+    return best;
+}
+
+/* Whether a graph of more than `rows` rows has been recorded. */
+static bool larger_recorded(const vox_decoder_batch *d, int rows) {
+    for (int i = 0; i < d->n_graphs; i++)
+        if (d->graphs[i].graph && d->graphs[i].rows > rows) return true;
+    return false;
+}
+
 vox_status vox_decoder_batch_step(vox_model *m, vox_kv_pool *kv, vox_decoder_batch *d,
                                   const vox_batch *b, vox_error *err) {
     vox_backend *be = m->be;
@@ -274,6 +308,14 @@ vox_status vox_decoder_batch_step(vox_model *m, vox_kv_pool *kv, vox_decoder_bat
         int rows = bucket_rows(b->n_rows);
         if (rows > d->max_seqs) rows = b->n_rows;
         g = graph_for(d, rows);
+        if (!g || (!g->graph && g->requests < record_after())) {
+            vox_decoder_graph *big = recorded_above(d, b->n_rows);
+            if (big) {
+                if (g) g->requests++;
+                g = big;
+                rows = big->rows;
+            }
+        }
         if (g && rows != b->n_rows) {
             padded = pad_batch(d, b, rows);
             run = &padded;
@@ -285,8 +327,11 @@ vox_status vox_decoder_batch_step(vox_model *m, vox_kv_pool *kv, vox_decoder_bat
         decoder_layers(m, kv, d, run->n_rows, run->n_decode, run->n_logits);
         return VOX_OK;
     }
-    /* A bucket's first step runs as it is; its second is recorded; later ones replay. */
-    if (!g->graph && g->runs >= 1) {
+    /* A bucket's first step runs as it is (sizing the workspaces its kernels grow outside a
+     * recording); its second is recorded; later ones replay. A bucket of more than 4 rows (the
+     * GEMM path) after a larger one was recorded is recorded at once: its kernels' workspaces
+     * are already sized, and the unrecorded step would cost ~6 ms of kernel launches. */
+    if (!g->graph && (g->runs >= 1 || (g->rows > 4 && larger_recorded(d, g->rows)))) {
         be->graph_begin(be);
         decoder_layers(m, kv, d, run->n_rows, run->n_decode, run->n_logits);
         if ((st = be->graph_end(be, &g->graph, err))) return st;
