@@ -49,6 +49,20 @@ def run_once(a, env_extra):
     return (dec, enc, pre, tot), run_totals, None
 
 
+def parse_settings(args):
+    """NAME=ENV arguments as (name, {VAR: VALUE}) pairs; ENV is VAR=VALUE[,VAR=VALUE...] or -."""
+    settings = []
+    for s in args:
+        name, _, env = s.partition("=")
+        extra = {}
+        if env and env != "-":
+            for kv in env.split(","):
+                k, _, v = kv.partition("=")
+                extra[k] = v
+        settings.append((name, extra))
+    return settings
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runner", required=True)
@@ -62,15 +76,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("settings", nargs="+", help="NAME=ENV (ENV: VAR=VALUE[,VAR=VALUE...] or -)")
     a = ap.parse_args()
-    settings = []
-    for s in a.settings:
-        name, _, env = s.partition("=")
-        extra = {}
-        if env and env != "-":
-            for kv in env.split(","):
-                k, _, v = kv.partition("=")
-                extra[k] = v
-        settings.append((name, extra))
+    settings = parse_settings(a.settings)
     results = {name: ([], [], [], []) for name, _ in settings}
     runs = {name: [] for name, _ in settings}
     for _ in range(a.rounds):

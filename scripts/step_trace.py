@@ -2,6 +2,7 @@
 """Summarises a VOX_STEP_TRACE file (voxtral_runner's engine, src/engine/engine.c): where a batched
 run's device time went, step by step.
 
+Summarises the last engine in the file (the load's warm-up clip runs an engine of its own first).
 Prints the encoder groups (count, chunks, ms a chunk), the steps that ran prompt rows (count, rows,
 device ms, us a row) and the pure decode steps bucketed by their decode rows (count, mean device
 ms a step, mean K/V positions read, and a least-squares fit of ms = a + b * rows + c * kv over all
@@ -29,8 +30,23 @@ def parse(path):
     return lines
 
 
+def runs(lines):
+    """The engines of the file, one after another: the load's warm-up clip and each run append
+    to the same file, and each engine's clock starts again at 0."""
+    out, last = [], None
+    for d in lines:
+        if last is None or d["at"] < last:
+            out.append([])
+        out[-1].append(d)
+        last = d["at"]
+    return out
+
+
 def summary(path):
-    ls = parse(path)
+    engines = runs(parse(path))
+    if len(engines) > 1:
+        print(f"== {path}: {len(engines)} engines (a warm-up clip first when loaded with one); the last:")
+    ls = engines[-1] if engines else []
     enc = [d for d in ls if d["kind"] == "encode"]
     steps = [d for d in ls if d["kind"] == "step"]
     prompt = [d for d in steps if d["rows"] > d["decode"]]
