@@ -211,18 +211,16 @@ static void decoder_layers(vox_model *m, vox_kv_pool *kv, vox_decoder_batch *d, 
             &last_h, NULL);
 }
 
+/* VOX_RECORD_AFTER (graphs.c), or VOX_GRAPH_RECORD_AFTER=N (0: every bucket recorded at once,
+ * as before 2026-12-02; for A/B runs). */
+static int record_after(void) {
+    const char *v = getenv("VOX_GRAPH_RECORD_AFTER");
+    return v && *v ? atoi(v) : VOX_RECORD_AFTER;
+}
+
 static bool graphs_enabled(const vox_backend *be) {
     const char *off = getenv("VOX_NO_GRAPHS");
     return be->graph_begin && !(off && *off && strcmp(off, "0") != 0);
-}
-
-/* Rows a decode-only step of n sequences is recorded for: exact up to 4 (the fused matvec
- * kernels' range), then multiples of 8 up to 64 and of 32 beyond: at most 1/8 of a step is
- * padding past 64 rows, and no more than 18 recordings cover 256 sequences. */
-static int bucket_rows(int n) {
-    if (n <= 4) return n;
-    if (n <= 64) return (n + 7) / 8 * 8;
-    return (n + 31) / 32 * 32;
 }
 
 /* A decode-only batch of n sequences grown to `rows` with padding sequences: token 0 at position
@@ -252,48 +250,6 @@ static vox_batch pad_batch(vox_decoder_batch *d, const vox_batch *b, int rows) {
     return p;
 }
 
-static vox_decoder_graph *graph_for(vox_decoder_batch *d, int rows) {
-    for (int i = 0; i < d->n_graphs; i++)
-        if (d->graphs[i].rows == rows) return &d->graphs[i];
-    if (d->n_graphs == VOX_DECODER_MAX_GRAPHS) return NULL;
-    d->graphs[d->n_graphs] = (vox_decoder_graph){.rows = rows};
-    return &d->graphs[d->n_graphs++];
-}
-
-/* Steps a bucket without a recording runs padded on a larger one first. Recording a bucket costs
- * an unrecorded step (the host launches every kernel) and a capture: H200, full size, 9-10 ms
- * against 3.2-3.9 for a replay, where a replay padded to at most twice the rows (or 64) costs
- * 0.1-0.5 ms more than an exact one. A shrinking batch visits a new bucket every few steps
- * (128 files of 3 to 30 s: 13 buckets, ~116 ms of recordings, bench/NOTES-2026-12-02-step-trace.md),
- * so only a bucket that lasts is recorded. */
-#define VOX_RECORD_AFTER 16
-
-/* VOX_RECORD_AFTER, or VOX_GRAPH_RECORD_AFTER=N (0: every bucket recorded at once, as before
- * 2026-12-02; for A/B runs). */
-static int record_after(void) {
-    const char *v = getenv("VOX_GRAPH_RECORD_AFTER");
-    return v && *v ? atoi(v) : VOX_RECORD_AFTER;
-}
-
-/* The smallest recorded graph that n rows fit in with little padding: at most twice the rows, or
- * 64 (below that a step's GEMMs cost about the same at any row count). */
-static vox_decoder_graph *recorded_above(vox_decoder_batch *d, int n) {
-    int limit = 2 * n > 64 ? 2 * n : 64;
-    vox_decoder_graph *best = NULL;
-    for (int i = 0; i < d->n_graphs; i++) {
-        vox_decoder_graph *g = &d->graphs[i];
-        if (g->graph && g->rows >= n && g->rows <= limit && (!best || g->rows < best->rows)) best = g;
-    }
-    return best;
-}
-
-/* Whether a graph of more than `rows` rows has been recorded. */
-static bool larger_recorded(const vox_decoder_batch *d, int rows) {
-    for (int i = 0; i < d->n_graphs; i++)
-        if (d->graphs[i].graph && d->graphs[i].rows > rows) return true;
-    return false;
-}
-
 vox_status vox_decoder_batch_step(vox_model *m, vox_kv_pool *kv, vox_decoder_batch *d,
                                   const vox_batch *b, vox_error *err) {
     vox_backend *be = m->be;
@@ -301,37 +257,24 @@ vox_status vox_decoder_batch_step(vox_model *m, vox_kv_pool *kv, vox_decoder_bat
                b->n_logits <= d->max_logits && b->table_width <= d->table_width &&
                b->block_size == kv->block_size);
     bool decode_only = b->n_decode == b->n_rows && b->n_seqs == b->n_rows && b->n_logits == b->n_rows;
-    vox_decoder_graph *g = NULL;
+    vox_graph_plan plan = {.g = NULL, .rows = b->n_rows};
     vox_batch padded;
     const vox_batch *run = b;
     if (decode_only && graphs_enabled(be)) {
-        int rows = bucket_rows(b->n_rows);
-        if (rows > d->max_seqs) rows = b->n_rows;
-        g = graph_for(d, rows);
-        if (!g || (!g->graph && g->requests < record_after())) {
-            vox_decoder_graph *big = recorded_above(d, b->n_rows);
-            if (big) {
-                if (g) g->requests++;
-                g = big;
-                rows = big->rows;
-            }
-        }
-        if (g && rows != b->n_rows) {
-            padded = pad_batch(d, b, rows);
+        plan = vox_decoder_graph_plan(d, b->n_rows, record_after());
+        if (plan.g && plan.rows != b->n_rows) {
+            padded = pad_batch(d, b, plan.rows);
             run = &padded;
         }
     }
     vox_status st = be->batch_set(be, run, err);
     if (st) return st;
+    vox_decoder_graph *g = plan.g;
     if (!g) {
         decoder_layers(m, kv, d, run->n_rows, run->n_decode, run->n_logits);
         return VOX_OK;
     }
-    /* A bucket's first step runs as it is (sizing the workspaces its kernels grow outside a
-     * recording); its second is recorded; later ones replay. A bucket of more than 4 rows (the
-     * GEMM path) after a larger one was recorded is recorded at once: its kernels' workspaces
-     * are already sized, and the unrecorded step would cost ~6 ms of kernel launches. */
-    if (!g->graph && (g->runs >= 1 || (g->rows > 4 && larger_recorded(d, g->rows)))) {
+    if (plan.record) {
         be->graph_begin(be);
         decoder_layers(m, kv, d, run->n_rows, run->n_decode, run->n_logits);
         if ((st = be->graph_end(be, &g->graph, err))) return st;

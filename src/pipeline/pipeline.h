@@ -50,8 +50,8 @@ typedef struct {
     vox_tensor h, qkv, q, attn, gate_up, act;
 } vox_decoder_work;
 
-/* Recorded decode-only steps, one per batch-size bucket (graphs.c rounds a batch up to its
- * bucket with padding rows). */
+/* Recorded decode-only steps, one per batch-size bucket (graphs.c chooses; decoder.c pads a
+ * batch up to the recording's rows). */
 #define VOX_DECODER_MAX_GRAPHS 32
 typedef struct {
     int rows;
@@ -75,6 +75,19 @@ typedef struct {
     int32_t *pad;
     vox_fused_layer *fused; /* [layers]: the layers as backend.h's decode_fused takes them */
 } vox_decoder_batch;
+
+/* A decode-only step's graph (graphs.c): replay g, padded to `rows` rows (g->graph set), or record
+ * it first (`record`), or run unrecorded and count the run in g->runs (neither); g NULL: run
+ * unrecorded and unpadded (the table of buckets is full). */
+typedef struct {
+    vox_decoder_graph *g;
+    int rows;
+    bool record;
+} vox_graph_plan;
+/* Steps a bucket runs padded on a larger recording before it is recorded itself (decoder.c reads
+ * VOX_GRAPH_RECORD_AFTER to change it for A/B runs). */
+#define VOX_RECORD_AFTER 16
+vox_graph_plan vox_decoder_graph_plan(vox_decoder_batch *d, int n_rows, int record_after);
 
 vox_status vox_decoder_batch_init(vox_model *m, vox_decoder_batch *d, int max_rows, int max_seqs,
                                   int table_width, int block_size, vox_error *err);
