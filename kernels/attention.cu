@@ -764,14 +764,14 @@ struct DecodeConfig {
 #define DECODE_CONFIG(name, S, W, WP, one)                                                     \
     {name, launch_decode<64, S, W, WP>, launch_decode<128, S, W, WP>, info_decode<64, S, W, WP>, \
      info_decode<128, S, W, WP>, one}
-const DecodeConfig kDecode[] = {
+constexpr DecodeConfig kDecode[] = {
     {"simple", nullptr, nullptr, nullptr, nullptr, false},
     /* per-warp pipelines of 3 stages: H200, 450 keys, 32/8 heads, d128: batch 128 69.5 us
      * contiguous / 77.1 paged (blocks of 16) against 72.5 / 81.9 for the block-synchronous
      * pipeline; batch 32 19.8 / 21.1 against 20.5 / 22.3; 32768 keys 50.8 against 51.8 (bench/
      * NOTES-2026-12-02-decode-attention.md). Six stages (one block an SM) and two warps a block
      * measured 30-50% slower: this kernel wants warps more than bytes in flight. */
-    DECODE_CONFIG("split", 3, 4, true, false), /* kDecodeSplit */
+    DECODE_CONFIG("split", 3, 4, true, false),
     DECODE_CONFIG("one split", 3, 4, true, true),
     DECODE_CONFIG("split block-sync", 3, 4, false, false),
     DECODE_CONFIG("split block-sync s2", 2, 4, false, false),
@@ -785,7 +785,7 @@ const DecodeConfig kDecode[] = {
      * batch 128 66.8 us against 76.8 (four warps), batch 32 55.0 against 21.2, batch 8 30.0
      * against 11.6; 4 stages (6 blocks an SM) 101 us at batch 128. Two warps, 3 stages: 69.4 at
      * 128. decode_auto_variant takes it for large grids. */
-    DECODE_CONFIG("split w1 s3", 3, 1, true, false), /* kDecodeOneWarp */
+    DECODE_CONFIG("split w1 s3", 3, 1, true, false),
     DECODE_CONFIG("split w1 s4", 4, 1, true, false),
     DECODE_CONFIG("split w2 s3", 3, 2, true, false),
 };
@@ -955,7 +955,17 @@ size_t vox_k_decode_attention_workspace_init(void *workspace, int batch, int n_h
  * blocks fill six of its eight slots an SM: H200, 450 keys, 32/8 heads, paged blocks of 16,
  * batch 128 (1024 blocks) 66.8 us against 76.8 for four warps a block; at batch 32 (256 blocks)
  * 55.0 against 21.2, the GPU mostly idle (bench/NOTES-2026-12-02-step-trace.md). */
-constexpr int kDecodeSplit = 1, kDecodeOneWarp = 7;
+constexpr bool same_name(const char *a, const char *b) {
+    return *a == *b && (*a == 0 || same_name(a + 1, b + 1));
+}
+/* the index of the configuration named `name` in kDecode (a compile-time error if none) */
+constexpr int decode_config(const char *name, int i = 0) {
+    return i < kNumDecode ? (kDecode[i].name && same_name(kDecode[i].name, name) ? i
+                                                                                 : decode_config(name, i + 1))
+                          : throw "no such decode configuration";
+}
+constexpr int kDecodeSplit = decode_config("split"), kDecodeOneWarp = decode_config("split w1 s3");
+static_assert(kDecodeSplit == 1 && kDecodeOneWarp > 1, "decode configurations");
 static int decode_auto_variant(const AttnParams &p, int s_max) {
     static int picked = -2;
     const int env = vk_env_variant("VOX_ATTN_DECODE", 1, kNumDecode, 0, picked);

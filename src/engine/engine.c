@@ -671,7 +671,8 @@ void vox_engine_init(vox_engine *e, voxtral_queue *q, voxtral_context *ctx, int 
         if (e->trace) {
             setvbuf(e->trace, NULL, _IOLBF, 0);
             e->trace_t0 = e->trace_last = vox_wall_ms();
-        } else { fprintf(stderr, "voxtral: VOX_STEP_TRACE: cannot open %s; no trace\n", trace);
+        } else {
+            fprintf(stderr, "voxtral: VOX_STEP_TRACE: cannot open %s; no trace\n", trace);
         }
     }
 }
