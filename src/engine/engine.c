@@ -377,13 +377,14 @@ static vox_status admit(vox_engine *e, bool *grow, vox_error *err) {
     /* The reader's lock is held while a piece is looked at and claimed (pieces_admitted), so
      * that two devices never take the same one; seq_new is cheap (the prompt's ids). */
     pthread_mutex_lock(&q->rd.mu);
-    while (e->n_active + n < e->max_seqs && n < VOX_ENCODER_CHUNK_BATCH) {
+    const size_t most = (size_t)vox_encoder_group_chunks();
+    while (e->n_active + n < e->max_seqs && (size_t)n < most) {
         vox_request *r = vox_queue_next_piece(q);
         if (!r) break;
         size_t piece = r->pieces_admitted;
         const vox_segment *pc = &r->pieces[piece];
         size_t pc_chunks = vox_mel_chunk_count(pc->audio_end - pc->audio_start);
-        if (n > 0 && chunks + pc_chunks > VOX_ENCODER_CHUNK_BATCH) break;
+        if (n > 0 && chunks + pc_chunks > most) break;
         vox_error perr = {0};
         vox_seq *s = seq_new(e, r, piece, &perr);
         if (!s) { /* this piece cannot run: its request fails, the others go on */

@@ -4,8 +4,15 @@
  * 32 pre-LayerNorm layers with bidirectional attention, final LayerNorm; then the projector sees
  * each 4 consecutive frames as one row [375, 4d] -> linear1 -> GELU -> linear2. */
 #include <math.h>
+#include <stdlib.h>
 
 #include "pipeline/pipeline.h"
+
+int vox_encoder_group_chunks(void) {
+    const char *v = getenv("VOX_ENCODER_GROUP");
+    int n = v && *v ? atoi(v) : VOX_ENCODER_CHUNK_BATCH;
+    return n >= 1 && n <= VOX_ENCODER_CHUNK_BATCH ? n : VOX_ENCODER_CHUNK_BATCH;
+}
 
 int vox_encoder_tokens_per_chunk(const vox_model *m) {
     return m->cfg.encoder.max_source_positions / m->cfg.encoder.downsample_factor;
@@ -104,7 +111,8 @@ vox_status vox_encoder_forward(vox_model *m, const vox_tensor *features, size_t 
     /* linear1's output [B*375, proj] must fit in the ffn buffer [B*1500, ffn]. */
     VOX_ASSERT((int64_t)e->projector_dim <= (int64_t)e->ffn_dim * e->downsample_factor);
     int per_chunk = vox_encoder_tokens_per_chunk(m);
-    int group = n_chunks < VOX_ENCODER_CHUNK_BATCH ? (int)n_chunks : VOX_ENCODER_CHUNK_BATCH;
+    int most = vox_encoder_group_chunks();
+    int group = n_chunks < (size_t)most ? (int)n_chunks : most;
     encoder_work w = {0};
     vox_status st = work_alloc(m, &w, group, err);
     if (st) return st;

@@ -8,6 +8,10 @@
 /* Chunks the encoder runs at once: bounds its workspace (about 60 MB of bf16 per chunk at full
  * size) while keeping the GEMMs large. */
 #define VOX_ENCODER_CHUNK_BATCH 8
+/* The chunks of an encoder group in this process: VOX_ENCODER_CHUNK_BATCH, or fewer with
+ * VOX_ENCODER_GROUP=N (1 <= N <= 8): smaller GEMMs, e.g. for compute-sanitizer runs whose tools
+ * cannot finish some of cuBLASLt's kernels at the larger sizes (bench/NOTES-2026-12-02-step-trace.md). */
+int vox_encoder_group_chunks(void);
 
 /* Runs the audio encoder and projector over features [n_chunks, mel, 3000] (from the backend's
  * log_mel), writing audio embeddings [n_chunks * 375, hidden] into `embeds` (allocated by the

@@ -6,6 +6,7 @@
 #    40-row chunks), each text equal to the file transcribed alone, a bad file inside the batch
 #    reported and skipped;
 #  - VOX_STEP_TRACE: a line for each step the report counts and each encoder group;
+#  - VOX_ENCODER_GROUP=1: encoder groups of one piece, the same transcripts;
 #  - --output-dir during a batch: every file written, the same texts;
 #  - segments batched with whole files of another run: the same cues as segmenting alone;
 #  - --batch-size: its effect in the latency report, bad values are usage errors.
@@ -53,6 +54,12 @@ check "trace: steps within the row budget" awk '/ step / { for (i = 1; i < NF; i
 admitted=$(awk '/ encode / { for (i = 1; i < NF; i++) if ($i == "seqs") n += $(i + 1) } END { print n + 0 }' "$tmp/trace.txt")
 check "trace: encoder groups admitted the 4 good files ($admitted)" [ "$admitted" = 4 ]
 check "trace: lines carry device ms" grep -Eq '^cpu at [0-9.]+ gap [0-9.]+ step 1 seqs [0-9]+ decode 0 rows [0-9]+ logits [0-9]+ active [0-9]+ kv_decode 0 gpu_ms [0-9.]+$' "$tmp/trace.txt"
+
+# VOX_ENCODER_GROUP=1: one piece an encoder group (a piece of two chunks still goes whole), the
+# same transcripts
+VOX_STEP_ROWS=40 VOX_ENCODER_GROUP=1 VOX_STEP_TRACE="$tmp/trace1.txt" run 1 group1 --batch-size 4 "${inputs[@]}"
+check "group1: the same stdout" [ "$(cat "$tmp/group1.out")" = "$(cat "$tmp/batch.out")" ]
+check "group1: one piece a group" awk '/ encode / { for (i = 1; i < NF; i++) if ($i == "seqs" && $(i + 1) != 1) exit 1; n++ } END { exit n != 4 }' "$tmp/trace1.txt"
 
 # the same batch into a directory: files appear as they complete, each complete
 VOX_STEP_ROWS=40 run 1 dir --batch-size 4 -O "$tmp/outdir" "${inputs[@]}"
