@@ -53,6 +53,12 @@ check "trace: a line a step ($steps)" [ "$(grep -c ' step [0-9]* seqs ' "$tmp/tr
 check "trace: steps within the row budget" awk '/ step / { for (i = 1; i < NF; i++) if ($i == "rows" && $(i + 1) > 40) exit 1 }' "$tmp/trace.txt"
 admitted=$(awk '/ encode / { for (i = 1; i < NF; i++) if ($i == "seqs") n += $(i + 1) } END { print n + 0 }' "$tmp/trace.txt")
 check "trace: encoder groups admitted the 4 good files ($admitted)" [ "$admitted" = 4 ]
+# scripts/step_trace.py sums the same trace up: its chunk count is the encode lines'
+chunks=$(awk '/ encode / { for (i = 1; i < NF; i++) if ($i == "chunks") n += $(i + 1) } END { print n + 0 }' "$tmp/trace.txt")
+summary=$(python3 "$(dirname "$0")/../../scripts/step_trace.py" "$tmp/trace.txt" 2>&1)
+checks=$((checks + 1))
+grep -q "encoder: $chunks chunks" <<<"$summary" && grep -q "steps with prompt rows" <<<"$summary" \
+    || fail "trace: scripts/step_trace.py does not sum it up: $summary"
 check "trace: lines carry device ms" grep -Eq '^cpu at [0-9.]+ gap [0-9.]+ step 1 seqs [0-9]+ decode 0 rows [0-9]+ logits [0-9]+ active [0-9]+ kv_decode 0 gpu_ms [0-9.]+$' "$tmp/trace.txt"
 
 # VOX_ENCODER_GROUP=1: one piece an encoder group (a piece of two chunks still goes whole), the
