@@ -34,6 +34,7 @@
 #include "backend/cuda_initcheck.h"
 #include "backend/cuda_upload.h"
 #include "common/clock.h"
+#include "common/env.h"
 #include "common/fp8.h"
 #include "kernels.h"
 #include "mel/mel.h"
@@ -638,22 +639,6 @@ static void cu_matmul(vox_backend *be, vox_tensor *y, const vox_tensor *x, const
     dev_free(s, acc, (size_t)(M * N) * sizeof(float));
 }
 
-/* A switch from the environment: VAR set, non-empty and not "0". */
-static bool env_flag(const char *var) {
-    const char *v = getenv(var);
-    return v && *v && strcmp(v, "0") != 0;
-}
-
-/* A size from the environment (VAR=N), within [lo, hi]; `fallback` when unset or malformed. */
-static size_t env_size(const char *var, size_t fallback, size_t lo, size_t hi) {
-    const char *v = getenv(var);
-    if (!v || !*v) return fallback;
-    char *end;
-    unsigned long long n = strtoull(v, &end, 10);
-    if (*end || n < lo || n > hi) return fallback;
-    return (size_t)n;
-}
-
 /* ---- FP8 GEMM (the fp8_dynamic scheme; decode projections are in cu_projection) ------------- */
 
 /* FP8 GEMMs need compute capability 8.9 (FP8 tensor cores) and cuBLASLt's alignment: every
@@ -902,7 +887,7 @@ static vox_status fp8_choose_gemm(cuda_state *s, vox_error *err) {
     if (passed[0] || passed[1]) {
         s->fp8_gemm = passed[0] ? order[0] : order[1];
         s->fp8_plain_rows = passed[0] && passed[1]
-                                ? (int64_t)env_size("VOX_FP8_PLAIN_ROWS", FP8_PLAIN_ROWS, 0, INT32_MAX)
+                                ? (int64_t)vox_env_size("VOX_FP8_PLAIN_ROWS", FP8_PLAIN_ROWS, 0, INT32_MAX)
                                 : 0;
         goto done;
     }
@@ -1597,7 +1582,7 @@ static void cu_destroy(vox_backend *be) {
         return;
     }
     if (s->blas_pending) pthread_join(s->blas_thread, NULL);
-    if (env_flag("VOX_GEMM_STATS")) /* is the plan cache big enough for this run? */
+    if (vox_env_flag("VOX_GEMM_STATS")) /* is the plan cache big enough for this run? */
         fprintf(stderr, "voxtral: %s: cuBLASLt plans: %ld GEMM calls found theirs, %ld made one (%d "
                 "slots), %ld found the cache full\n", s->name, s->plans_found, s->plans_made,
                 GEMM_CACHE_SIZE, s->plans_full);
@@ -1643,7 +1628,7 @@ static int default_load_threads(void) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     size_t half = cores > 1 ? (size_t)cores / 2 : 1;
     if (half > STAGING_BUFFERS / 2) half = STAGING_BUFFERS / 2;
-    return (int)env_size("VOX_LOAD_THREADS", half, 0, STAGING_BUFFERS / 2);
+    return (int)vox_env_size("VOX_LOAD_THREADS", half, 0, STAGING_BUFFERS / 2);
 }
 
 vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err) {
@@ -1669,18 +1654,18 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
     s->device = device;
     if (device >= 0 && device < PDECODE_DEVICES) atomic_fetch_add(&backends_on_device[device], 1);
     snprintf(s->name, sizeof s->name, "cuda:%d", device);
-    s->no_matvec = env_flag("VOX_NO_MATVEC");
-    s->skinny = env_flag("VOX_SKINNY_GEMM");
-    s->fp8_separate = env_flag("VOX_FP8_SEPARATE");
+    s->no_matvec = vox_env_flag("VOX_NO_MATVEC");
+    s->skinny = vox_env_flag("VOX_SKINNY_GEMM");
+    s->fp8_separate = vox_env_flag("VOX_FP8_SEPARATE");
     const char *decode = getenv("VOX_DECODE");
     s->no_pdecode = decode && strcmp(decode, "graph") == 0;
     s->force_pdecode = decode && strcmp(decode, "persistent") == 0;
-    s->plain_malloc = env_flag("VOX_CUDA_PLAIN_MALLOC");
+    s->plain_malloc = vox_env_flag("VOX_CUDA_PLAIN_MALLOC");
     s->load_threads = default_load_threads();
-    s->load_span = env_size("VOX_LOAD_CHUNK_BYTES", STAGING_BYTES, 1, STAGING_BYTES);
+    s->load_span = vox_env_size("VOX_LOAD_CHUNK_BYTES", STAGING_BYTES, 1, STAGING_BYTES);
     /* VOX_GEMM_WORKSPACE=0 leaves cuBLASLt only algorithms that need no workspace (no split-K
      * partials, no stream-K fix-up), for compute-sanitizer runs */
-    s->gemm_ws_bytes = env_size("VOX_GEMM_WORKSPACE", GEMM_WORKSPACE_BYTES, 0, GEMM_WORKSPACE_BYTES);
+    s->gemm_ws_bytes = vox_env_size("VOX_GEMM_WORKSPACE", GEMM_WORKSPACE_BYTES, 0, GEMM_WORKSPACE_BYTES);
 
 #define TRY(call, what)                                                                         \
     do {                                                                                        \

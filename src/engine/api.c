@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "audio/audio.h"
+#include "common/env.h"
 #include "engine/context.h"
 
 const char *voxtral_version(void) {
@@ -104,11 +105,6 @@ static vox_status warm_up(voxtral_context *ctx, vox_error *err) {
     return st;
 }
 
-static bool env_on(const char *name) {
-    const char *v = getenv(name);
-    return v && *v && strcmp(v, "0") != 0;
-}
-
 vox_status voxtral_init(const voxtral_context_params *p, voxtral_context **out, vox_error *err) {
     *out = NULL;
     double t0 = vox_wall_ms();
@@ -154,7 +150,7 @@ vox_status voxtral_init(const voxtral_context_params *p, voxtral_context **out, 
     double t4 = vox_wall_ms();
     if (!st) st = ctx->be->sync(ctx->be, err);
     lt->sync_ms = vox_wall_ms() - t4;
-    if (!st && p->warmup && ctx->be->graph_begin && !env_on("VOX_NO_WARMUP")) {
+    if (!st && p->warmup && ctx->be->graph_begin && !vox_env_flag("VOX_NO_WARMUP")) {
         double t5 = vox_wall_ms();
         st = warm_up(ctx, err);
         lt->warmup_ms = vox_wall_ms() - t5;

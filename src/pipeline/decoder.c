@@ -5,10 +5,12 @@
  * is decoding, plus chunks of the prompts of sequences being prefilled. Every operation is
  * row-wise but attention, which reads each sequence's own keys through its block table, so a
  * row's result does not depend on what it is batched with. */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/env.h"
 #include "pipeline/pipeline.h"
 
 /* ---- the paged KV pool ----------------------------------------------------------------------- */
@@ -214,13 +216,11 @@ static void decoder_layers(vox_model *m, vox_kv_pool *kv, vox_decoder_batch *d, 
 /* VOX_RECORD_AFTER (graphs.c), or VOX_GRAPH_RECORD_AFTER=N (0: every bucket recorded at once,
  * as before 2026-12-02; for A/B runs). */
 static int record_after(void) {
-    const char *v = getenv("VOX_GRAPH_RECORD_AFTER");
-    return v && *v ? atoi(v) : VOX_RECORD_AFTER;
+    return (int)vox_env_size("VOX_GRAPH_RECORD_AFTER", VOX_RECORD_AFTER, 0, INT_MAX);
 }
 
 static bool graphs_enabled(const vox_backend *be) {
-    const char *off = getenv("VOX_NO_GRAPHS");
-    return be->graph_begin && !(off && *off && strcmp(off, "0") != 0);
+    return be->graph_begin && !vox_env_flag("VOX_NO_GRAPHS");
 }
 
 /* A decode-only batch of n sequences grown to `rows` with padding sequences: token 0 at position

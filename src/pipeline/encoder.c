@@ -4,14 +4,13 @@
  * 32 pre-LayerNorm layers with bidirectional attention, final LayerNorm; then the projector sees
  * each 4 consecutive frames as one row [375, 4d] -> linear1 -> GELU -> linear2. */
 #include <math.h>
-#include <stdlib.h>
+
+#include "common/env.h"
 
 #include "pipeline/pipeline.h"
 
 int vox_encoder_group_chunks(void) {
-    const char *v = getenv("VOX_ENCODER_GROUP");
-    int n = v && *v ? atoi(v) : VOX_ENCODER_CHUNK_BATCH;
-    return n >= 1 && n <= VOX_ENCODER_CHUNK_BATCH ? n : VOX_ENCODER_CHUNK_BATCH;
+    return (int)vox_env_size("VOX_ENCODER_GROUP", VOX_ENCODER_CHUNK_BATCH, 1, VOX_ENCODER_CHUNK_BATCH);
 }
 
 int vox_encoder_tokens_per_chunk(const vox_model *m) {

@@ -59,7 +59,7 @@ typedef struct {
 #define VOX_DECODER_MAX_GRAPHS 32
 typedef struct {
     int rows;
-    int runs;     /* eager runs so far: a bucket is recorded on its second step */
+    int runs;     /* unrecorded runs so far (graphs.c records after one, or at once) */
     int requests; /* steps of this bucket run padded on a larger recording instead */
     void *graph;
 } vox_decoder_graph;
