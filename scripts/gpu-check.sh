@@ -50,7 +50,17 @@ sanitize_env() {
     # runs them. With prompt steps of at most 64 rows two files pass in 3.8 s
     # (bench/NOTES-2026-12-02-fp8-plain.md, NOTES-2026-12-02-step-trace.md). SAN_SYNC_STEP_ROWS
     # sets that limit; empty: the product's own (2048), to see the hang.
-    synccheck) [ -n "${SAN_SYNC_STEP_ROWS-64}" ] && echo "VOX_STEP_ROWS=${SAN_SYNC_STEP_ROWS-64}" ;;
+    # The encoder's fc1 GEMM (5120 x 1280) does not finish under the tool either at 3000 and 6000
+    # rows (encoder groups of 2 and 4 chunks, with workspace; NOTES-2026-12-03.md): synccheck's
+    # runs take encoder groups of at most SAN_SYNC_ENCODER_GROUP chunks (2) and cuBLASLt's
+    # algorithms without workspace (SAN_SYNC_WORKSPACE, 0); with all three the batch of three
+    # files passed in 1.9 s. Empty: the product's own setting.
+    synccheck)
+      local -a e=()
+      [ -n "${SAN_SYNC_STEP_ROWS-64}" ] && e+=("VOX_STEP_ROWS=${SAN_SYNC_STEP_ROWS-64}")
+      [ -n "${SAN_SYNC_ENCODER_GROUP-2}" ] && e+=("VOX_ENCODER_GROUP=${SAN_SYNC_ENCODER_GROUP-2}")
+      [ -n "${SAN_SYNC_WORKSPACE-0}" ] && e+=("VOX_GEMM_WORKSPACE=${SAN_SYNC_WORKSPACE-0}")
+      echo "${e[*]}" ;;
   esac
   return 0
 }

@@ -37,6 +37,7 @@ mode_var=STUB_$tool
 mode=${!mode_var:-clean}
 echo "========= COMPUTE-SANITIZER ($tool, $mode): $*"
 echo "========= stand-in: the program's VOX_STEP_ROWS='${VOX_STEP_ROWS-unset}'"
+echo "========= stand-in: the program's VOX_ENCODER_GROUP='${VOX_ENCODER_GROUP-unset}' VOX_GEMM_WORKSPACE='${VOX_GEMM_WORKSPACE-unset}'"
 case $mode in
     kill) kill -9 $$ ;;
     hang) sleep 60; exit 0 ;;
@@ -105,11 +106,14 @@ has "$tmp/clean/racecheck-batch.log" "--tool racecheck --error-exitcode 99 --rac
 has "$tmp/clean/synccheck-one.log" "--tool synccheck --error-exitcode 99 --nvtx no "
 has "$tmp/clean/memcheck-batch.log" "$audio/short.wav $audio/speech.flac $audio/long.wav"
 has "$tmp/clean/memcheck-one.log" "-n 3 --ignore-eos"
-# synccheck's runs prefill in steps of 64 rows (a cuBLASLt GEMM it cannot finish), the others as
-# the product does; SAN_SYNC_STEP_ROWS changes that, empty turns it off
-has "$tmp/clean/synccheck-batch.log" "\$ VOX_STEP_ROWS=64 VOX_CUDA_PLAIN_MALLOC=1 "
+# synccheck's runs prefill in steps of 64 rows, encode groups of at most 2 chunks and take
+# cuBLASLt's algorithms without workspace (GEMMs it cannot finish otherwise), the others run as
+# the product does; SAN_SYNC_STEP_ROWS / _ENCODER_GROUP / _WORKSPACE change that, empty: off
+has "$tmp/clean/synccheck-batch.log" "\$ VOX_STEP_ROWS=64 VOX_ENCODER_GROUP=2 VOX_GEMM_WORKSPACE=0 VOX_CUDA_PLAIN_MALLOC=1 "
 has "$tmp/clean/synccheck-one.log" "the program's VOX_STEP_ROWS='64'"
+has "$tmp/clean/synccheck-one.log" "the program's VOX_ENCODER_GROUP='2' VOX_GEMM_WORKSPACE='0'"
 has "$tmp/clean/memcheck-batch.log" "the program's VOX_STEP_ROWS='unset'"
+has "$tmp/clean/memcheck-batch.log" "the program's VOX_ENCODER_GROUP='unset' VOX_GEMM_WORKSPACE='unset'"
 has "$tmp/clean/initcheck-one.log" "the program's VOX_STEP_ROWS='unset'"
 
 # errors, racecheck errors and warnings, the runner failing, no summary
@@ -130,8 +134,11 @@ row two synccheck two 0 0
 has "$tmp/two/synccheck-two.log" "-n 3 --ignore-eos --no-progress $audio/short.wav $audio/short.wav"
 sanitize rows 0 SAN_TOOLS=synccheck SAN_RUNS=two SAN_SYNC_STEP_ROWS=7
 has "$tmp/rows/synccheck-two.log" "the program's VOX_STEP_ROWS='7'"
-sanitize norows 0 SAN_TOOLS=synccheck SAN_RUNS=two SAN_SYNC_STEP_ROWS=
+sanitize norows 0 SAN_TOOLS=synccheck SAN_RUNS=two SAN_SYNC_STEP_ROWS= SAN_SYNC_ENCODER_GROUP= SAN_SYNC_WORKSPACE=
 has "$tmp/norows/synccheck-two.log" "the program's VOX_STEP_ROWS='unset'"
+has "$tmp/norows/synccheck-two.log" "the program's VOX_ENCODER_GROUP='unset' VOX_GEMM_WORKSPACE='unset'"
+sanitize group1 0 SAN_TOOLS=synccheck SAN_RUNS=two SAN_SYNC_ENCODER_GROUP=1 SAN_SYNC_WORKSPACE=4096
+has "$tmp/group1/synccheck-two.log" "the program's VOX_ENCODER_GROUP='1' VOX_GEMM_WORKSPACE='4096'"
 
 # racecheck warnings alone are not a failure
 sanitize warn 0 SAN_TOOLS=racecheck STUB_racecheck=warn
