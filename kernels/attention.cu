@@ -691,6 +691,12 @@ bool sm90_auto_enabled() {
 
 int prefill_auto(const AttnParams &p) {
     if (!tiled_ok(p)) return 0;
+    /* VOX_ATTN_PREFILL=N forces tiled configuration N where it takes the shape (its head_dim,
+     * and its takes()): A/B runs of the prompt and encoder attention in the product */
+    static int forced = -2;
+    const int env = vk_env_variant("VOX_ATTN_PREFILL", 1, kNumPrefill, 0, forced);
+    if (env > 0 && kPrefill[env].head_dim == p.head_dim && (!kPrefill[env].takes || kPrefill[env].takes(p)))
+        return env;
     /* Hopper, d128 (the decoder's prompts, paged or not, batched or not). H200, causal, 32/8
      * heads: 2048 rows 123.6 us against 149.9 (mma.sync 64x64), 4096 rows 416 against 545,
      * 32768 rows 23.3 against 33.4 ms (bench/NOTES-2026-12-02-encoder-pdecode.md). */

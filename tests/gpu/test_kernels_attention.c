@@ -1160,6 +1160,8 @@ int main(int argc, char **argv) {
         time_prefill("encoder chunk x1", 1, 1500, 20, 20, 64, 0, 20);
         time_prefill("encoder chunk x8", 8, 1500, 20, 20, 64, 0, 10);
         time_prefill("prefill 388", 1, 388, 32, 8, 128, 1, 50);
+        /* a prompt step's prompts: six 30 s prompts in one launch (z = sequence) */
+        time_prefill("prefill 388 x6", 6, 388, 32, 8, 128, 1, 30);
         time_prefill("prefill 2048", 1, 2048, 32, 8, 128, 1, 20);
         time_prefill("prefill 4096", 1, 4096, 32, 8, 128, 1, 10);
         time_prefill("prefill 32768", 1, 32768, 32, 8, 128, 1, 2);
