@@ -23,12 +23,12 @@ cublasLtMatmulDesc_t vox_lt_product_desc(const float *w_scale, const float *x_sc
     return desc;
 }
 
-cublasLtMatmulPreference_t vox_lt_preference(size_t workspace_bytes) {
+cublasLtMatmulPreference_t vox_lt_preference(size_t workspace_bytes, bool split_k) {
     cublasLtMatmulPreference_t pref = NULL;
     cublasLtMatmulPreferenceCreate(&pref);
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                          &workspace_bytes, sizeof workspace_bytes);
-    uint32_t reduction = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+    uint32_t reduction = split_k ? CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE : CUBLASLT_REDUCTION_SCHEME_NONE;
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
                                          &reduction, sizeof reduction);
     return pref;

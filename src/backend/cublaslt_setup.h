@@ -7,6 +7,7 @@
 #ifndef VOX_BACKEND_CUBLASLT_SETUP_H
 #define VOX_BACKEND_CUBLASLT_SETUP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <cublasLt.h>
@@ -18,7 +19,9 @@ cublasLtMatmulDesc_t vox_lt_product_desc(const float *w_scale, const float *x_sc
 
 /* The algorithm preference: at most workspace_bytes of workspace, and split-K partial sums only
  * in fp32 (a reduction in the output type, bf16, rounds every partial sum: measured at twice the
- * error of one rounding on K = 515). Destroy it with cublasLtMatmulPreferenceDestroy. */
-cublasLtMatmulPreference_t vox_lt_preference(size_t workspace_bytes);
+ * error of one rounding on K = 515); with split_k false, no algorithm that reduces partial sums
+ * at all (no split-K GEMM and its separate reduction kernel). Destroy it with
+ * cublasLtMatmulPreferenceDestroy. */
+cublasLtMatmulPreference_t vox_lt_preference(size_t workspace_bytes, bool split_k);
 
 #endif

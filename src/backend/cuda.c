@@ -47,6 +47,8 @@
 #define STAGING_BUFFERS 16
 #define STAGING_BYTES (8u << 20)
 #define GEMM_WORKSPACE_BYTES (32u << 20)
+#define GEMM_NO_SPLIT_FROM 48 /* cuda_state.no_split_from */
+#define GEMM_NO_SPLIT_ROWS 0  /* cuda_state.no_split_rows: off */
 #define GEMM_CACHE_SIZE 256
 
 typedef struct {
@@ -83,6 +85,12 @@ typedef struct {
     vox_load_stats *load; /* the backend's */
     void *gemm_ws;
     size_t gemm_ws_bytes; /* GEMM_WORKSPACE_BYTES, or VOX_GEMM_WORKSPACE (sanitizer runs: 0) */
+    /* bf16 GEMMs of no_split_from..no_split_rows rows take no split-K algorithm (no partial
+     * sums, no separate reduction kernel): VOX_GEMM_NO_SPLIT_ROWS=N (0, the default: off) and
+     * VOX_GEMM_NO_SPLIT_FROM=N (48). At 48-206 rows the heuristic's unsplit choice for o and
+     * down measured 6-13% faster, at 16-32 rows up to 10x slower (bench/NOTES-2026-12-03.md);
+     * off until the bucket sizes not yet timed are. */
+    int64_t no_split_from, no_split_rows;
     gemm_plan plans[GEMM_CACHE_SIZE];
     /* what gemm_plan_for did: found a plan, made one, or found the cache full (cuBLASLt then
      * chooses at each call); printed at teardown with VOX_GEMM_STATS=1 */
@@ -467,7 +475,7 @@ static vox_status cu_download_f32(vox_backend *be, float *dst, const vox_tensor 
 /* y[M,N] = x[M,K] @ w[N,K]^T (+ bias): in cuBLAS's column-major view, Y'[N,M] = W'^T X' with
  * W' = w as [K,N] (transposed), X' = x as [K,M]. The bias runs along N, the rows of Y'. */
 static gemm_plan *gemm_plan_for(cuda_state *s, int64_t M, int64_t N, int64_t K, int tag,
-                                cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a,
+                                bool split_ok, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a,
                                 cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c) {
     uint64_t h = (uint64_t)M * 0x9E3779B97F4A7C15ull ^ (uint64_t)N * 0xC2B2AE3D27D4EB4Full ^
                  (uint64_t)K * 0x165667B19E3779F9ull ^ (uint64_t)tag;
@@ -478,12 +486,17 @@ static gemm_plan *gemm_plan_for(cuda_state *s, int64_t M, int64_t N, int64_t K, 
             return p;
         }
         if (!p->valid) {
-            cublasLtMatmulPreference_t pref = vox_lt_preference(s->gemm_ws_bytes);
             cublasLtMatmulHeuristicResult_t result;
             int found = 0;
-            cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(s->lt, desc, a, b, c, c, pref, 1,
-                                                               &result, &found);
-            cublasLtMatmulPreferenceDestroy(pref);
+            cublasStatus_t st = CUBLAS_STATUS_NOT_SUPPORTED;
+            /* unsplit first where asked, then any algorithm the preference allows */
+            for (int split = split_ok; split <= 1 && found == 0; split++) {
+                cublasLtMatmulPreference_t pref = vox_lt_preference(s->gemm_ws_bytes, split);
+                st = cublasLtMatmulAlgoGetHeuristic(s->lt, desc, a, b, c, c, pref, 1, &result,
+                                                    &found);
+                cublasLtMatmulPreferenceDestroy(pref);
+                if (st != CUBLAS_STATUS_SUCCESS) found = 0;
+            }
             if (st != CUBLAS_STATUS_SUCCESS || found == 0) return NULL;
             p->m = M, p->n = N, p->k = K, p->tag = tag;
             p->algo = result.algo;
@@ -523,7 +536,8 @@ static cublasStatus_t lt_matmul_scaled(cuda_state *s, cudaDataType_t ab, cudaDat
     cublasLtMatrixLayoutCreate(&la, ab, (uint64_t)K, (uint64_t)N, K);
     cublasLtMatrixLayoutCreate(&lb, ab, (uint64_t)K, (uint64_t)M, K);
     cublasLtMatrixLayoutCreate(&lc, c, (uint64_t)N, (uint64_t)M, N);
-    gemm_plan *plan = gemm_plan_for(s, M, N, K, tag | (accumulate ? 16 : 0), desc, la, lb, lc);
+    const bool split_ok = ab != CUDA_R_16BF || M < s->no_split_from || M > s->no_split_rows;
+    gemm_plan *plan = gemm_plan_for(s, M, N, K, tag | (accumulate ? 16 : 0), split_ok, desc, la, lb, lc);
     float one = 1.0f, zero = 0.0f;
     cublasStatus_t st = cublasLtMatmul(s->lt, desc, &one, w, la, x, lb, accumulate ? &one : &zero,
                                        y, lc, y, lc,
@@ -1666,6 +1680,8 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
     /* VOX_GEMM_WORKSPACE=0 leaves cuBLASLt only algorithms that need no workspace (no split-K
      * partials, no stream-K fix-up), for compute-sanitizer runs */
     s->gemm_ws_bytes = vox_env_size("VOX_GEMM_WORKSPACE", GEMM_WORKSPACE_BYTES, 0, GEMM_WORKSPACE_BYTES);
+    s->no_split_from = (int64_t)vox_env_size("VOX_GEMM_NO_SPLIT_FROM", GEMM_NO_SPLIT_FROM, 0, INT32_MAX);
+    s->no_split_rows = (int64_t)vox_env_size("VOX_GEMM_NO_SPLIT_ROWS", GEMM_NO_SPLIT_ROWS, 0, INT32_MAX);
 
 #define TRY(call, what)                                                                         \
     do {                                                                                        \

@@ -4,7 +4,8 @@
  * at the card's bandwidth. It decides whether timing the candidates once per shape (autotuning)
  * or a kernel of our own for skinny GEMMs is worth building (bench/NOTES-2026-12-02-*.md).
  *
- *   time_gemm_algos [--fp8 | --fp8-fp32] [--encoder] [--shape NAME] [--first] [--workspace BYTES]
+ *   time_gemm_algos [--fp8 | --fp8-fp32] [--encoder] [--shape NAME] [--first] [--no-split]
+ *                   [--workspace BYTES]
  *                   [M ...]   (default M: 8 16 32 64 128 206)
  *
  * --fp8: F8_E4M3 weights and inputs with outer-vector scales (the backend's fp8_gemm, issue 10's
@@ -15,7 +16,8 @@
  * run cuBLASLt's choices for an encoder group under compute-sanitizer on their own. --shape NAME: that
  * shape alone (e.g. gate|up); --first: the heuristic's first candidate alone; --workspace BYTES:
  * offer cuBLASLt that much workspace (the backend's VOX_GEMM_WORKSPACE; 0 rules out split-K and
- * stream-K), the three together being what a compute-sanitizer run of one GEMM wants.
+ * stream-K), the three together being what a compute-sanitizer run of one GEMM wants. --no-split:
+ * only algorithms that reduce no partial sums (the backend's VOX_GEMM_NO_SPLIT_ROWS).
  *
  * Same call as the backend's lt_matmul (its descriptor and preference, cublaslt_setup.h): bf16
  * in and out, fp32 compute, W^T X in cuBLAS's column-major view, 32 MB workspace, fp32 split-K
@@ -46,6 +48,7 @@ static const shape encoder_shapes[] = {
 static bool fp8;      /* --fp8 or --fp8-fp32 */
 static bool fp8_f32;  /* --fp8-fp32: no scales, float32 out */
 static bool first_only;                       /* --first */
+static bool no_split;                         /* --no-split: no split-K algorithms */
 static size_t workspace_bytes = WORKSPACE_BYTES; /* --workspace */
 
 static cublasLtHandle_t lt;
@@ -111,7 +114,7 @@ static void run_shape(const shape *sh, int64_t M) {
     cublasLtMatrixLayoutCreate(&lb, ab, (uint64_t)sh->k, (uint64_t)M, sh->k);
     cublasLtMatrixLayoutCreate(&lc, fp8_f32 ? CUDA_R_32F : CUDA_R_16BF, (uint64_t)sh->n, (uint64_t)M,
                                sh->n);
-    cublasLtMatmulPreference_t pref = vox_lt_preference(workspace_bytes);
+    cublasLtMatmulPreference_t pref = vox_lt_preference(workspace_bytes, !no_split);
     cublasLtMatmulHeuristicResult_t res[MAX_ALGOS];
     int found = 0;
     cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, first_only ? 1 : MAX_ALGOS, res,
@@ -176,6 +179,8 @@ int main(int argc, char **argv) {
         } else if (strcmp(argv[i], "--encoder") == 0) {
             shapes = encoder_shapes;
             n_shapes = sizeof encoder_shapes / sizeof encoder_shapes[0];
+        } else if (strcmp(argv[i], "--no-split") == 0) {
+            no_split = true;
         } else if (strcmp(argv[i], "--first") == 0) {
             first_only = true;
         } else if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc) {
@@ -187,7 +192,7 @@ int main(int argc, char **argv) {
             ms[n_m++] = atoll(argv[i]);
         } else {
             fprintf(stderr, "usage: time_gemm_algos [--fp8 | --fp8-fp32] [--encoder] [--shape NAME] "
-                            "[--first] [--workspace BYTES <= %u] [M ...]\n", WORKSPACE_BYTES);
+                            "[--first] [--no-split] [--workspace BYTES <= %u] [M ...]\n", WORKSPACE_BYTES);
             return 2;
         }
     }
