@@ -353,8 +353,16 @@ static void sndfile_close(vox_audio_source *s) {
     s->impl = NULL;
 }
 
+/* The data sizes that writers to a pipe put in a WAV header they cannot go back and fix: no
+ * length at all, not a promise. ffmpeg writes 0xFFFFFFFF (`ffmpeg -i talk.mp4 -f wav -`), sox
+ * 0x7FFFF000, others INT32_MAX. */
+static bool unknown_data_size(long long claimed) {
+    return claimed == 0xFFFFFFFFLL || claimed == 0x7FFFF000LL || claimed == 0x7FFFFFFFLL;
+}
+
 /* What the header announces. A WAV cut short: libsndfile counts only the frames present, and
- * says in its log what the header claimed ("data : 32000 (should be 8000)", bytes). */
+ * says in its log what the header claimed ("data : 32000 (should be 8000)", bytes). A streamed
+ * WAV's placeholder size announces nothing: the frames present are all there is. */
 static double sndfile_expected_frames(SNDFILE *snd, const SF_INFO *info) {
     double frames = info->frames > 0 && info->frames < SF_COUNT_MAX ? (double)info->frames : 0;
     char log[2048] = "";
@@ -362,7 +370,7 @@ static double sndfile_expected_frames(SNDFILE *snd, const SF_INFO *info) {
     const char *data = strstr(log, "data : ");
     long long claimed = 0, present = 0;
     if (data && sscanf(data, "data : %lld (should be %lld)", &claimed, &present) == 2 &&
-        claimed > present && present > 0)
+        claimed > present && present > 0 && !unknown_data_size(claimed))
         frames *= (double)claimed / (double)present;
     return frames;
 }

@@ -4,7 +4,8 @@
 #  - a WAV and a FLAC piped in give the transcript of the same file named on the command line,
 #    byte for byte, also as json (its "file" is "-") and among other files (input order kept);
 #  - --output-dir writes it as stdin.txt; --segment cuts it as it cuts the file;
-#  - a truncated WAV piped in is decoded with a warning naming "-";
+#  - a truncated WAV piped in is decoded with a warning naming "-"; a WAV streamed by ffmpeg or
+#    sox (placeholder sizes in its header) is not taken for a truncated one;
 #  - errors: garbage or nothing on standard input fail that input (exit 1, named "-", nothing on
 #    standard output); a terminal is refused; "-" twice, or beside --files-from -, is a usage
 #    error (exit 2) before the model loads; a file named "-" is still reachable as ./-;
@@ -60,6 +61,19 @@ same "segments of a pipe" "$tmp/seg_pipe.out" "$tmp/seg_file.out"
 head -c 30000 "$audio/long.wav" >"$tmp/cut.wav"
 run 0 cut - <"$tmp/cut.wav"
 has "$tmp/cut.err" "-: warning: truncated"
+
+# a WAV streamed by ffmpeg (-f wav -) or sox to a pipe: its RIFF and data sizes are placeholders
+# (ffmpeg 0xFFFFFFFF, sox 0x7FFFF000) that announce no length: no truncation warning, same tokens
+for size in ffmpeg:'\377\377\377\377' sox:'\000\360\377\177'; do
+    name=streamed_${size%%:*}
+    { head -c 4 "$audio/short.wav"; printf '\377\377\377\377'; head -c 40 "$audio/short.wav" | tail -c 32
+      printf "${size#*:}"; tail -c +45 "$audio/short.wav"; } >"$tmp/$name.wav"
+    run 0 "$name" -o json - <"$tmp/$name.wav"
+    has "$tmp/$name.out" '"warnings":[]'
+    checks=$((checks + 1))
+    [ ! -s "$tmp/$name.err" ] || fail "$name: $(cat "$tmp/$name.err")"
+    check "$name: the same tokens" [ "$(tokens "$tmp/$name.out")" = "$(tokens "$tmp/json_file.out")" ]
+done
 
 # bad input on standard input fails that input alone
 printf 'not audio at all' >"$tmp/garbage"
