@@ -2,6 +2,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,10 +118,22 @@ static void sync_parent(const char *path) {
 vox_status vox_write_file_atomic(const char *path, const void *data, size_t n, vox_error *err) {
     const char *slash = strrchr(path, '/');
     size_t dlen = slash ? (size_t)(slash - path) + 1 : 0;
-    size_t tlen = strlen(path) + 40;
+    size_t tlen = strlen(path) + 64;
     char *tmp = malloc(tlen);
     if (!tmp) return vox_fail(err, VOX_ERR_NOMEM, "out of memory");
-    snprintf(tmp, tlen, "%.*s.%s.%ld.tmp", (int)dlen, path, path + dlen, (long)getpid());
+    const char *name = path + dlen;
+    char suffix[48];
+    snprintf(suffix, sizeof suffix, ".%ld.tmp", (long)getpid());
+    size_t nlen = strlen(name);
+    if (1 + nlen + strlen(suffix) > NAME_MAX) {
+        /* a NAME.EXT near the file-name limit (255 bytes) has no room for ".", ".PID.tmp": the
+         * temporary file takes as much of the name as fits, and a number of its own */
+        static atomic_uint serial;
+        snprintf(suffix, sizeof suffix, ".%ld.%u.tmp", (long)getpid(), atomic_fetch_add(&serial, 1));
+        size_t room = NAME_MAX - 1 - strlen(suffix);
+        if (nlen > room) nlen = room;
+    }
+    snprintf(tmp, tlen, "%.*s.%.*s%s", (int)dlen, path, (int)nlen, name, suffix);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     if (fd < 0) {
         vox_status st = vox_fail(err, VOX_ERR_IO, "%s: cannot create %s: %s", path, tmp,

@@ -8,6 +8,8 @@
  *
  * A file is written to DIR/.NAME.EXT.PID.tmp, flushed to disk (fsync), renamed over DIR/NAME.EXT
  * and the directory synced: a run that is interrupted or killed never leaves a partial NAME.EXT.
+ * (A NAME.EXT too long for that temporary name, near the 255-byte limit, gets one cut to fit,
+ * with a number: .NAMEPREFIX.PID.N.tmp.)
  * Only SIGKILL (or a second Ctrl-C) inside that short write can leave the hidden .tmp file. */
 #ifndef VOX_CLI_OUTFILE_H
 #define VOX_CLI_OUTFILE_H
