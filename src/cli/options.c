@@ -43,7 +43,9 @@ vox_status vox_cli_parse_ids(const char *spec, int32_t **ids, size_t *n, vox_err
     char *text = NULL;
     if (spec[0] == '@') {
         FILE *f = fopen(spec + 1, "rb");
-        if (!f) return vox_fail(err, VOX_ERR_IO, "%s: cannot open: %s", spec + 1, strerror(errno));
+        if (!f)
+            return vox_fail(err, VOX_ERR_IO, "--force-tokens %s: cannot open: %s", spec,
+                            strerror(errno));
         size_t cap = 4096, len = 0;
         text = malloc(cap);
         size_t got;
@@ -55,8 +57,14 @@ vox_status vox_cli_parse_ids(const char *spec, int32_t **ids, size_t *n, vox_err
                 text = p;
             }
         }
+        int read_errno = ferror(f) ? errno : 0; /* a directory: EISDIR, not an empty list */
         fclose(f);
         if (!text) return vox_fail(err, VOX_ERR_NOMEM, "out of memory");
+        if (read_errno) {
+            free(text);
+            return vox_fail(err, VOX_ERR_IO, "--force-tokens %s: cannot read: %s", spec,
+                            strerror(read_errno));
+        }
         text[len] = 0;
         /* the list would end there unseen */
         const char *nul = memchr(text, 0, len);

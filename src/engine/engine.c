@@ -243,6 +243,13 @@ static vox_seq *seq_new(vox_engine *e, vox_request *r, size_t piece, vox_error *
         if (r->p.force_ids[i] < 0 || r->p.force_ids[i] >= m->cfg.decoder.vocab_size)
             st = vox_fail(err, VOX_ERR_INVALID_ARG, "forced id %d is outside the vocabulary (0..%d)",
                           r->p.force_ids[i], m->cfg.decoder.vocab_size - 1);
+    /* every forced id is scored, or the request fails: token_budget would cut the list short */
+    if (!st && s->forcing &&
+        (int64_t)(s->n_prompt + r->p.n_force_ids) > m->cfg.decoder.max_position_embeddings)
+        st = vox_fail(err, VOX_ERR_TOO_LONG, "%zu forced ids do not fit: the model's context is %d "
+                      "positions and the prompt takes %zu, so at most %lld ids",
+                      r->p.n_force_ids, m->cfg.decoder.max_position_embeddings, s->n_prompt,
+                      (long long)(m->cfg.decoder.max_position_embeddings - (int64_t)s->n_prompt));
     if (!st) {
         s->max_new = token_budget(m, &r->p, s->n_prompt, s->r->audio_seconds);
         s->want_stats = r->p.logprobs > 0 || s->forcing;

@@ -126,6 +126,17 @@ run 2 conf_json --print-confidence -o json "$audio/short.wav"
 has conf_json.err "--print-confidence"
 run 2 segment_force -s --force-tokens 1,2 "$audio/short.wav"
 has segment_force.err "cannot be combined"
+# --force-tokens @FILE that is a directory, or missing: a usage error naming the option and file
+run 2 force_dir --force-tokens "@$tmp" "$audio/short.wav"
+has force_dir.err "--force-tokens @$tmp: cannot read: Is a directory"
+run 2 force_missing --force-tokens "@$tmp/no_ids" "$audio/short.wav"
+has force_missing.err "--force-tokens @$tmp/no_ids: cannot open"
+# more forced ids than the context holds after the prompt: that file fails, named, nothing
+# scored (the list was cut short silently before)
+python3 -c "print(','.join(['5'] * 40000))" >"$tmp/ids_40000"
+run 1 force_long -o json --force-tokens "@$tmp/ids_40000" "$audio/short.wav"
+has force_long.err "$audio/short.wav: 40000 forced ids do not fit: the model's context is"
+check "too many forced ids: nothing on standard output" [ ! -s "$tmp/force_long.out" ]
 checks=$((checks + 1))
 "$exe" -m "$tmp/no_model" -d cpu "$audio/short.wav" >"$tmp/no_model.out" 2>"$tmp/no_model.err"
 [ $? -eq 2 ] || fail "a missing model does not exit 2"
@@ -137,6 +148,15 @@ check "same names: nothing written" [ -z "$(ls -A "$tmp/outdir")" ]
 touch "$tmp/not_a_dir"
 run 2 outdir_file -O "$tmp/not_a_dir" "$audio/short.wav"
 has outdir_file.err "not a directory"
+# names near the 255-byte limit: NAME.txt fits, the hidden .NAME.txt.PID.tmp would not; two of
+# them share their first 250 bytes (their temporary names must still differ)
+mkdir "$tmp/longname"
+long=$(printf 'y%.0s' {1..249})
+cp "$audio/short.wav" "$tmp/longname/${long}1.wav"
+cp "$audio/short.wav" "$tmp/longname/${long}2.wav"
+run 0 long_name -O "$tmp/longname_out" "$tmp/longname/${long}1.wav" "$tmp/longname/${long}2.wav"
+check "long names: both written" [ -s "$tmp/longname_out/${long}1.txt" -a -s "$tmp/longname_out/${long}2.txt" ]
+check "long names: nothing else" [ "$(ls -A "$tmp/longname_out" | wc -l)" -eq 2 ]
 
 # -- --help and --version --------------------------------------------------------------------
 run 0 help --help
