@@ -106,7 +106,10 @@ static vox_status warm_up(voxtral_context *ctx, vox_error *err) {
 }
 
 vox_status voxtral_init(const voxtral_context_params *p, voxtral_context **out, vox_error *err) {
+    if (!out) return vox_fail(err, VOX_ERR_INVALID_ARG, "voxtral_init: no context to return");
     *out = NULL;
+    if (!p || !p->model_dir || !p->model_dir[0])
+        return vox_fail(err, VOX_ERR_INVALID_ARG, "voxtral_init: no model directory");
     double t0 = vox_wall_ms();
     voxtral_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx) return vox_fail(err, VOX_ERR_NOMEM, "out of memory");
@@ -144,9 +147,14 @@ vox_status voxtral_init(const voxtral_context_params *p, voxtral_context **out, 
         st = tok.st;
         *err = tok.err;
     }
+    /* A tokenizer with ids the decoder cannot embed. (A smaller one is a padded vocabulary: a
+     * trained model never picks the padding, and an id past the tokenizer fails its file.) */
     if (!st && vox_tokenizer_vocab_size(ctx->tok) > ctx->model->cfg.decoder.vocab_size)
-        st = vox_fail(err, VOX_ERR_FORMAT, "%s: tokenizer has %d ids but the decoder only %d",
-                      p->model_dir, vox_tokenizer_vocab_size(ctx->tok), ctx->model->cfg.decoder.vocab_size);
+        st = vox_fail(err, VOX_ERR_FORMAT,
+                      "%s: the tokenizer has %d ids but the decoder's vocab_size in %s/%s is only %d "
+                      "(re-export the model)",
+                      tok.path, vox_tokenizer_vocab_size(ctx->tok), p->model_dir,
+                      VOX_MANIFEST_FILE, ctx->model->cfg.decoder.vocab_size);
     double t4 = vox_wall_ms();
     if (!st) st = ctx->be->sync(ctx->be, err);
     lt->sync_ms = vox_wall_ms() - t4;
@@ -281,6 +289,10 @@ vox_status voxtral_transcribe_pcm(voxtral_context *ctx, const float *samples, si
 vox_status voxtral_transcribe_file(voxtral_context *ctx, const char *path,
                                    const voxtral_transcribe_params *p, voxtral_result **out,
                                    vox_error *err) {
+    if (!path) {
+        if (out) *out = NULL;
+        return vox_fail(err, VOX_ERR_INVALID_ARG, "voxtral_transcribe_file: no path");
+    }
     return transcribe_one(ctx, &(single_input){.path = path}, p, out, err);
 }
 

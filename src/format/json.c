@@ -43,9 +43,21 @@ vox_status vox_json_load(const char *path, size_t max_bytes, cJSON **out, vox_er
     const char *end = NULL;
     *out = cJSON_ParseWithLengthOpts(text, len, &end, 0);
     size_t at = end && end >= text ? (size_t)(end - text) : 0;
-    free(text);
-    if (*out == NULL)
+    if (*out == NULL) {
+        free(text);
         return vox_fail(err, VOX_ERR_FORMAT, "%s: invalid JSON near byte %zu", path, at);
+    }
+    /* One value and nothing after it but whitespace: cJSON stops at the end of the first value,
+     * so "{...}garbage" or "{...}{...}" (a file appended to, two files concatenated) would
+     * otherwise load as the first object. */
+    while (at < len && (text[at] == ' ' || text[at] == '\t' || text[at] == '\n' || text[at] == '\r'))
+        at++;
+    free(text);
+    if (at != len) {
+        cJSON_Delete(*out);
+        *out = NULL;
+        return vox_fail(err, VOX_ERR_FORMAT, "%s: data after the JSON value at byte %zu", path, at);
+    }
     return VOX_OK;
 }
 

@@ -210,6 +210,17 @@ static vox_status open_blob(const vox_model *m, const char *file, vox_safetensor
     return vox_st_open(path, out, err);
 }
 
+static vox_status check_layer_count(const vox_safetensors *blob, const char *section, int layers,
+                                    vox_error *err) {
+    char name[64];
+    snprintf(name, sizeof name, "layers.%d.attn_norm.weight", layers - 1);
+    /* each layer holds at least 6 tensors (the decoder's; the encoder's 15) */
+    if ((size_t)layers <= vox_st_count(blob) / 6 && vox_st_find(blob, name)) return VOX_OK;
+    return vox_fail(err, VOX_ERR_FORMAT,
+                    "%s: tensor '%s' is missing: %s.layers in %s is %d (re-export the model)",
+                    vox_st_path(blob), name, section, VOX_MANIFEST_FILE, layers);
+}
+
 vox_status vox_model_open(const char *dir, vox_model **out, vox_error *err) {
     *out = NULL;
     vox_model *m = calloc(1, sizeof *m);
@@ -221,6 +232,12 @@ vox_status vox_model_open(const char *dir, vox_model **out, vox_error *err) {
     if ((st = open_blob(m, m->cfg.encoder.file, &m->blob_encoder, err))) goto fail;
     if ((st = open_blob(m, m->cfg.embedding.file, &m->blob_embedding, err))) goto fail;
     if ((st = open_blob(m, m->cfg.decoder.file, &m->blob_decoder, err))) goto fail;
+    /* The layer counts size allocations below: before trusting them, the last layer of each
+     * must be in its blob (a count such as 2^31 - 1 is then an error naming the tensor, not an
+     * allocation of hundreds of GB). */
+    if ((st = check_layer_count(m->blob_encoder, "audio_encoder", m->cfg.encoder.layers, err)) ||
+        (st = check_layer_count(m->blob_decoder, "text_decoder", m->cfg.decoder.layers, err)))
+        goto fail;
     m->enc_layers = calloc((size_t)m->cfg.encoder.layers, sizeof *m->enc_layers);
     m->dec_layers = calloc((size_t)m->cfg.decoder.layers, sizeof *m->dec_layers);
     if (!m->enc_layers || !m->dec_layers) {

@@ -477,7 +477,16 @@ vox_status vox_tokenizer_load(const char *path, vox_tokenizer **out, vox_error *
         free(text);
         return vox_fail(err, VOX_ERR_FORMAT, "%s: not valid JSON (error near byte %zu)", path, at);
     }
+    /* Nothing but whitespace may follow the value (cJSON stops at its end). */
+    size_t at = (size_t)(parse_end - text);
+    while (at < len && (text[at] == ' ' || text[at] == '\t' || text[at] == '\n' || text[at] == '\r'))
+        at++;
     free(text);
+    if (at != len) {
+        cJSON_Delete(root);
+        return vox_fail(err, VOX_ERR_FORMAT, "%s: not valid JSON (data after the value at byte %zu)",
+                        path, at);
+    }
     vox_tokenizer *tok = calloc(1, sizeof *tok);
     if (!tok) {
         cJSON_Delete(root);

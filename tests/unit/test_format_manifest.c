@@ -192,6 +192,30 @@ static void test_malformed(void) {
     write_text("[1, 2]");
     expect_error(VOX_ERR_FORMAT, "not an object", "not a JSON object", NULL);
 
+    /* A valid manifest with something after it (appended to, two files concatenated) is
+     * refused, not read as its first object; trailing whitespace is fine. */
+    {
+        j = sample_json();
+        char *text = cJSON_Print(j);
+        cJSON_Delete(j);
+        size_t len = strlen(text);
+        char *more = malloc(len + 16);
+        memcpy(more, text, len);
+        strcpy(more + len, "garbage");
+        write_text(more);
+        expect_error(VOX_ERR_FORMAT, "trailing garbage", "data after the JSON value", NULL);
+        strcpy(more + len, "{}");
+        write_text(more);
+        expect_error(VOX_ERR_FORMAT, "a second object", "data after the JSON value", NULL);
+        strcpy(more + len, " \n\t\r\n");
+        write_text(more);
+        vox_manifest m;
+        vox_error err = {0};
+        CHECK_MSG(vox_manifest_read(dir, &m, &err) == VOX_OK, "trailing whitespace: %s", err.msg);
+        free(more);
+        free(text);
+    }
+
     j = sample_json();
     set_string(j, NULL, "format", "whisper.cpp");
     write_json(j);

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# voxtral_runner with a broken model directory (CPU backend): each case copies the tiny model,
+# breaks one thing, and expects exit 2, a message naming the file and the problem, and nothing
+# on stdout. Cases: voxtral.json or tekken.json with data after the JSON value, a tokenizer
+# whose vocabulary is longer than the decoder's vocab_size, a layer count in
+# voxtral.json far beyond the blob's layers (an error naming the tensor, not "out of memory").
+# Usage: test_runner_bad_model.sh BUILD_DIR FIXTURES_DIR
+set -u
+build=$1
+fixtures=$2
+audio=$fixtures/tiny/audio
+source "$(dirname "$0")/runner_common.sh"
+tmp=$(mktemp -d /tmp/vox_cli_bad_model_XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+export_tiny_model "$tmp/model"
+command -v python3 >/dev/null || { echo "SKIPPED: no python3"; exit 77; }
+
+has() {
+    checks=$((checks + 1))
+    grep -qF -- "$2" "$tmp/$1" || fail "$1 lacks '$2': $(head -c 2000 "$tmp/$1")"
+}
+# broken NAME FILE PROBLEM PYTHON: copies the model to $tmp/NAME, runs PYTHON there (d is the
+# directory), then expects exit 2 naming FILE and PROBLEM, and an empty stdout.
+broken() {
+    local name=$1 file=$2 problem=$3 code=$4
+    rm -rf "$tmp/$name"
+    cp -r "$tmp/model" "$tmp/$name"
+    python3 -c "import json, os; d='$tmp/$name'; $code" || { fail "$name: set-up failed"; return; }
+    R=("$exe" -m "$tmp/$name" -d cpu -n 4)
+    run 2 "$name" "$audio/short.wav"
+    has "$name.err" "$tmp/$name/$file"
+    has "$name.err" "$problem"
+    checks=$((checks + 1))
+    [ ! -s "$tmp/$name.out" ] || fail "$name: stdout is not empty: $(head -c 500 "$tmp/$name.out")"
+}
+
+# the unbroken copy loads
+R=("$exe" -m "$tmp/model" -d cpu -n 4)
+run 0 good "$audio/short.wav"
+
+broken manifest_trailing voxtral.json "data after the JSON value" \
+    "open(d + '/voxtral.json', 'a').write('garbage')"
+broken manifest_two_objects voxtral.json "data after the JSON value" \
+    "open(d + '/voxtral.json', 'a').write('{}')"
+broken tekken_trailing tekken.json "data after the value" \
+    "open(d + '/tekken.json', 'a').write('garbage')"
+broken tekken_long_vocab tekken.json "the tokenizer has 1401 ids but the decoder's vocab_size" "
+p = d + '/tekken.json'; t = json.load(open(p))
+t['config']['default_vocab_size'] += 1
+json.dump(t, open(p, 'w'))"
+broken decoder_layers_huge text_decoder.safetensors "text_decoder.layers in voxtral.json is 2147483647" "
+p = d + '/voxtral.json'; m = json.load(open(p))
+m['text_decoder']['layers'] = 2147483647
+json.dump(m, open(p, 'w'))"
+broken encoder_layers_huge audio_encoder.safetensors "audio_encoder.layers in voxtral.json is 2000000000" "
+p = d + '/voxtral.json'; m = json.load(open(p))
+m['audio_encoder']['layers'] = 2000000000
+json.dump(m, open(p, 'w'))"
+
+echo "$checks checks, $failures failures"
+[ "$failures" -eq 0 ]
