@@ -262,6 +262,14 @@ static vox_status check_limit(const char *name, double *max_seconds, vox_error *
     return VOX_OK;
 }
 
+vox_status vox_audio_check_samples(const char *name, const float *x, size_t n, double max_seconds,
+                                   vox_error *err) {
+    vox_status st = check_limit(name, &max_seconds, err);
+    if (st) return st;
+    if ((double)n > max_seconds * VOX_SAMPLE_RATE) return too_long(name, max_seconds, err);
+    return check_finite(name, x, n, 0, err);
+}
+
 /* ---- libsndfile: every format but MPEG audio ------------------------------------------------- */
 
 /* libsndfile virtual I/O over a buffer in memory (read only). */

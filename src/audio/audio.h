@@ -48,6 +48,12 @@ vox_status vox_audio_load_reusing(const char *path, double max_seconds, float *r
 vox_status vox_audio_load_memory(const void *data, size_t size, const char *name,
                                  double max_seconds, vox_audio *out, vox_error *err);
 
+/* The checks a decoded file gets, for 16 kHz mono samples handed over as they are (the API's
+ * PCM requests): every sample finite (VOX_ERR_FORMAT) and at most max_seconds long
+ * (VOX_ERR_TOO_LONG; 0 means VOX_MAX_AUDIO_SECONDS). name stands for them in messages. */
+vox_status vox_audio_check_samples(const char *name, const float *x, size_t n, double max_seconds,
+                                   vox_error *err);
+
 /* Resamples mono float samples from in_rate to out_rate (soxr HQ); *out is malloc'ed. */
 vox_status vox_audio_resample(const float *in, size_t n_in, double in_rate, double out_rate,
                               float **out, size_t *n_out, vox_error *err);

@@ -3,6 +3,7 @@
  * callback once its last piece is done, one callback at a time whatever the number of devices.
  * queue.h says which lock guards what. */
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -311,10 +312,13 @@ vox_status voxtral_queue_run(voxtral_queue *q, vox_error *err) {
 vox_status voxtral_queue_create_multi(voxtral_context *const *ctxs, int n,
                                       const voxtral_queue_params *params, voxtral_queue **out,
                                       vox_error *err) {
+    if (!out) return vox_fail(err, VOX_ERR_INVALID_ARG, "voxtral_queue_create: no queue to return");
     *out = NULL;
-    if (!params->on_complete)
+    if (!params || !params->on_complete)
         return vox_fail(err, VOX_ERR_INVALID_ARG, "voxtral_queue_create: on_complete is required");
     if (n < 1 || !ctxs) return vox_fail(err, VOX_ERR_INVALID_ARG, "voxtral_queue_create: no context");
+    for (int i = 0; i < n; i++)
+        if (!ctxs[i]) return vox_fail(err, VOX_ERR_INVALID_ARG, "voxtral_queue_create: context %d is NULL", i);
     voxtral_queue *q = calloc(1, sizeof *q);
     if (!q || !(q->engines = calloc((size_t)n, sizeof *q->engines))) {
         free(q);
@@ -373,6 +377,10 @@ void voxtral_queue_free(voxtral_queue *q) {
 
 static vox_status submit(voxtral_queue *q, vox_request *r, const voxtral_transcribe_params *p,
                          uint64_t tag, vox_error *err) {
+    if (!q || !p) {
+        vox_request_free(r);
+        return vox_fail(err, VOX_ERR_INVALID_ARG, "submit: %s is NULL", q ? "params" : "the queue");
+    }
     if (p->logprobs < 0 || p->logprobs > VOX_MAX_TOP_K) {
         vox_request_free(r);
         return vox_fail(err, VOX_ERR_INVALID_ARG, "logprobs must be between 0 and %d", VOX_MAX_TOP_K);
@@ -389,6 +397,7 @@ static vox_status submit(voxtral_queue *q, vox_request *r, const voxtral_transcr
 vox_status voxtral_queue_submit_file(voxtral_queue *q, const char *path,
                                      const voxtral_transcribe_params *params, uint64_t tag,
                                      vox_error *err) {
+    if (!path) return vox_fail(err, VOX_ERR_INVALID_ARG, "voxtral_queue_submit_file: no path");
     vox_request *r = calloc(1, sizeof *r);
     if (!r || !(r->path = strdup(path))) {
         free(r);
@@ -417,6 +426,10 @@ vox_status voxtral_queue_submit_pcm(voxtral_queue *q, const float *samples, size
                                     vox_error *err) {
     if (n_samples == 0) return vox_fail(err, VOX_ERR_INVALID_ARG, "the audio is empty");
     if (!samples) return vox_fail(err, VOX_ERR_INVALID_ARG, "no samples for %zu", n_samples);
+    /* more than memory can hold (the copy's size would wrap); the 30 min limit and finite
+     * samples are checked by the reader, failing the request, as for a decoded file */
+    if (n_samples > SIZE_MAX / sizeof *samples)
+        return vox_fail(err, VOX_ERR_INVALID_ARG, "%zu samples: more than memory can hold", n_samples);
     vox_request *r = calloc(1, sizeof *r);
     if (!r || !(r->samples = malloc(n_samples * sizeof *samples))) {
         free(r);

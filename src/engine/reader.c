@@ -35,8 +35,10 @@ static void read_request(vox_request *r, float *reuse, size_t reuse_cap) {
     vox_error err = {0};
     double t0 = vox_wall_ms();
     vox_status st = VOX_OK;
-    if (r->path) { /* a file, or an encoded file in memory */
-        const double max_s = r->p.segment ? VOX_SEGMENTED_MAX_SECONDS : 0;
+    const double max_s = r->p.segment ? VOX_SEGMENTED_MAX_SECONDS : 0;
+    if (!r->path) { /* PCM from the caller: the checks a decoded file gets */
+        st = vox_audio_check_samples("the PCM samples", r->samples, r->n_samples, max_s, &err);
+    } else { /* a file, or an encoded file in memory */
         vox_audio a;
         st = r->encoded ? vox_audio_load_memory(r->encoded, r->encoded_size, r->path, max_s, &a, &err)
                         : vox_audio_load_reusing(r->path, max_s, reuse, reuse_cap, &a, &err);

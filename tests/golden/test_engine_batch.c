@@ -12,6 +12,7 @@
  * results are matched by tag. Failures stay isolated: an unreadable file inside the batch fails
  * alone. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -283,6 +284,52 @@ int main(int argc, char **argv) {
     voxtral_result *none = NULL;
     CHECK(voxtral_transcribe_pcm(ctx, NULL, 16, &dp, &none, &err) == VOX_ERR_INVALID_ARG && !none);
     CHECK(voxtral_transcribe_pcm(ctx, g_speech, 0, &dp, &none, &err) == VOX_ERR_INVALID_ARG && !none);
+    CHECK(voxtral_transcribe_file(ctx, NULL, &dp, &none, &err) == VOX_ERR_INVALID_ARG && !none);
+    voxtral_context *no_ctx = (voxtral_context *)1;
+    voxtral_context_params no_dir = voxtral_context_default_params();
+    no_dir.model_dir = NULL;
+    CHECK(voxtral_init(&no_dir, &no_ctx, &err) == VOX_ERR_INVALID_ARG && !no_ctx);
+    CHECK(voxtral_init(NULL, &no_ctx, &err) == VOX_ERR_INVALID_ARG && !no_ctx);
+    {
+        voxtral_queue_params qp = voxtral_queue_default_params();
+        voxtral_queue *q = (voxtral_queue *)1;
+        CHECK(voxtral_queue_create(ctx, NULL, &q, &err) == VOX_ERR_INVALID_ARG && !q);
+        qp.on_complete = on_complete;
+        q = (voxtral_queue *)1;
+        CHECK(voxtral_queue_create(NULL, &qp, &q, &err) == VOX_ERR_INVALID_ARG && !q);
+        batch_out *o = calloc(1, sizeof *o);
+        qp.user_data = o;
+        CHECK(o && voxtral_queue_create(ctx, &qp, &q, &err) == VOX_OK);
+        CHECK(voxtral_queue_submit_file(q, NULL, &dp, 0, &err) == VOX_ERR_INVALID_ARG);
+        CHECK(voxtral_queue_submit_file(q, "x.wav", NULL, 0, &err) == VOX_ERR_INVALID_ARG);
+        /* a count whose bytes would wrap: refused at submission, nothing copied */
+        CHECK(voxtral_queue_submit_pcm(q, g_speech, SIZE_MAX / 4 + 2, &dp, 0, &err) == VOX_ERR_INVALID_ARG);
+        /* non-finite samples and more than 30 min fail the request through the callback, named,
+         * as a decoded file's do; the good request beside them is transcribed */
+        float *bad = malloc(16000 * sizeof *bad);
+        const size_t long_n = (size_t)VOX_MAX_AUDIO_SECONDS * VOX_SAMPLE_RATE + 1;
+        float *longest = calloc(long_n, sizeof *longest);
+        CHECK(bad && longest);
+        if (bad && longest) {
+            memcpy(bad, g_speech, 16000 * sizeof *bad);
+            bad[1234] = NAN;
+            dp.max_new_tokens = 3;
+            CHECK(voxtral_queue_submit_pcm(q, bad, 16000, &dp, 1, &err) == VOX_OK);
+            CHECK(voxtral_queue_submit_pcm(q, longest, long_n, &dp, 2, &err) == VOX_OK);
+            CHECK(voxtral_queue_submit_pcm(q, g_speech, 16000, &dp, 3, &err) == VOX_OK);
+            CHECK_MSG(voxtral_queue_run(q, &err) == VOX_OK, "%s", err.msg);
+            CHECK_MSG(o->st[1] == VOX_ERR_FORMAT && strstr(o->err[1], "the PCM samples: sample at frame 1234 is NaN"),
+                      "NaN samples: status %d, '%s'", (int)o->st[1], o->err[1]);
+            CHECK_MSG(o->st[2] == VOX_ERR_TOO_LONG && strstr(o->err[2], "the PCM samples: audio is longer than 30 min"),
+                      "31 min of samples: status %d, '%s'", (int)o->st[2], o->err[2]);
+            CHECK_MSG(o->st[3] == VOX_OK && o->r[3] && o->r[3]->n_ids > 0, "the good request: status %d",
+                      (int)o->st[3]);
+        }
+        for (int i = 0; i <= N_REQ; i++) voxtral_result_free(o ? o->r[i] : NULL);
+        free(bad), free(longest), free(o);
+        voxtral_queue_free(q);
+        dp = voxtral_transcribe_default_params();
+    }
 
     CHECK_MSG(alone[4] && alone[4]->n_ids == 3, "the request its callback stops has %zu ids",
               alone[4] ? alone[4]->n_ids : 0);
