@@ -234,8 +234,9 @@ vox_status voxtral_queue_create_multi(voxtral_context *const *ctxs, int n,
                                       vox_error *err);
 /* Queues a file (decoded, mixed to mono and resampled by reader threads) or 16 kHz mono PCM
  * (copied). params is copied; its pointers (language, force_ids) must stay valid until the
- * request completes. Failures of the request itself (unreadable audio, ...) come back through
- * the callback, never here; submit fails only on bad arguments. */
+ * request completes. Failures of the request itself (unreadable audio; PCM, like a decoded
+ * file, must be finite and at most 30 min long) come back through the callback, never here;
+ * submit fails only on bad arguments. */
 vox_status voxtral_queue_submit_file(voxtral_queue *q, const char *path,
                                      const voxtral_transcribe_params *params, uint64_t tag,
                                      vox_error *err);
