@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tokenizer/tekken.h"
+
 /* The mel front end is fixed (spec section 1): hop 160 samples, and conv2 halves the frames. */
 #define MEL_HOP 160
 #define CONV_STRIDE 2
@@ -129,6 +131,22 @@ vox_status vox_tekken_read_ids(const char *path, vox_manifest *hp, vox_error *er
     return r.st;
 }
 
+/* tekken.json is copied verbatim, and the runner loads it whole: it must load here as it will
+ * there (vocab, config, pattern, ...; not only the special tokens read above), with no id the
+ * decoder cannot embed, or the export would write a model the runner refuses. */
+static vox_status check_tokenizer(const vox_checkpoint *ck, vox_error *err) {
+    vox_tokenizer *tok = NULL;
+    vox_status st = vox_tokenizer_load(ck->tekken_path, &tok, err);
+    if (st != VOX_OK) return st;
+    int32_t n = vox_tokenizer_vocab_size(tok);
+    vox_tokenizer_free(tok);
+    if (n > ck->hp.decoder.vocab_size)
+        return vox_fail(err, VOX_ERR_FORMAT,
+                        "%s: the tokenizer has %d ids but %s's vocab_size is only %d",
+                        ck->tekken_path, (int)n, ck->config_path, ck->hp.decoder.vocab_size);
+    return VOX_OK;
+}
+
 /* ---- completing the hyper-parameters --------------------------------------------------------- */
 
 vox_status vox_checkpoint_finish(vox_checkpoint *ck, vox_error *err) {
@@ -146,6 +164,9 @@ vox_status vox_checkpoint_finish(vox_checkpoint *ck, vox_error *err) {
             (double)hp->sample_rate / (MEL_HOP * CONV_STRIDE * hp->encoder.downsample_factor);
     }
     vox_status st = vox_manifest_validate(hp, 0, err);
-    if (st != VOX_OK) vox_error_prefix(err, "%s", ck->config_path);
-    return st;
+    if (st != VOX_OK) {
+        vox_error_prefix(err, "%s", ck->config_path);
+        return st;
+    }
+    return check_tokenizer(ck, err);
 }

@@ -680,7 +680,9 @@ vox_status vox_export(const char *from, const char *out, const vox_export_params
     if (!params) params = &defaults;
     if (!res) res = &scratch;
     memset(res, 0, sizeof *res);
-    if (!from || !out) return vox_fail(err, VOX_ERR_INVALID_ARG, "vox_export: no directory");
+    if (!from || !out || !*from || !*out)
+        return vox_fail(err, VOX_ERR_INVALID_ARG, "vox_export: %s directory is empty",
+                        !from || !*from ? "the checkpoint" : "the output");
     if (strlen(out) >= VOX_PATH_MAX - 64)
         return vox_fail(err, VOX_ERR_INVALID_ARG, "%s: path too long", out);
 

@@ -101,6 +101,10 @@ int main(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
+    if (!*from || !*out) {
+        fprintf(stderr, "voxtral_export: %s must not be empty\n", !*from ? "--from" : "--out");
+        return 2;
+    }
     if (!quiet) params.on_file = print_file;
 
     vox_export_result res;
