@@ -15,3 +15,8 @@ char *vox_trim_dup(const char *s) {
     }
     return t;
 }
+
+size_t vox_json_space_end(const char *s, size_t len, size_t at) {
+    while (at < len && (s[at] == ' ' || s[at] == '\t' || s[at] == '\n' || s[at] == '\r')) at++;
+    return at;
+}

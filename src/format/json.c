@@ -1,5 +1,7 @@
 #include "format/json.h"
 
+#include "common/text.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -50,8 +52,7 @@ vox_status vox_json_load(const char *path, size_t max_bytes, cJSON **out, vox_er
     /* One value and nothing after it but whitespace: cJSON stops at the end of the first value,
      * so "{...}garbage" or "{...}{...}" (a file appended to, two files concatenated) would
      * otherwise load as the first object. */
-    while (at < len && (text[at] == ' ' || text[at] == '\t' || text[at] == '\n' || text[at] == '\r'))
-        at++;
+    at = vox_json_space_end(text, len, at);
     free(text);
     if (at != len) {
         cJSON_Delete(*out);

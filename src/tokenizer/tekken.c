@@ -25,6 +25,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include "common/text.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/utf8.h"
 
@@ -478,9 +479,7 @@ vox_status vox_tokenizer_load(const char *path, vox_tokenizer **out, vox_error *
         return vox_fail(err, VOX_ERR_FORMAT, "%s: not valid JSON (error near byte %zu)", path, at);
     }
     /* Nothing but whitespace may follow the value (cJSON stops at its end). */
-    size_t at = (size_t)(parse_end - text);
-    while (at < len && (text[at] == ' ' || text[at] == '\t' || text[at] == '\n' || text[at] == '\r'))
-        at++;
+    const size_t at = vox_json_space_end(text, len, (size_t)(parse_end - text));
     free(text);
     if (at != len) {
         cJSON_Delete(root);
