@@ -7,7 +7,7 @@
 // A block is one producer warp and 8 consumer warps.
 //  - The producer streams the weights of this block's units, op after op, into a ring of
 //    kPages shared-memory pages with bulk copies (TMA, cp.async.bulk, evict-first), one
-//    mbarrier a page for "full" (bytes arrived) and one for "empty" (8 warps done). It never
+//    mbarrier a page for "full" (bytes arrived) and one for "empty" (every consumer done). It never
 //    waits for a dependency, only for a free page: while the consumers wait for the other
 //    blocks to finish an op, the next op's weights keep arriving.
 //  - The consumers run the ops in order. A projection's unit is 8 consecutive weight rows over
@@ -88,6 +88,14 @@ struct Params {
     unsigned long long *stamps;
     long long watchdog_ns; // a wait longer than this traps
     int experiment; // timing experiments only (VOX_PDECODE_EXPERIMENT): 1 no dot products, 2 no waits
+    // How a ring page goes back to the producer. 1 (the default): every consumer thread arrives
+    // on the page's empty barrier and every copying producer lane waits on it itself. 0
+    // (VOX_PDECODE_HANDOVER=lane, for comparison): one lane a warp arrives after __syncwarp and
+    // the producer's lane 0 waits for the lanes that copy. Both are correct and equally fast
+    // (2540 us a full-size step); compute-sanitizer's racecheck orders only the first, and
+    // reports millions of WAR hazards between the bulk copy and the reads with the second
+    // (bench/NOTES-2026-12-03b.md).
+    int handover;
 };
 
 // ---- counters ------------------------------------------------------------------------------
@@ -286,10 +294,9 @@ __device__ void producer(const Params &p, unsigned char *ring, uint64_t *full, u
         const int slot = page % kPages;
         unsigned bytes;
         const unsigned char *src = page_row(c, lane & (kUnitRows - 1), &bytes);
-        if (lane == 0) {
+        if (lane == 0 || (p.handover && lane < kUnitRows))
             vk_mbar_wait(vk_smem_u32(&empty[slot]), ((page / kPages) & 1) ^ 1);
-            vk_mbar_expect_tx(vk_smem_u32(&full[slot]), bytes * kUnitRows);
-        }
+        if (lane == 0) vk_mbar_expect_tx(vk_smem_u32(&full[slot]), bytes * kUnitRows);
         __syncwarp();
         if (lane < kUnitRows)
             bulk_copy(ring + (size_t)slot * kPageBytes + lane * kRowBytes, src, bytes, &full[slot], policy);
@@ -433,7 +440,7 @@ __device__ void run_projection(const Params &p, const Proj &q, int offset, const
                     part[0] += dot_vec(*(const uint4 *)(row + v * 16), xs + c0 + v * ve, FP8);
             }
             __syncwarp();
-            if (lane == 0) vk_mbar_arrive(vk_smem_u32(&empty[slot]));
+            if (lane == 0 || p.handover) vk_mbar_arrive(vk_smem_u32(&empty[slot]));
         }
         float acc = vk_warp_sum((part[0] + part[1]) + (part[2] + part[3]));
         const int64_t r = u * kUnitRows + warp;
@@ -699,7 +706,7 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
     if (threadIdx.x == 0) {
         for (int i = 0; i < kPages; i++) {
             vk_mbar_init(vk_smem_u32(&full[i]), 1);
-            vk_mbar_init(vk_smem_u32(&empty[i]), kConsumerWarps);
+            vk_mbar_init(vk_smem_u32(&empty[i]), p.handover ? kConsumers : kConsumerWarps);
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
@@ -864,7 +871,12 @@ extern "C" int vox_k_pdecode(const vox_k_pdecode_args *a, cudaStream_t stream) {
         const char *e = getenv("VOX_PDECODE_WATCHDOG_S");
         return e && atof(e) > 0 ? atof(e) : kWatchdogSeconds;
     }();
+    static const int handover = [] {
+        const char *e = getenv("VOX_PDECODE_HANDOVER");
+        return e && strcmp(e, "lane") == 0 ? 0 : 1;
+    }();
     p.experiment = experiment;
+    p.handover = handover;
     p.watchdog_ns = (long long)(watchdog_s * 1e9);
     switch (a->head_dim) {
     case 32: launch<1>(p, stream); break;

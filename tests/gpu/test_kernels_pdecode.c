@@ -451,7 +451,12 @@ static void time_full_size(void) {
 
 int main(int argc, char **argv) {
     gtu_require_device();
+    /* --no-timing: the checks alone (compute-sanitizer's runs), and a further argument runs only
+     * the shapes whose name contains it (drawing other random data than a full run: the shapes
+     * share one generator); --timing-only: the full-size timing alone */
     const int timing = !(argc > 1 && strcmp(argv[1], "--no-timing") == 0);
+    const int checks = !(argc > 1 && strcmp(argv[1], "--timing-only") == 0);
+    const char *only = argc > 2 ? argv[2] : NULL;
     int major = 0;
     GTU_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
     static const shape shapes[] = {
@@ -477,7 +482,8 @@ int main(int argc, char **argv) {
         return test_finish("test_kernels_pdecode");
     }
     gtu_rng rng = gtu_rng_seed(0x5eed2026);
-    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) run_shape(&shapes[i], &rng);
-    if (timing) time_full_size(); /* --no-timing: the checks alone (compute-sanitizer's runs) */
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
+        if (checks && (!only || strstr(shapes[i].name, only))) run_shape(&shapes[i], &rng);
+    if (timing) time_full_size();
     return test_finish("test_kernels_pdecode");
 }
