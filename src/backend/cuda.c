@@ -48,7 +48,7 @@
 #define STAGING_BYTES (8u << 20)
 #define GEMM_WORKSPACE_BYTES (32u << 20)
 #define GEMM_NO_SPLIT_FROM 48 /* cuda_state.no_split_from */
-#define GEMM_NO_SPLIT_ROWS 0  /* cuda_state.no_split_rows: off */
+#define GEMM_NO_SPLIT_ROWS 128 /* cuda_state.no_split_rows */
 #define GEMM_CACHE_SIZE 256
 
 typedef struct {
@@ -85,11 +85,13 @@ typedef struct {
     vox_load_stats *load; /* the backend's */
     void *gemm_ws;
     size_t gemm_ws_bytes; /* GEMM_WORKSPACE_BYTES, or VOX_GEMM_WORKSPACE (sanitizer runs: 0) */
-    /* bf16 GEMMs of no_split_from..no_split_rows rows take no split-K algorithm (no partial
-     * sums, no separate reduction kernel): VOX_GEMM_NO_SPLIT_ROWS=N (0, the default: off) and
-     * VOX_GEMM_NO_SPLIT_FROM=N (48). At 48-206 rows the heuristic's unsplit choice for o and
-     * down measured 6-13% faster, at 16-32 rows up to 10x slower (bench/NOTES-2026-12-03.md);
-     * off until the bucket sizes not yet timed are. */
+    /* bf16 GEMMs of no_split_from..no_split_rows rows prefer an algorithm without split-K (no
+     * partial sums, no separate reduction kernel): VOX_GEMM_NO_SPLIT_FROM=N (48) and
+     * VOX_GEMM_NO_SPLIT_ROWS=N (128; 0 turns it off). Measured per decoder shape at every 8
+     * rows from 16 to 256 (bench/NOTES-2026-12-03b.md): the unsplit choice for o and down is
+     * 1-3 us faster a layer from 40 to 128 rows, even or slower above, and below 40 rows it
+     * can be ten times slower; gemm_plan_for also refuses an unsplit algorithm that fills
+     * fewer SMs than the split one (the heuristic's fallback, e.g. down at 72 rows). */
     int64_t no_split_from, no_split_rows;
     gemm_plan plans[GEMM_CACHE_SIZE];
     /* what gemm_plan_for did: found a plan, made one, or found the cache full (cuBLASLt then
@@ -486,20 +488,27 @@ static gemm_plan *gemm_plan_for(cuda_state *s, int64_t M, int64_t N, int64_t K, 
             return p;
         }
         if (!p->valid) {
-            cublasLtMatmulHeuristicResult_t result;
-            int found = 0;
-            cublasStatus_t st = CUBLAS_STATUS_NOT_SUPPORTED;
-            /* unsplit first where asked, then any algorithm the preference allows */
-            for (int split = split_ok; split <= 1 && found == 0; split++) {
+            /* the heuristic's first choice: [0] without split-K (where asked), [1] with any
+             * algorithm the preference allows. The unsplit one is taken unless it fills fewer
+             * SMs than the other: at shapes it has no good unsplit tile for, the heuristic
+             * falls back to a tile that leaves most SMs idle (0.09-0.18 waves, 5-10x slower;
+             * bench/NOTES-2026-12-03b.md) */
+            cublasLtMatmulHeuristicResult_t res[2];
+            int found[2] = {0, 0};
+            for (int split = split_ok; split <= 1; split++) {
                 cublasLtMatmulPreference_t pref = vox_lt_preference(s->gemm_ws_bytes, split);
-                st = cublasLtMatmulAlgoGetHeuristic(s->lt, desc, a, b, c, c, pref, 1, &result,
-                                                    &found);
+                if (cublasLtMatmulAlgoGetHeuristic(s->lt, desc, a, b, c, c, pref, 1, &res[split],
+                                                   &found[split]) != CUBLAS_STATUS_SUCCESS)
+                    found[split] = 0;
                 cublasLtMatmulPreferenceDestroy(pref);
-                if (st != CUBLAS_STATUS_SUCCESS) found = 0;
             }
-            if (st != CUBLAS_STATUS_SUCCESS || found == 0) return NULL;
+            const cublasLtMatmulHeuristicResult_t *result =
+                found[0] && (!found[1] || res[0].wavesCount >= res[1].wavesCount) ? &res[0]
+                : found[1]                                                          ? &res[1]
+                                                                                    : NULL;
+            if (!result) return NULL;
             p->m = M, p->n = N, p->k = K, p->tag = tag;
-            p->algo = result.algo;
+            p->algo = result->algo;
             p->valid = 1;
             s->plans_made++;
             return p;

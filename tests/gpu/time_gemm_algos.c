@@ -122,13 +122,13 @@ static void run_shape(const shape *sh, int64_t M) {
 
     float first = -1.0f, best = 1e30f;
     int best_i = -1;
-    char all[512] = "";
+    char all[2048] = "";
     for (int i = 0; i < found; i++) {
         float us = time_algo(desc, la, lb, lc, &res[i].algo, w, copies, x, y);
         if (i == 0) first = us;
         if (us > 0.0f && us < best) best = us, best_i = i;
         size_t len = strlen(all);
-        snprintf(all + len, sizeof all - len, " %.1f", us);
+        snprintf(all + len, sizeof all - len, " %.1f (%.2f waves)", us, res[i].wavesCount);
     }
     const double gb = (double)wbytes / 1e9;
     if (found == 0) {
