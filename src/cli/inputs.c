@@ -1,6 +1,7 @@
 #include "cli/inputs.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -29,6 +30,11 @@ vox_status vox_inputs_read(vox_inputs *in, FILE *f, const char *name, vox_error 
     errno = 0;
     while ((len = getline(&line, &cap, f)) >= 0) {
         line_no++;
+        /* a UTF-8 byte order mark (lists saved by Windows editors) is not part of the first path */
+        if (line_no == 1 && len >= 3 && memcmp(line, "\xEF\xBB\xBF", 3) == 0) {
+            memmove(line, line + 3, (size_t)len - 2);
+            len -= 3;
+        }
         if (len > 0 && line[len - 1] == '\n') len--;
         if (len > 0 && line[len - 1] == '\r') len--;
         if (len == 0) continue;
@@ -78,7 +84,9 @@ vox_status vox_inputs_build(const char *const *files, size_t n, const char *list
         return vox_fail(err, VOX_ERR_IO, "--files-from %s: cannot open: %s", list_path,
                         strerror(errno));
     }
-    vox_status st = vox_inputs_read(out, f, from_stdin ? "--files-from (standard input)" : list_path, err);
+    char name[64 + PATH_MAX];
+    snprintf(name, sizeof name, "--files-from %s", from_stdin ? "(standard input)" : list_path);
+    vox_status st = vox_inputs_read(out, f, name, err);
     if (!from_stdin) fclose(f);
     if (st) vox_inputs_free(out);
     return st ? st : check_stdin_uses(out, from_stdin, err);
@@ -143,11 +151,15 @@ void vox_inputs_free(vox_inputs *in) {
     memset(in, 0, sizeof *in);
 }
 
-void vox_inputs_shard(vox_inputs *in, int k, int n) {
+void vox_shard_paths(char **paths, size_t count, int k, int n) {
     size_t kept = 0;
-    for (size_t i = 0; i < in->n; i++) {
-        if (i % (size_t)n == (size_t)k) in->paths[kept++] = in->paths[i];
-        else free(in->paths[i]);
+    for (size_t i = 0; i < count; i++) {
+        if (i % (size_t)n == (size_t)k) paths[kept++] = paths[i];
+        else free(paths[i]);
     }
-    in->n = kept;
+}
+
+void vox_inputs_shard(vox_inputs *in, int k, int n) {
+    vox_shard_paths(in->paths, in->n, k, n);
+    in->n = in->n / (size_t)n + (in->n % (size_t)n > (size_t)k);
 }

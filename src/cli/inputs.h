@@ -19,7 +19,8 @@ typedef struct {
 #define VOX_STDIN_INPUT "-"
 
 /* Copies files[0..n) and appends the paths of list_path (NULL: none; "-": standard input), one a
- * line: a trailing "\r" is dropped (CR LF lists), empty lines are skipped, nothing else is
+ * line: a UTF-8 byte order mark at the start and a trailing "\r" are dropped (lists from Windows
+ * editors), empty lines are skipped, nothing else is
  * changed (spaces and '#' may be part of a name). Errors name the list; the input "-" twice,
  * or with list_path "-", is VOX_ERR_INVALID_ARG. */
 vox_status vox_inputs_build(const char *const *files, size_t n, const char *list_path,
@@ -29,6 +30,9 @@ vox_status vox_inputs_read(vox_inputs *in, FILE *f, const char *name, vox_error 
 /* Keeps the inputs whose position in the list (0-based) is k modulo n (0 <= k < n): the N shards
  * of a list are disjoint, cover it, and differ in size by at most one. */
 void vox_inputs_shard(vox_inputs *in, int k, int n);
+/* The same selection on a parallel array of in->n strings (before vox_inputs_shard): the others
+ * are freed, the kept ones moved to the front. */
+void vox_shard_paths(char **paths, size_t count, int k, int n);
 void vox_inputs_free(vox_inputs *in);
 /* Everything readable from fd up to its end, in *data (malloc'ed; *size bytes), at most
  * max_bytes (more: VOX_ERR_TOO_LONG, so an endless pipe ends with a message, not out of

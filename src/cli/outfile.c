@@ -91,6 +91,49 @@ int vox_find_duplicate(char *const *paths, size_t n, size_t *a, size_t *b) {
     return found;
 }
 
+typedef struct {
+    dev_t dev;
+    ino_t ino;
+    size_t index;
+} file_id;
+
+static int by_file_id(const void *a, const void *b) {
+    const file_id *x = a, *y = b;
+    if (x->dev != y->dev) return x->dev < y->dev ? -1 : 1;
+    if (x->ino != y->ino) return x->ino < y->ino ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+int vox_find_overwritten_input(char *const *outputs, char *const *inputs, size_t n, size_t *o,
+                               size_t *i) {
+    file_id *ids = malloc((n ? n : 1) * sizeof *ids);
+    if (!ids) return 0;
+    size_t m = 0;
+    struct stat sb;
+    for (size_t k = 0; k < n; k++)
+        if (strcmp(inputs[k], VOX_STDIN_INPUT) != 0 && stat(inputs[k], &sb) == 0)
+            ids[m++] = (file_id){sb.st_dev, sb.st_ino, k};
+    qsort(ids, m, sizeof *ids, by_file_id);
+    int found = 0;
+    for (size_t k = 0; k < n && !found; k++) {
+        if (stat(outputs[k], &sb) != 0) continue; /* not there yet: no input */
+        const file_id key = {sb.st_dev, sb.st_ino, 0};
+        size_t lo = 0, hi = m; /* the first entry of that file: index 0 sorts before any */
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (by_file_id(&ids[mid], &key) < 0) lo = mid + 1;
+            else hi = mid;
+        }
+        if (lo < m && ids[lo].dev == key.dev && ids[lo].ino == key.ino) {
+            found = 1;
+            *o = k;
+            *i = ids[lo].index;
+        }
+    }
+    free(ids);
+    return found;
+}
+
 static int write_all(int fd, const char *p, size_t n) {
     while (n > 0) {
         ssize_t w = write(fd, p, n);

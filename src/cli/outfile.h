@@ -29,6 +29,12 @@ vox_status vox_output_dir_prepare(const char *dir, vox_error *err);
  * pair in input order of *b), or 0 when all differ. */
 int vox_find_duplicate(char *const *paths, size_t n, size_t *a, size_t *b);
 
+/* Finds an output path that is an existing input file (the same file, whatever the spelling:
+ * device and inode): returns 1 and the first such output's index *o and the input's *i, or 0.
+ * outputs and inputs have n entries; inputs that cannot be stat()ed are skipped. */
+int vox_find_overwritten_input(char *const *outputs, char *const *inputs, size_t n, size_t *o,
+                               size_t *i);
+
 /* Writes n bytes to path through a temporary file in the same directory (see above). Errors
  * name the file and give the reason (strerror: "No space left on device", "File too large");
  * the temporary file is removed. */

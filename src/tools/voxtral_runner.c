@@ -58,13 +58,11 @@ static double now_ms(void) {
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-/* DIR/NAME.EXT of every input; a usage error when two inputs would write the same file. */
+/* DIR/NAME.EXT of every input of the whole list, before a shard is taken (every shard reads the
+ * same list, so each sees what the others would write): a usage error, before anything is
+ * created, when two inputs would write the same file or an output would replace an input.
+ * Then the output directory is made. */
 static int plan_outputs(const vox_cli_options *o, const vox_inputs *in, char ***out) {
-    vox_error err = {0};
-    if (vox_output_dir_prepare(o->output_dir, &err)) {
-        say("%s", err.msg);
-        return -1;
-    }
     char **paths = calloc(in->n ? in->n : 1, sizeof *paths);
     for (size_t i = 0; paths && i < in->n; i++)
         if (!(paths[i] = vox_output_path(o->output_dir, in->paths[i], vox_cli_format_ext(o->format)))) {
@@ -79,8 +77,18 @@ static int plan_outputs(const vox_cli_options *o, const vox_inputs *in, char ***
     *out = paths;
     size_t a, b;
     if (vox_find_duplicate(paths, in->n, &a, &b)) {
-        say("'%s' and '%s' would both be written to %s: give them different names or use "
-            "separate runs", in->paths[a], in->paths[b], paths[a]);
+        say("'%s' and '%s' would both be written to %s: give them different names or separate "
+            "--output-dir directories", in->paths[a], in->paths[b], paths[a]);
+        return -1;
+    }
+    if (vox_find_overwritten_input(paths, in->paths, in->n, &a, &b)) {
+        say("the output of '%s' would replace the input '%s' (%s): choose another --output-dir "
+            "or -o format", in->paths[a], in->paths[b], paths[a]);
+        return -1;
+    }
+    vox_error err = {0};
+    if (vox_output_dir_prepare(o->output_dir, &err)) {
+        say("%s", err.msg);
         return -1;
     }
     return 0;
@@ -242,7 +250,17 @@ int main(int argc, char **argv) {
         return VOX_EXIT_USAGE;
     }
     size_t n_listed = in.n;
-    if (o.shard_n > 1) vox_inputs_shard(&in, o.shard_k, o.shard_n);
+    char **out_paths = NULL;
+    if (o.output_dir && in.n > 0 && plan_outputs(&o, &in, &out_paths)) {
+        free_paths(out_paths, in.n);
+        vox_inputs_free(&in);
+        vox_cli_options_free(&o);
+        return VOX_EXIT_USAGE;
+    }
+    if (o.shard_n > 1) {
+        if (out_paths) vox_shard_paths(out_paths, in.n, o.shard_k, o.shard_n);
+        vox_inputs_shard(&in, o.shard_k, o.shard_n);
+    }
     if (in.n == 0) { /* an empty list or shard: nothing to do is not an error for a script */
         if (n_listed > 0)
             fprintf(stderr, "voxtral_runner: shard %d/%d of %zu inputs is empty\n", o.shard_k,
@@ -250,16 +268,10 @@ int main(int argc, char **argv) {
         else
             fprintf(stderr, "voxtral_runner: no input files in %s\n",
                     strcmp(o.files_from, "-") ? o.files_from : "standard input");
-        vox_inputs_free(&in);
-        vox_cli_options_free(&o);
-        return VOX_EXIT_OK;
-    }
-    char **out_paths = NULL;
-    if (o.output_dir && plan_outputs(&o, &in, &out_paths)) {
         free_paths(out_paths, in.n);
         vox_inputs_free(&in);
         vox_cli_options_free(&o);
-        return VOX_EXIT_USAGE;
+        return VOX_EXIT_OK;
     }
 
     if (o.skip_existing) { /* everything done already: no model to load */

@@ -5,6 +5,7 @@
 #  - --skip-existing: a run interrupted by SIGINT and started again with it transcribes only what
 #    is missing (the finished outputs are left as they were), counts the others as skipped and
 #    exits 0; when everything is there it stops before loading the model;
+#  - two inputs of the same output name in different shards are a usage error in every shard;
 #  - bad --shard values and --skip-existing without --output-dir are usage errors.
 # Usage: test_runner_shards.sh BUILD_DIR FIXTURES_DIR
 set -u
@@ -43,6 +44,16 @@ for bad in 3/3 -1/2 1/0 a/b 1/2/3 " 1/2" 1/ /2 2; do
     run 2 bad_shard --shard "$bad" "$audio/short.wav"
     checks=$((checks + 1))
     grep -qF -- "--shard: expected K/N" "$tmp/bad_shard.err" || fail "--shard '$bad': $(cat "$tmp/bad_shard.err")"
+done
+# two inputs of one output name in different shards: every shard reads the whole list, so each
+# refuses it (exit 2, before the model loads) instead of one shard's output replacing the other's
+mkdir "$tmp/a" "$tmp/b"
+ln -s "$(realpath "$audio/short.wav")" "$tmp/a/x.wav"
+ln -s "$(realpath "$audio/speech.flac")" "$tmp/b/x.flac"
+for k in 0 1; do
+    run 2 "clash$k" --shard "$k/2" --skip-existing -O "$tmp/clash" "$tmp/a/x.wav" "$tmp/b/x.flac"
+    has "$tmp/clash$k.err" "'$tmp/a/x.wav' and '$tmp/b/x.flac' would both be written to $tmp/clash/x.txt"
+    check "clash, shard $k/2: no output directory made" [ ! -e "$tmp/clash" ]
 done
 run 2 skip_no_dir --skip-existing "$audio/short.wav"
 checks=$((checks + 1))
