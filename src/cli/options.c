@@ -134,6 +134,13 @@ static int check_combinations(vox_cli_options *o, vox_error *err) {
                  "use --logprobs K (json) instead", vox_cli_format_ext(o->format));
         return 0;
     }
+    if (o->logprobs > 0 && o->format != VOX_OUT_JSON) {
+        vox_fail(err, VOX_ERR_INVALID_ARG, "--logprobs %d: log-probabilities are written in json "
+                 "output (-o json); with -o %s they would be dropped%s", o->logprobs,
+                 vox_cli_format_ext(o->format),
+                 o->format == VOX_OUT_TXT ? " (--print-confidence marks txt)" : "");
+        return 0;
+    }
     if (o->segment && (o->force_ids || o->dump_tensors)) {
         vox_fail(err, VOX_ERR_INVALID_ARG, "%s works on whole files: it cannot be combined with "
                  "--segment or -o srt/vtt", o->force_ids ? "--force-tokens" : "--dump-tensors");
@@ -257,7 +264,14 @@ int vox_cli_parse(int argc, char **argv, vox_cli_options *o, bool *stop, vox_err
                 goto usage;
             }
             break;
-        case 'f': o->files_from = optarg; break;
+        case 'f':
+            if (o->files_from) { /* one list: a second would silently replace the first */
+                vox_fail(err, VOX_ERR_INVALID_ARG, "--files-from given twice ('%s', '%s'): give "
+                         "one list (cat them into one)", o->files_from, optarg);
+                goto usage;
+            }
+            o->files_from = optarg;
+            break;
         case 'O':
             if (!*optarg) {
                 vox_fail(err, VOX_ERR_INVALID_ARG, "--output-dir: empty directory name");

@@ -32,6 +32,7 @@ char *vox_utf8_repair_dup(const char *s, size_t n) {
     for (size_t i = 0; i < n;) {
         int valid;
         size_t u = vox_utf8_unit(p + i, n - i, &valid);
+        valid = valid && p[i] != 0; /* the result is a C string: a NUL byte would end it */
         memcpy(o, valid ? s + i : VOX_UTF8_REPLACEMENT, valid ? u : 3);
         o += valid ? u : 3;
         i += u;

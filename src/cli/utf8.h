@@ -12,7 +12,8 @@
  * replaced by one U+FFFD (*valid = 0). n >= 1. */
 size_t vox_utf8_unit(const unsigned char *s, size_t n, int *valid);
 
-/* s[0..n) repaired, NUL-terminated, malloc'ed (NULL: out of memory). */
+/* s[0..n) repaired (ill-formed sequences and NUL bytes as U+FFFD), NUL-terminated, malloc'ed
+ * (NULL: out of memory). */
 char *vox_utf8_repair_dup(const char *s, size_t n);
 
 #endif

@@ -40,8 +40,9 @@ vox_status vox_tokenizer_encode(const vox_tokenizer *tok, const char *text, size
 
 /* Decodes ids to UTF-8 text: special ids (< num_special) are skipped, the bytes of the rest are
  * joined and each maximal ill-formed subsequence becomes U+FFFD, as Python's
- * bytes.decode("utf-8", "replace"). *text is malloc'ed and NUL-terminated (a byte-0 token would
- * cut it short: use vox_tokenizer_piece for exact bytes). Ids outside the vocabulary are
+ * bytes.decode("utf-8", "replace"). *text is malloc'ed and NUL-terminated, so a NUL byte (the
+ * byte-0 token) becomes U+FFFD too instead of cutting it short (vox_tokenizer_piece gives exact
+ * bytes). Ids outside the vocabulary are
  * VOX_ERR_INVALID_ARG.
  * mistral-common decodes the runs between special ids separately; joining them differs only for
  * a character whose bytes are split by a special id, which comes out whole here. */

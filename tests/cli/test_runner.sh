@@ -67,6 +67,15 @@ has empty_list.err "no input files in $tmp/empty_list.txt"
 empty empty_list.out
 run 2 missing_list --files-from "$tmp/no_such_list.txt"
 has missing_list.err "$tmp/no_such_list.txt: cannot open"
+# a list saved with a byte order mark (Windows editors) reads as one without; a directory as the
+# list names the option; a second --files-from is a usage error (it silently replaced the first)
+printf '\xef\xbb\xbf%s\r\n' "$audio/short.wav" >"$tmp/bom_list.txt"
+run 0 bom_list --files-from "$tmp/bom_list.txt"
+check "--files-from with a byte order mark: the file transcribed" [ "$(cat "$tmp/bom_list.out")" = "$(cat "$tmp/one.out")" ]
+run 2 dir_list --files-from "$tmp"
+has dir_list.err "--files-from $tmp: cannot read: Is a directory"
+run 2 two_lists --files-from "$tmp/bom_list.txt" -f "$tmp/list2.txt"
+has two_lists.err "--files-from given twice ('$tmp/bom_list.txt', '$tmp/list2.txt')"
 
 # -- bad inputs, one at a time: exit 1, the file and the problem named, no output anywhere -----
 head -c 79000 "$audio/speech.flac" >"$tmp/truncated.flac"
@@ -126,6 +135,17 @@ run 2 conf_json --print-confidence -o json "$audio/short.wav"
 has conf_json.err "--print-confidence"
 run 2 segment_force -s --force-tokens 1,2 "$audio/short.wav"
 has segment_force.err "cannot be combined"
+# --logprobs outside json output would be dropped: a usage error, as --print-confidence is
+run 2 logprobs_srt --logprobs 3 -o srt "$audio/short.wav"
+has logprobs_srt.err "--logprobs 3: log-probabilities are written in json output (-o json)"
+# a NUL byte in the text (the fixture tokenizer's byte token 0 is id 1000, '<' 1060, 'A' 1065) is
+# U+FFFD in the text, as in the logprobs' "token", and does not cut what follows
+run 0 nul_text -o json --logprobs 1 --force-tokens 1060,1000,1065 "$audio/short.wav"
+fffd=$(printf '\xef\xbf\xbd')
+has nul_text.out "\"text\":\"<${fffd}A\""
+has nul_text.out "\"token\":\"${fffd}\",\"bytes\":[0]"
+run 0 nul_txt --force-tokens 1065,1000,1066 "$audio/short.wav"
+check "txt: a NUL byte does not cut the text" [ "$(cat "$tmp/nul_txt.out")" = "$(printf 'A\xef\xbf\xbdB')" ]
 # --force-tokens @FILE that is a directory, or missing: a usage error naming the option and file
 run 2 force_dir --force-tokens "@$tmp" "$audio/short.wav"
 has force_dir.err "--force-tokens @$tmp: cannot read: Is a directory"
@@ -145,6 +165,14 @@ empty no_model.out
 run 2 same_name -O "$tmp/outdir" "$audio/short.wav" "$tmp/x/short.wav"
 has same_name.err "would both be written to $tmp/outdir/short.txt"
 check "same names: nothing written" [ -z "$(ls -A "$tmp/outdir")" ]
+run 2 same_name_new_dir -O "$tmp/new/deep" "$audio/short.wav" "$tmp/x/short.wav"
+check "same names: the output directory is not made either" [ ! -e "$tmp/new" ]
+# an input whose name is its own output name in that directory is refused, not replaced
+mkdir "$tmp/memo"
+cp "$audio/short.wav" "$tmp/memo/memo.txt"
+run 2 output_is_input -O "$tmp/memo" "$tmp/memo/memo.txt"
+has output_is_input.err "the output of '$tmp/memo/memo.txt' would replace the input '$tmp/memo/memo.txt'"
+check "the input is left as it was" cmp -s "$audio/short.wav" "$tmp/memo/memo.txt"
 touch "$tmp/not_a_dir"
 run 2 outdir_file -O "$tmp/not_a_dir" "$audio/short.wav"
 has outdir_file.err "not a directory"

@@ -1,7 +1,7 @@
 /* Fuzzes --files-from lists (src/cli/inputs.c). The input is the list file; two FILE arguments
  * come before it. The result is compared with the rule inputs.h states, implemented here
- * independently: lines split at LF, one CR before the LF (or the end) dropped, empty lines
- * skipped, nothing else changed; a line that holds a NUL byte makes the list an error naming the
+ * independently: a UTF-8 byte order mark at the start dropped, lines split at LF, one CR before
+ * the LF (or the end) dropped, empty lines skipped, nothing else changed; a line that holds a NUL byte makes the list an error naming the
  * list and the line (and keeps nothing); without one, two or more lines "-" (audio on standard
  * input, which can be read once) make it a usage error that keeps nothing. */
 #include <stdio.h>
@@ -19,7 +19,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     vox_status s = vox_inputs_build(files, 2, path, &in, &err);
 
     /* the rule: walk the lines */
-    size_t expect_n = 2, pos = 0, line = 0, nul_line = 0, dashes = 0;
+    size_t expect_n = 2, line = 0, nul_line = 0, dashes = 0;
+    size_t pos = size >= 3 && memcmp(data, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
     int has_nul = 0;
     while (pos < size) {
         line++;

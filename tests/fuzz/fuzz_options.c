@@ -62,6 +62,8 @@ static void check_options(const vox_cli_options *o, int rc, bool stop, const vox
     FUZZ_CHECK(o->max_new_tokens >= 0 && o->max_new_tokens <= 32768, "max-new-tokens %d",
                o->max_new_tokens);
     FUZZ_CHECK(o->logprobs >= 0 && o->logprobs <= 20, "logprobs %d", o->logprobs);
+    FUZZ_CHECK(o->logprobs == 0 || o->format == VOX_OUT_JSON, "logprobs %d with %s output",
+               o->logprobs, vox_cli_format_ext(o->format));
     FUZZ_CHECK(o->silence_threshold_db >= -100 && o->silence_threshold_db <= -5, "threshold %g",
                o->silence_threshold_db);
     FUZZ_CHECK(o->min_silence_s >= 0.05 && o->min_silence_s <= 10, "min-silence %g",
