@@ -28,6 +28,7 @@
  * the length limit is rejected as soon as the limit is passed, without decoding the rest. */
 #include "audio/audio.h"
 #include "audio/source.h"
+#include "common/read_all.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -605,9 +606,35 @@ static vox_status load_input(const vox_audio_input *in, const char *name, double
     return st;
 }
 
+/* A FIFO (a named pipe, or a shell's <(cmd)): opening one waits for its writer, in a call no
+ * signal ends, and libsndfile cannot seek a pipe (FLAC loses sync, RF64 and W64 lengths come out
+ * wrong, CAF gives nothing). So it is opened without waiting, read whole in waits that `stop`
+ * can end, and decoded from memory, as audio on standard input is. */
+static vox_status load_fifo(const char *path, double max_seconds, bool (*stop)(void *),
+                            void *stop_arg, vox_audio *out, vox_error *err) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK);
+    if (fd < 0) return vox_fail(err, VOX_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    unsigned char *data = NULL;
+    size_t size = 0;
+    vox_status st = vox_read_all(fd, path,
+                                 max_seconds > VOX_MAX_AUDIO_SECONDS ? VOX_STREAM_MAX_BYTES_SEGMENTED
+                                                                     : VOX_STREAM_MAX_BYTES,
+                                 stop, stop_arg, &data, &size, err);
+    close(fd);
+    if (!st) st = vox_audio_load_memory(data, size, path, max_seconds, out, err);
+    free(data);
+    return st;
+}
+
 vox_status vox_audio_load_reusing(const char *path, double max_seconds, float *reuse,
-                                  size_t reuse_cap, vox_audio *out, vox_error *err) {
+                                  size_t reuse_cap, bool (*stop)(void *), void *stop_arg,
+                                  vox_audio *out, vox_error *err) {
     memset(out, 0, sizeof *out);
+    struct stat pre;
+    if (stat(path, &pre) == 0 && S_ISFIFO(pre.st_mode)) {
+        free(reuse);
+        return load_fifo(path, max_seconds, stop, stop_arg, out, err);
+    }
     float_vec buf = {.data = reuse, .cap = reuse ? reuse_cap : 0};
     vox_status st = check_limit(path, &max_seconds, err);
     int fd = st ? -1 : open(path, O_RDONLY);
@@ -629,7 +656,7 @@ vox_status vox_audio_load_reusing(const char *path, double max_seconds, float *r
 }
 
 vox_status vox_audio_load(const char *path, double max_seconds, vox_audio *out, vox_error *err) {
-    return vox_audio_load_reusing(path, max_seconds, NULL, 0, out, err);
+    return vox_audio_load_reusing(path, max_seconds, NULL, 0, NULL, NULL, out, err);
 }
 
 vox_status vox_audio_load_memory(const void *data, size_t size, const char *name,

@@ -4,6 +4,7 @@
 #ifndef VOX_AUDIO_AUDIO_H
 #define VOX_AUDIO_AUDIO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "common/status.h"
@@ -16,6 +17,12 @@ extern "C" {
 /* One request holds at most 30 minutes of audio: 60 chunks of 375 audio tokens fill 22,500 of
  * the decoder's 32,768 positions, leaving room for the prompt and the transcript. */
 #define VOX_MAX_AUDIO_SECONDS 1800
+/* The most bytes read from a stream (standard input, a pipe, a FIFO) before decoding it: what the
+ * longest audio taken needs with room to spare (30 min whole: 48 kHz stereo float WAV is 691 MB;
+ * 10 h segmented: 16-bit stereo at 48 kHz is 6.9 GB), so that an endless pipe ends with a
+ * message instead of exhausting memory. */
+#define VOX_STREAM_MAX_BYTES ((size_t)1 << 30)
+#define VOX_STREAM_MAX_BYTES_SEGMENTED ((size_t)8 << 30)
 
 typedef struct {
     float *samples;    /* mono, VOX_SAMPLE_RATE Hz, owned */
@@ -36,12 +43,15 @@ typedef struct {
  * longer than max_seconds (VOX_ERR_TOO_LONG; 0 means VOX_MAX_AUDIO_SECONDS). */
 vox_status vox_audio_load(const char *path, double max_seconds, vox_audio *out, vox_error *err);
 
-/* vox_audio_load, decoding into `reuse` (reuse_cap floats from malloc, or NULL) instead of fresh
+/* vox_audio_load, for a reader that can be stopped: a FIFO's audio is read whole before it is
+ * decoded, waiting for its writer in slices that end (VOX_ERR_INTERRUPTED) once stop(stop_arg)
+ * (NULL: never) says so; and decoding into `reuse` (reuse_cap floats from malloc, or NULL) instead of fresh
  * memory, grown if the file needs more: a reader that hands back the buffers of files it is done
  * with saves faulting in fresh pages for every file (1.3 against 2.6 ms a 30 s file, 8 threads on
  * the GPU machine). reuse is owned by the call: it ends up in out->samples, or freed. */
 vox_status vox_audio_load_reusing(const char *path, double max_seconds, float *reuse,
-                                  size_t reuse_cap, vox_audio *out, vox_error *err);
+                                  size_t reuse_cap, bool (*stop)(void *), void *stop_arg,
+                                  vox_audio *out, vox_error *err);
 
 /* The same for a whole file's bytes held in memory, data[0..size) (libsndfile virtual I/O);
  * name stands for the file in messages. */

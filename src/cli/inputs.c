@@ -92,59 +92,6 @@ vox_status vox_inputs_build(const char *const *files, size_t n, const char *list
     return st ? st : check_stdin_uses(out, from_stdin, err);
 }
 
-vox_status vox_inputs_read_all(int fd, const char *name, size_t max_bytes, bool (*stop)(void),
-                                unsigned char **data, size_t *size, vox_error *err) {
-    if (isatty(fd))
-        return vox_fail(err, VOX_ERR_IO, "%s: standard input is a terminal, not audio: pipe or "
-                        "redirect a file into it (cmd | voxtral_runner -)", name);
-    size_t cap = (size_t)1 << 20, n = 0;
-    unsigned char *buf = malloc(cap);
-    if (!buf) return vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", name);
-    for (;;) {
-        /* wait in slices, so that a signal (SIGINT: SA_RESTART would resume a blocked read) ends
-         * a read from a writer that sends nothing */
-        struct pollfd pfd = {.fd = fd, .events = POLLIN};
-        int ready = poll(&pfd, 1, 100);
-        if (stop && stop()) {
-            free(buf);
-            return vox_fail(err, VOX_ERR_INTERRUPTED, "%s: interrupted while reading", name);
-        }
-        if (ready == 0 || (ready < 0 && errno == EINTR)) continue;
-        if (n >= max_bytes) { /* full: accepted if the input ends here */
-            unsigned char probe;
-            ssize_t more = read(fd, &probe, 1);
-            if (more == 0) break;
-            if (more < 0 && errno == EINTR) continue;
-            int e = errno;
-            free(buf);
-            if (more < 0) return vox_fail(err, VOX_ERR_IO, "%s: cannot read: %s", name, strerror(e));
-            return vox_fail(err, VOX_ERR_TOO_LONG, "%s: more than %zu bytes of input, more than the "
-                            "longest audio taken needs: write it to a file, or cut it", name,
-                            max_bytes);
-        }
-        if (n == cap) {
-            unsigned char *grown = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
-            if (!grown) {
-                free(buf);
-                return vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory after %zu bytes", name, n);
-            }
-            buf = grown, cap *= 2;
-        }
-        ssize_t got = read(fd, buf + n, (cap < max_bytes ? cap : max_bytes) - n);
-        if (got == 0) break;
-        if (got < 0) {
-            if (errno == EINTR) continue;
-            int e = errno;
-            free(buf);
-            return vox_fail(err, VOX_ERR_IO, "%s: cannot read: %s", name, strerror(e));
-        }
-        n += (size_t)got;
-    }
-    *data = buf;
-    *size = n;
-    return VOX_OK;
-}
-
 void vox_inputs_free(vox_inputs *in) {
     for (size_t i = 0; i < in->n; i++) free(in->paths[i]);
     free(in->paths);

@@ -34,11 +34,4 @@ void vox_inputs_shard(vox_inputs *in, int k, int n);
  * are freed, the kept ones moved to the front. */
 void vox_shard_paths(char **paths, size_t count, int k, int n);
 void vox_inputs_free(vox_inputs *in);
-/* Everything readable from fd up to its end, in *data (malloc'ed; *size bytes), at most
- * max_bytes (more: VOX_ERR_TOO_LONG, so an endless pipe ends with a message, not out of
- * memory). A terminal is refused (VOX_ERR_IO: nobody types audio); VOX_ERR_INTERRUPTED as soon
- * as stop (may be NULL) says so, waiting or not. Errors name `name`. */
-vox_status vox_inputs_read_all(int fd, const char *name, size_t max_bytes, bool (*stop)(void),
-                                unsigned char **data, size_t *size, vox_error *err);
-
 #endif

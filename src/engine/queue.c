@@ -288,7 +288,10 @@ vox_status voxtral_queue_run(voxtral_queue *q, vox_error *err) {
     if (!st) return VOX_OK;
     for (int i = 0; i < q->n_engines; i++) vox_engine_abandon(&q->engines[i], st, why.msg);
     pthread_mutex_lock(&q->rd.mu);
-    q->rd.next_read = q->rd.n_reqs; /* readers take nothing more */
+    q->rd.next_read = q->rd.n_reqs; /* readers take nothing more, and one that waits for a
+                                       * FIFO's writer gives up (reader_stopping) */
+    q->rd.stop = true;
+    pthread_cond_broadcast(&q->rd.work);
     for (size_t i = 0; i < q->rd.n_reqs; i++) {
         vox_request *r = q->rd.reqs[i];
         if (!r) continue;

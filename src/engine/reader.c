@@ -29,9 +29,18 @@ void vox_request_free(vox_request *r) {
  * from a header; a longer file's buffer is freed rather than held for short ones. */
 #define VOX_SPARE_MAX_FLOATS ((size_t)1 << 22)
 
+/* Whether the readers are told to stop (a FIFO's reader waiting for its writer asks). */
+static bool reader_stopping(void *arg) {
+    vox_reader *rd = arg;
+    pthread_mutex_lock(&rd->mu);
+    bool stop = rd->stop;
+    pthread_mutex_unlock(&rd->mu);
+    return stop;
+}
+
 /* Decodes (files, into `reuse`: a spare buffer of reuse_cap floats, or NULL) and cuts r into
  * pieces; fills status and error on failure. */
-static void read_request(vox_request *r, float *reuse, size_t reuse_cap) {
+static void read_request(vox_reader *rd, vox_request *r, float *reuse, size_t reuse_cap) {
     vox_error err = {0};
     double t0 = vox_wall_ms();
     vox_status st = VOX_OK;
@@ -41,7 +50,8 @@ static void read_request(vox_request *r, float *reuse, size_t reuse_cap) {
     } else { /* a file, or an encoded file in memory */
         vox_audio a;
         st = r->encoded ? vox_audio_load_memory(r->encoded, r->encoded_size, r->path, max_s, &a, &err)
-                        : vox_audio_load_reusing(r->path, max_s, reuse, reuse_cap, &a, &err);
+                        : vox_audio_load_reusing(r->path, max_s, reuse, reuse_cap,
+                                                 reader_stopping, rd, &a, &err);
         if (st == VOX_ERR_TOO_LONG && !r->p.segment) {
             size_t len = strlen(err.msg);
             snprintf(err.msg + len, sizeof err.msg - len,
@@ -100,7 +110,7 @@ static void *reader_main(void *arg) {
             reuse_cap = rd->spare_cap[rd->n_spare];
         }
         pthread_mutex_unlock(&rd->mu);
-        read_request(r, reuse, reuse_cap);
+        read_request(rd, r, reuse, reuse_cap);
         pthread_mutex_lock(&rd->mu);
         r->t_ready = vox_wall_ms();
         r->state = r->status ? VOX_REQ_FAILED : VOX_REQ_READY;

@@ -17,7 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "audio/audio.h"
 #include "cli/devices.h"
+#include "common/read_all.h"
 #include "cli/inputs.h"
 #include "cli/interrupt.h"
 #include "cli/options.h"
@@ -27,12 +29,6 @@
 #include "cli/report.h"
 #include "cli/transcript.h"
 #include "voxtral/voxtral.h"
-
-/* The most bytes read for the input "-": what the longest audio taken needs with room to spare
- * (30 min whole: 48 kHz stereo float WAV is 691 MB; 10 h segmented: 16-bit stereo at 48 kHz is
- * 6.9 GB), so that an endless pipe ends with a message instead of exhausting memory. */
-#define STDIN_MAX_BYTES ((size_t)1 << 30)
-#define STDIN_MAX_BYTES_SEGMENTED ((size_t)8 << 30)
 
 static vox_progress g_progress;
 
@@ -50,6 +46,11 @@ static void say(const char *fmt, ...) {
 static void report_device_failure(const char *device, const char *reason) {
     fprintf(stderr, "voxtral_runner: %s: cannot load the model: %s; left out\n", device,
             reason);
+}
+
+static bool interrupted(void *unused) {
+    (void)unused;
+    return vox_interrupted();
 }
 
 static double now_ms(void) {
@@ -359,9 +360,9 @@ int main(int argc, char **argv) {
          * that fails is this input's failure, as an unreadable file's would be, and a signal
          * meanwhile abandons it (the queue, cancelled, then ends the rest) */
         vox_error read_err = {0};
-        vox_status rst = vox_inputs_read_all(STDIN_FILENO, VOX_STDIN_INPUT,
-                                             o.segment ? STDIN_MAX_BYTES_SEGMENTED : STDIN_MAX_BYTES,
-                                             vox_interrupted, &stdin_audio, &stdin_bytes, &read_err);
+        vox_status rst = vox_read_all(STDIN_FILENO, VOX_STDIN_INPUT,
+                                      o.segment ? VOX_STREAM_MAX_BYTES_SEGMENTED : VOX_STREAM_MAX_BYTES,
+                                      interrupted, NULL, &stdin_audio, &stdin_bytes, &read_err);
         if (rst)
             on_complete(&(voxtral_completion){.tag = i, .path = VOX_STDIN_INPUT,
                                               .status = rst, .error = read_err.msg},

@@ -9,7 +9,8 @@
 #  - errors: garbage or nothing on standard input fail that input (exit 1, named "-", nothing on
 #    standard output); a terminal is refused; "-" twice, or beside --files-from -, is a usage
 #    error (exit 2) before the model loads; a file named "-" is still reachable as ./-;
-#  - SIGINT while the pipe sends nothing ends the run at once (exit 130), not at the pipe's end.
+#  - SIGINT while the pipe sends nothing ends the run at once (exit 130), not at the pipe's end;
+#  - a FIFO path decodes as its file does; SIGTERM while one waits for its writer exits 143.
 # Usage: test_runner_stdin.sh BUILD_DIR FIXTURES_DIR
 set -u
 build=$1
@@ -122,6 +123,25 @@ exec 3>&-
 [ "$rc" -eq 130 ] || fail "SIGINT while reading: exit $rc, want 130: $(cat "$tmp/int.err")"
 has "$tmp/int.err" "0 of 2 files transcribed, 0 failed, 2 not done (interrupted)"
 check "SIGINT: nothing on stdout" [ ! -s "$tmp/int.out" ]
+
+# a FIFO given as a path (a named pipe, a shell's <(cmd)) decodes as the file does, FLAC too
+# (libsndfile cannot seek a pipe: "decoder lost sync" before); one whose writer never comes is a
+# wait that one SIGTERM ends (it hung in open, past SIGTERM), the files before it written
+checks=$((checks + 1))
+"${R[@]}" <(cat "$audio/speech.flac") >"$tmp/procsub.out" 2>"$tmp/procsub.err"
+cmp -s "$tmp/procsub.out" "$tmp/file_speech.flac.out" || fail "<(cat speech.flac): $(cat "$tmp/procsub.err")"
+mkfifo "$tmp/nowriter.wav"
+"${R[@]}" "$audio/short.wav" "$tmp/nowriter.wav" >"$tmp/fifo_term.out" 2>"$tmp/fifo_term.err" </dev/null &
+pid=$!
+checks=$((checks + 1))
+wait_until "$pid" test -s "$tmp/fifo_term.out" || fail "short.wav before the FIFO: not written"
+kill -TERM "$pid"
+wait_exit "$pid" 20
+rc=$?
+pid=
+[ "$rc" -eq 143 ] || fail "SIGTERM while a FIFO waits for its writer: exit $rc, want 143: $(cat "$tmp/fifo_term.err")"
+check "the file before the FIFO: its transcript" cmp -s <(tail -n +2 "$tmp/fifo_term.out") "$tmp/file_short.wav.out"
+has "$tmp/fifo_term.err" "1 of 2 files transcribed"
 
 # a file named "-" is ./-
 cp "$audio/short.wav" "$tmp/-"

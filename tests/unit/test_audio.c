@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -688,7 +689,7 @@ static void test_reusing(void) {
         for (size_t c = 0; c < sizeof caps / sizeof caps[0]; c++) {
             float *buf = caps[c] ? malloc(caps[c] * sizeof *buf) : NULL;
             vox_audio got;
-            CHECK_MSG(vox_audio_load_reusing(path, 0, buf, caps[c], &got, &err) == VOX_OK, "%s",
+            CHECK_MSG(vox_audio_load_reusing(path, 0, buf, caps[c], NULL, NULL, &got, &err) == VOX_OK, "%s",
                       err.msg);
             CHECK_MSG(got.n_samples == want.n_samples && got.capacity >= got.n_samples &&
                           memcmp(got.samples, want.samples, want.n_samples * sizeof(float)) == 0,
@@ -704,8 +705,55 @@ static void test_reusing(void) {
     float *buf = malloc(4096 * sizeof *buf);
     vox_audio a;
     vox_error err = {0};
-    CHECK(vox_audio_load_reusing(bad_path("missing.wav"), 0, buf, 4096, &a, &err) == VOX_ERR_IO);
+    CHECK(vox_audio_load_reusing(bad_path("missing.wav"), 0, buf, 4096, NULL, NULL, &a, &err) == VOX_ERR_IO);
     CHECK(a.samples == NULL);
+}
+
+static bool stop_after_200ms(void *start) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    const struct timespec *t0 = start;
+    return (now.tv_sec - t0->tv_sec) * 1000 + (now.tv_nsec - t0->tv_nsec) / 1000000 >= 200;
+}
+
+/* A FIFO: its audio decodes as the file's does, also in formats libsndfile must seek (FLAC); a
+ * FIFO whose writer never comes is a wait that the stop function ends (it hung in open before). */
+static void test_fifo(void) {
+    const char *fifo = tmp_path("audio.fifo");
+    CHECK(mkfifo(fifo, 0600) == 0);
+    static const char *const names[] = {"speech.flac", "short.wav"};
+    for (size_t i = 0; i < 2; i++) {
+        char file[512];
+        snprintf(file, sizeof file, "%s/tiny/audio/%s", VOX_FIXTURES, names[i]);
+        vox_audio want, got;
+        vox_error err = {0};
+        CHECK_MSG(vox_audio_load(file, 0, &want, &err) == VOX_OK, "%s", err.msg);
+        pid_t writer = fork();
+        if (writer == 0) { /* the writer: the file's bytes into the FIFO, after a pause */
+            usleep(100000);
+            FILE *in = fopen(file, "rb"), *out = fopen(fifo, "wb");
+            char b[4096];
+            size_t n;
+            while (in && out && (n = fread(b, 1, sizeof b, in)) > 0) fwrite(b, 1, n, out);
+            if (out) fclose(out);
+            _exit(0);
+        }
+        vox_status st = vox_audio_load(fifo, 0, &got, &err);
+        waitpid(writer, NULL, 0);
+        CHECK_MSG(st == VOX_OK && got.n_samples == want.n_samples &&
+                      memcmp(got.samples, want.samples, want.n_samples * sizeof(float)) == 0,
+                  "%s through a FIFO: status %d (%s), %zu samples against %zu", names[i], (int)st,
+                  err.msg, got.n_samples, want.n_samples);
+        if (st == VOX_OK) vox_audio_free(&got);
+        vox_audio_free(&want);
+    }
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    vox_audio a;
+    vox_error err = {0};
+    vox_status st = vox_audio_load_reusing(fifo, 0, NULL, 0, stop_after_200ms, &t0, &a, &err);
+    CHECK_MSG(st == VOX_ERR_INTERRUPTED && strstr(err.msg, fifo) && a.samples == NULL,
+              "a FIFO without a writer: status %d (%s)", (int)st, err.msg);
 }
 
 int main(void) {
@@ -726,6 +774,7 @@ int main(void) {
     test_long_file_stops_early();
     test_mpeg();
     test_reusing();
+    test_fifo();
     cleanup();
     return test_finish("test_audio");
 }

@@ -15,6 +15,7 @@
 #include "cli/options.h"
 #include "cli/outfile.h"
 #include "cli/progress.h"
+#include "common/read_all.h"
 #include "harness.h"
 
 /* Parses a NULL-terminated list of arguments; returns the exit status vox_cli_parse gives. */
@@ -122,9 +123,12 @@ static void test_inputs(void) {
     rmdir(dir);
 }
 
-static bool stop_now(void) { return true; }
+static bool stop_now(void *unused) {
+    (void)unused;
+    return true;
+}
 
-/* vox_inputs_read_all: a whole input across the buffer's growth, the byte limit (exactly at it
+/* vox_read_all: a whole input across the buffer's growth, the byte limit (exactly at it
  * accepted, one byte past it refused), an interruption while a pipe sends nothing. */
 static void test_read_all(void) {
     char dir[] = "/tmp/vox_test_read_XXXXXX";
@@ -142,7 +146,7 @@ static void test_read_all(void) {
         unsigned char *got = NULL;
         size_t size = 0;
         vox_error err = {0};
-        vox_status st = vox_inputs_read_all(fd, "data", limits[li], NULL, &got, &size, &err);
+        vox_status st = vox_read_all(fd, "data", limits[li], NULL, NULL, &got, &size, &err);
         CHECK_MSG(st == VOX_OK && size == n && got && memcmp(got, want, n) == 0,
                   "limit %zu: status %d, %zu bytes: %s", limits[li], (int)st, size, err.msg);
         free(got);
@@ -152,12 +156,12 @@ static void test_read_all(void) {
     unsigned char *got = NULL;
     size_t size = 0;
     vox_error err = {0};
-    CHECK(vox_inputs_read_all(fd, "data", n - 1, NULL, &got, &size, &err) == VOX_ERR_TOO_LONG &&
+    CHECK(vox_read_all(fd, "data", n - 1, NULL, NULL, &got, &size, &err) == VOX_ERR_TOO_LONG &&
           !got && strstr(err.msg, "data: more than"));
     close(fd);
     int p[2];
     CHECK(pipe(p) == 0); /* the writer stays open and sends nothing */
-    CHECK(vox_inputs_read_all(p[0], "-", 1 << 20, stop_now, &got, &size, &err) == VOX_ERR_INTERRUPTED &&
+    CHECK(vox_read_all(p[0], "-", 1 << 20, stop_now, NULL, &got, &size, &err) == VOX_ERR_INTERRUPTED &&
           strstr(err.msg, "-: interrupted"));
     close(p[0]), close(p[1]);
     free(want);

@@ -1,0 +1,28 @@
+/* Reading a stream (standard input, a pipe, a FIFO) whole into memory, in waits that a stop
+ * function can end: audio that arrives through a pipe is decoded from memory, where libsndfile
+ * can seek. */
+#ifndef VOX_COMMON_READ_ALL_H
+#define VOX_COMMON_READ_ALL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Everything readable from fd up to its end, in *data (malloc'ed; *size bytes), at most
+ * max_bytes (more: VOX_ERR_TOO_LONG, so an endless pipe ends with a message, not out of
+ * memory). A terminal is refused (VOX_ERR_IO: nobody types audio); VOX_ERR_INTERRUPTED as soon
+ * as stop(stop_arg) (stop may be NULL) says so, waiting or not: it is asked every 100 ms while
+ * nothing arrives. fd may be non-blocking (a FIFO opened without waiting for its writer: it
+ * waits for one here). Errors name `name`. */
+vox_status vox_read_all(int fd, const char *name, size_t max_bytes, bool (*stop)(void *),
+                        void *stop_arg, unsigned char **data, size_t *size, vox_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
