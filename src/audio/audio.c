@@ -404,7 +404,12 @@ static vox_status sndfile_open(const vox_audio_input *in, const char *path, vox_
     SF_INFO info;
     memset(&info, 0, sizeof info);
     if (in->fd >= 0) {
-        f->snd = sf_open_fd(in->fd, SFM_READ, &info, SF_FALSE);
+        /* on a copy that libsndfile owns (and closes, also when the open fails): when it does
+         * not recognise the file, libsndfile 1.2 closes the descriptor it was given even with
+         * close_desc false, so the caller's own close after that could close a file that another
+         * reader thread had just opened under the same number */
+        const int own = dup(in->fd);
+        f->snd = own < 0 ? NULL : sf_open_fd(own, SFM_READ, &info, SF_TRUE);
     } else {
         static SF_VIRTUAL_IO io = {mem_get_filelen, mem_seek, mem_read, NULL, mem_tell};
         f->mem = (mem_file){in->data, (sf_count_t)in->size, 0};
@@ -431,10 +436,22 @@ static vox_status sndfile_open(const vox_audio_input *in, const char *path, vox_
     return VOX_OK;
 }
 
-/* The decoder for the input: libmpg123 for MPEG audio, libsndfile for the rest. */
+/* The decoder for the input: libmpg123 for MPEG audio, libsndfile for the rest; MPEG audio
+ * behind junk or padding, which neither the sniff nor libsndfile (from a descriptor) sees, is
+ * looked for in what libsndfile does not recognise. */
 static vox_status source_open(const vox_audio_input *in, const char *path, vox_audio_source *src,
                               vox_error *err) {
-    return vox_mpeg_sniff(in) ? mpeg_open(in, path, src, err) : sndfile_open(in, path, src, err);
+    if (vox_mpeg_sniff(in)) return mpeg_open(in, path, src, err);
+    vox_status st = sndfile_open(in, path, src, err);
+    if (st == VOX_ERR_FORMAT && !src->impl && vox_mpeg_find(in)) {
+        vox_error mpeg_err = {0};
+        if (mpeg_open(in, path, src, &mpeg_err) == VOX_OK) {
+            /* libmpg123 estimates the length from the file's size, junk included: unknown */
+            src->expected_frames = 0;
+            return VOX_OK;
+        }
+    }
+    return st;
 }
 
 /* ---- decoding -------------------------------------------------------------------------------- */

@@ -59,6 +59,67 @@ bool vox_mpeg_sniff(const vox_audio_input *in) {
     return frame_header(h);
 }
 
+/* The length in bytes of the frame whose header is h (frame_header(h)), or 0 for a free-format
+ * frame (no bitrate in the header). ISO 11172-3 / 13818-3: kbit/s by version and layer, then
+ * Layer I 4 * (12 * bitrate / rate + padding), Layer II and MPEG-1 Layer III 144 * bitrate /
+ * rate + padding, MPEG-2/2.5 Layer III 72 * bitrate / rate + padding. */
+static unsigned frame_bytes(const unsigned char *h) {
+    static const unsigned short kbps[5][15] = {
+        {0, 32, 64, 96, 128, 160, 192, 224, 256, 288, 320, 352, 384, 416, 448}, /* MPEG-1 I */
+        {0, 32, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384},    /* MPEG-1 II */
+        {0, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320},     /* MPEG-1 III */
+        {0, 32, 48, 56, 64, 80, 96, 112, 128, 144, 160, 176, 192, 224, 256},    /* MPEG-2 I */
+        {0, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160},         /* MPEG-2 II, III */
+    };
+    static const unsigned rates[3] = {44100, 48000, 32000}; /* MPEG-1; /2 MPEG-2, /4 MPEG-2.5 */
+    const int version = (h[1] >> 3) & 3, layer = 4 - ((h[1] >> 1) & 3); /* version 3 = MPEG-1 */
+    const unsigned index = h[2] >> 4, pad = (h[2] >> 1) & 1;
+    const unsigned rate = rates[(h[2] >> 2) & 3] >> (version == 3 ? 0 : version == 2 ? 1 : 2);
+    const int table = version == 3 ? layer - 1 : layer == 1 ? 3 : 4;
+    const unsigned long bitrate = kbps[table][index] * 1000ul;
+    if (bitrate == 0) return 0;
+    if (layer == 1) return (unsigned)(12 * bitrate / rate + pad) * 4;
+    return (unsigned)((layer == 3 && version != 3 ? 72 : 144) * bitrate / rate + pad);
+}
+
+bool vox_mpeg_find(const vox_audio_input *in) {
+    enum { kSearch = 64 << 10, kTail = 3 * 4096 }; /* frames are at most ~2.9 KB */
+    unsigned char h[10];
+    uint64_t start = 0;
+    if (peek(in, 0, h, sizeof h) && memcmp(h, "ID3", 3) == 0 && !((h[6] | h[7] | h[8] | h[9]) & 0x80))
+        start = 10 + ((uint64_t)h[6] << 21 | (uint64_t)h[7] << 14 | (uint64_t)h[8] << 7 | h[9]) +
+                (h[5] & 0x10 ? 10 : 0);
+    unsigned char *buf = malloc(kSearch + kTail);
+    if (!buf) return false;
+    size_t n = 0; /* what is there of [start, start + kSearch + kTail) */
+    if (in->fd < 0) {
+        if (start < in->size) n = in->size - start < kSearch + kTail ? in->size - start : kSearch + kTail;
+        memcpy(buf, in->data + start, n);
+    } else {
+        ssize_t got;
+        while (n < kSearch + kTail &&
+               (got = pread(in->fd, buf + n, kSearch + kTail - n, (off_t)(start + n))) != 0) {
+            if (got < 0 && errno == EINTR) continue;
+            if (got < 0) break;
+            n += (size_t)got;
+        }
+    }
+    bool found = false;
+    for (size_t i = 0; i + 4 <= n && i < kSearch && !found; i++) {
+        size_t at = i;
+        int frames = 0;
+        while (frames < 3 && at + 4 <= n && frame_header(buf + at)) {
+            const unsigned len = frame_bytes(buf + at);
+            if (len < 4) break;
+            frames++;
+            at += len;
+        }
+        found = frames == 3;
+    }
+    free(buf);
+    return found;
+}
+
 /* ---- decoding -------------------------------------------------------------------------------- */
 
 typedef struct {
@@ -229,6 +290,8 @@ vox_status vox_mpeg_open(const vox_audio_input *in, vox_audio_source *src, char 
     }
     mpg123_param(m->mh, MPG123_REMOVE_FLAGS, MPG123_AUTO_RESAMPLE, 0);
     mpg123_param(m->mh, MPG123_ADD_FLAGS, MPG123_FORCE_FLOAT | MPG123_GAPLESS | MPG123_QUIET, 0);
+    /* junk before the first frame as far as vox_mpeg_find looks (libmpg123's default: 1 KB) */
+    mpg123_param(m->mh, MPG123_RESYNC_LIMIT, 80 << 10, 0);
 #if MPG123_API_VERSION >= 45
     mpg123_param(m->mh, MPG123_ADD_FLAGS, MPG123_NO_FRANKENSTEIN, 0);
 #endif

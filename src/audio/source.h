@@ -31,6 +31,10 @@ struct vox_audio_source {
 
 /* True when the input holds MPEG audio at its start (after an ID3v2 tag, if any). */
 bool vox_mpeg_sniff(const vox_audio_input *in);
+/* True when three consecutive MPEG frames start within the first 64 KiB (after an ID3v2 tag):
+ * MPEG audio behind junk or padding, which libsndfile recognises only by a .mp3 name. Asked
+ * only of inputs libsndfile does not recognise. */
+bool vox_mpeg_find(const vox_audio_input *in);
 
 /* Opens the input with libmpg123. VOX_ERR_FORMAT when it holds no MPEG audio (why says what
  * libmpg123 found), VOX_ERR_NOMEM. */

@@ -709,6 +709,57 @@ static void test_reusing(void) {
     CHECK(a.samples == NULL);
 }
 
+/* MPEG audio behind junk or padding (zero bytes, text, zeros after an ID3v2 tag), which libsndfile
+ * does not recognise from a descriptor: the same samples as the plain file, from a file and from
+ * memory, without a warning (its size-based length would count the junk); random bytes of the
+ * same size are still not audio. */
+static void test_mpeg_after_junk(void) {
+    char speech[512];
+    snprintf(speech, sizeof speech, "%s/tiny/audio/speech.mp3", VOX_FIXTURES);
+    size_t len = 0;
+    char *mp3 = test_read_file(speech, &len);
+    CHECK(mp3 != NULL);
+    if (!mp3) return;
+    vox_audio want;
+    vox_error err = {0};
+    CHECK_MSG(vox_audio_load(speech, 0, &want, &err) == VOX_OK, "%s", err.msg);
+    static const unsigned char id3[10] = {'I', 'D', '3', 4, 0, 0, 0, 0, 0, 20}; /* 20-byte tag */
+    struct {
+        const char *name;
+        size_t n;
+        const unsigned char *head; /* NULL: n zero bytes */
+    } cases[] = {{"zeros500.mp3", 500, NULL}, {"junk8.bin", 8, (const unsigned char *)"JUNKJUNK"},
+                 {"id3pad.mp3", 330, id3}, {"zeros30k.mp3", 30000, NULL}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        size_t n = cases[c].n + len;
+        unsigned char *bytes = calloc(n, 1);
+        if (cases[c].head) memcpy(bytes, cases[c].head, cases[c].head == id3 ? 10 : cases[c].n);
+        memcpy(bytes + cases[c].n, mp3, len);
+        const char *path = tmp_path(cases[c].name);
+        FILE *o = fopen(path, "wb");
+        CHECK(o && fwrite(bytes, 1, n, o) == n);
+        if (o) fclose(o);
+        for (int mem = 0; mem < 2; mem++) {
+            vox_audio a;
+            vox_status st = mem ? vox_audio_load_memory(bytes, n, path, 0, &a, &err)
+                                : vox_audio_load(path, 0, &a, &err);
+            CHECK_MSG(st == VOX_OK && a.n_samples == want.n_samples && !a.warning[0] &&
+                          memcmp(a.samples, want.samples, want.n_samples * sizeof(float)) == 0,
+                      "%s%s: status %d (%s), %zu samples against %zu, warning '%s'", cases[c].name,
+                      mem ? " from memory" : "", (int)st, err.msg, st ? 0 : a.n_samples,
+                      want.n_samples, st ? "" : a.warning);
+            if (st == VOX_OK) vox_audio_free(&a);
+        }
+        for (size_t i = 0; i < n; i++) bytes[i] = (unsigned char)(i * 2654435761u >> 13);
+        vox_audio a;
+        CHECK_MSG(vox_audio_load_memory(bytes, n, "noise", 0, &a, &err) == VOX_ERR_FORMAT,
+                  "noise of %zu bytes was decoded", n);
+        free(bytes);
+    }
+    vox_audio_free(&want);
+    free(mp3);
+}
+
 static bool stop_after_200ms(void *start) {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
@@ -775,6 +826,7 @@ int main(void) {
     test_mpeg();
     test_reusing();
     test_fifo();
+    test_mpeg_after_junk();
     cleanup();
     return test_finish("test_audio");
 }
