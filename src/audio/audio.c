@@ -369,18 +369,31 @@ static bool unknown_data_size(long long claimed) {
     return claimed == 0xFFFFFFFFLL || claimed == 0x7FFFF000LL || claimed == 0x7FFFFFFFLL;
 }
 
-/* What the header announces. A WAV cut short: libsndfile counts only the frames present, and
- * says in its log what the header claimed ("data : 32000 (should be 8000)", bytes). A streamed
- * WAV's placeholder size announces nothing: the frames present are all there is. */
+/* What the header announces. A file cut short: libsndfile counts only the frames present, and
+ * says in its log what the header claimed of the audio data, in bytes: "data : 32000 (should be
+ * 8000)" (WAV), " SSND : ..." (AIFF, AIFF-C), "Data Size : ..." (AU). W64's data line never
+ * says, so there the whole file's ("riff : N (should be M)") stands in; elsewhere the
+ * container's size is not used, since writers get it wrong in files whose audio is whole. A
+ * streamed WAV's placeholder size announces nothing: the frames present are all there is. */
 static double sndfile_expected_frames(SNDFILE *snd, const SF_INFO *info) {
     double frames = info->frames > 0 && info->frames < SF_COUNT_MAX ? (double)info->frames : 0;
-    char log[2048] = "";
+    char log[4096] = "";
     sf_command(snd, SFC_GET_LOG_INFO, log, sizeof log);
-    const char *data = strstr(log, "data : ");
-    long long claimed = 0, present = 0;
-    if (data && sscanf(data, "data : %lld (should be %lld)", &claimed, &present) == 2 &&
-        claimed > present && present > 0 && !unknown_data_size(claimed))
-        frames *= (double)claimed / (double)present;
+    const bool w64 = (info->format & SF_FORMAT_TYPEMASK) == SF_FORMAT_W64;
+    char *save = NULL;
+    for (char *line = strtok_r(log, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char label[32];
+        long long claimed = 0, present = 0;
+        if (sscanf(line, " %31[^:]: %lld (should be %lld)", label, &claimed, &present) != 3)
+            continue;
+        for (size_t n = strlen(label); n > 0 && label[n - 1] == ' ';) label[--n] = 0;
+        const bool data = strcmp(label, "data") == 0 || strcmp(label, "SSND") == 0 ||
+                          strcmp(label, "Data Size") == 0 || (w64 && strcmp(label, "riff") == 0);
+        if (!data) continue;
+        if (claimed > present && present > 0 && !unknown_data_size(claimed))
+            frames *= (double)claimed / (double)present;
+        break;
+    }
     return frames;
 }
 
