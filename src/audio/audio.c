@@ -228,14 +228,15 @@ static bool all_finite(const float *x, size_t n) {
     return bad == 0;
 }
 
+/* x: n values, `channels` interleaved a frame, the first of them frame first_frame. */
 static vox_status check_finite(const char *path, const float *x, size_t n, size_t first_frame,
-                               vox_error *err) {
+                               int channels, vox_error *err) {
     if (all_finite(x, n)) return VOX_OK;
     for (size_t i = 0; i < n; i++) /* the first one, for the message */
         if (!isfinite(x[i]))
             return vox_fail(err, VOX_ERR_FORMAT,
                             "%s: sample at frame %zu is %s: the file is corrupt or holds "
-                            "non-audio data", path, first_frame + i,
+                            "non-audio data", path, first_frame + i / (size_t)channels,
                             isnan(x[i]) ? "NaN" : "infinite");
     return VOX_OK;
 }
@@ -268,7 +269,7 @@ vox_status vox_audio_check_samples(const char *name, const float *x, size_t n, d
     vox_status st = check_limit(name, &max_seconds, err);
     if (st) return st;
     if ((double)n > max_seconds * VOX_SAMPLE_RATE) return too_long(name, max_seconds, err);
-    return check_finite(name, x, n, 0, err);
+    return check_finite(name, x, n, 0, 1, err);
 }
 
 /* ---- libsndfile: every format but MPEG audio ------------------------------------------------- */
@@ -499,8 +500,8 @@ static void note_warning(const vox_audio_source *src, size_t total, vox_audio *o
 static vox_status decode_source(vox_audio_source *src, const char *path, double max_seconds,
                                 float_vec *reuse, vox_audio *out, vox_error *err) {
     if (src->rate <= 0 || src->rate > MAX_SOURCE_RATE || src->channels <= 0)
-        return vox_fail(err, VOX_ERR_FORMAT, "%s: invalid header (%d Hz, %d channels)", path,
-                        src->rate, src->channels);
+        return vox_fail(err, VOX_ERR_FORMAT, "%s: invalid header (%d Hz, %d channel%s)", path,
+                        src->rate, src->channels, src->channels == 1 ? "" : "s");
     const int channels = src->channels;
     const double rate = src->rate;
     const double max_frames = floor(max_seconds * rate);
@@ -563,12 +564,20 @@ static vox_status decode_source(vox_audio_source *src, const char *path, double 
         }
         const float *x = in; /* the block, mono */
         if (channels > 1) {
+            /* the samples as read first, so that a NaN or infinity is reported as the file's */
+            st = check_finite(path, buf, n * (size_t)channels, total, channels, err);
+            if (st) break;
             for (size_t i = 0; i < n; i++)
                 mono[i] = (float)((double)numpy_sum(buf + i * (size_t)channels,
                                                     (size_t)channels) / (double)channels);
             x = mono;
+            if (!all_finite(x, n)) { /* finite samples whose float32 sum overflows */
+                st = vox_fail(err, VOX_ERR_FORMAT, "%s: mixing the channels overflowed: sample "
+                              "values near the float limit are not audio", path);
+                break;
+            }
         }
-        st = check_finite(path, x, n, total, err);
+        st = check_finite(path, x, n, total, 1, err);
         if (st) break;
         if (direct_read) {
             direct.n += n;
@@ -609,8 +618,8 @@ static vox_status decode_source(vox_audio_source *src, const char *path, double 
     }
     resampler_free(&rs);
     if (!st && direct.n == 0)
-        st = vox_fail(err, VOX_ERR_FORMAT, "%s: too short: %zu frames at %d Hz leave no sample at "
-                      "%d Hz", path, total, src->rate, VOX_SAMPLE_RATE);
+        st = vox_fail(err, VOX_ERR_FORMAT, "%s: too short: %zu frame%s at %d Hz leave no sample at "
+                      "%d Hz", path, total, total == 1 ? "" : "s", src->rate, VOX_SAMPLE_RATE);
     if (!st && resample && !all_finite(direct.data, direct.n)) /* read samples were checked */
         st = vox_fail(err, VOX_ERR_FORMAT, "%s: resampling overflowed: sample values near the "
                       "float limit are not audio", path);

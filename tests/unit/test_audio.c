@@ -460,6 +460,19 @@ static void test_bad_files(void) {
         if (!st) vox_audio_free(&a);
     }
     free(x);
+    /* stereo float: a NaN is reported at its frame; finite samples whose mix overflows float
+     * are refused as such, not as an "infinite" sample of the file */
+    float st_x[2 * 64];
+    for (size_t i = 0; i < 2 * 64; i++) st_x[i] = 0.1f;
+    st_x[2 * 5 + 1] = NAN;
+    const char *st_nan = tmp_path("stereo_nan.wav");
+    CHECK(write_audio(st_nan, SF_FORMAT_WAV | SF_FORMAT_FLOAT, VOX_SAMPLE_RATE, 2, st_x, 64));
+    expect_error(st_nan, 0, VOX_ERR_FORMAT, "sample at frame 5 is NaN");
+    st_x[2 * 5 + 1] = 0.1f;
+    st_x[2 * 7] = st_x[2 * 7 + 1] = 3e38f;
+    const char *st_ovf = tmp_path("stereo_overflow.wav");
+    CHECK(write_audio(st_ovf, SF_FORMAT_WAV | SF_FORMAT_FLOAT, VOX_SAMPLE_RATE, 2, st_x, 64));
+    expect_error(st_ovf, 0, VOX_ERR_FORMAT, "mixing the channels overflowed");
     /* a whole file: no warning */
     st = vox_audio_load(bad_path("../tiny/audio/speech.flac"), 0, &a, &err);
     CHECK_MSG(st == VOX_OK && a.warning[0] == 0, "speech.flac: '%s' %s", a.warning, err.msg);
