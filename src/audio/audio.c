@@ -423,7 +423,12 @@ static vox_status sndfile_open(const vox_audio_input *in, const char *path, vox_
          * close_desc false, so the caller's own close after that could close a file that another
          * reader thread had just opened under the same number */
         const int own = dup(in->fd);
-        f->snd = own < 0 ? NULL : sf_open_fd(own, SFM_READ, &info, SF_TRUE);
+        if (own < 0) {
+            const int e = errno;
+            free(f);
+            return vox_fail(err, VOX_ERR_IO, "%s: cannot read: %s", path, strerror(e));
+        }
+        f->snd = sf_open_fd(own, SFM_READ, &info, SF_TRUE);
     } else {
         static SF_VIRTUAL_IO io = {mem_get_filelen, mem_seek, mem_read, NULL, mem_tell};
         f->mem = (mem_file){in->data, (sf_count_t)in->size, 0};
