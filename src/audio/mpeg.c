@@ -93,8 +93,10 @@ bool vox_mpeg_find(const vox_audio_input *in) {
     if (!buf) return false;
     size_t n = 0; /* what is there of [start, start + kSearch + kTail) */
     if (in->fd < 0) {
-        if (start < in->size) n = in->size - start < kSearch + kTail ? in->size - start : kSearch + kTail;
-        memcpy(buf, in->data + start, n);
+        if (start < in->size) {
+            n = in->size - start < kSearch + kTail ? in->size - start : kSearch + kTail;
+            memcpy(buf, in->data + start, n);
+        }
     } else {
         ssize_t got;
         while (n < kSearch + kTail &&
