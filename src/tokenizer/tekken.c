@@ -666,24 +666,6 @@ vox_status vox_tokenizer_decode(const vox_tokenizer *tok, const int32_t *ids, si
     }
     size_t n = vox_tok_utf8_repair(raw, o, out);
     free(raw);
-    /* the text is a C string: a NUL byte (the byte token 0, which a model can emit) would end
-     * it there, so it becomes U+FFFD like an ill-formed byte */
-    size_t nuls = 0;
-    for (size_t i = 0; i < n; i++) nuls += out[i] == 0;
-    if (nuls) {
-        uint8_t *wide = malloc(n + 2 * nuls + 1), *w = wide;
-        if (!wide) {
-            free(out);
-            return vox_fail(err, VOX_ERR_NOMEM, "tokenizer: out of memory");
-        }
-        for (size_t i = 0; i < n; i++) {
-            if (out[i]) *w++ = out[i];
-            else *w++ = 0xEF, *w++ = 0xBF, *w++ = 0xBD;
-        }
-        free(out);
-        out = wide;
-        n = (size_t)(w - wide);
-    }
     out[n] = 0;
     *text = (char *)out;
     return VOX_OK;

@@ -63,7 +63,7 @@ size_t vox_tok_utf8_repair(const uint8_t *s, size_t n, uint8_t *dst) {
     while (i < n) {
         int complete;
         size_t len = maximal_subpart(s + i, n - i, &complete);
-        if (complete) {
+        if (complete && s[i] != 0) {
             memcpy(dst + o, s + i, len);
             o += len;
         } else {

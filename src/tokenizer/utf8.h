@@ -16,7 +16,8 @@ size_t vox_tok_utf8_seq_len(const uint8_t *s, size_t n);
 size_t vox_tok_utf8_check(const uint8_t *s, size_t n);
 
 /* Writes s[0..n) to dst with each maximal subpart of an ill-formed sequence replaced by U+FFFD
- * (EF BF BD), as Python's decoder does. dst must hold 3 * n bytes; returns the bytes written. */
+ * (EF BF BD), as Python's decoder does, and each NUL byte too (the text becomes a C string,
+ * which a NUL would end). dst must hold 3 * n bytes; returns the bytes written. */
 size_t vox_tok_utf8_repair(const uint8_t *s, size_t n, uint8_t *dst);
 
 #endif

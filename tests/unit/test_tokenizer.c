@@ -514,6 +514,7 @@ static void test_utf8_helpers(void) {
     CHECK(vox_tok_utf8_check(ok, n) == n);
     uint8_t out[3 * sizeof ok];
     CHECK(vox_tok_utf8_repair(ok, n, out) == n && memcmp(out, ok, n) == 0);
+    CHECK(vox_tok_utf8_repair((const uint8_t *)"a\0b", 3, out) == 5 && memcmp(out, "a\xef\xbf\xbd" "b", 5) == 0);
     CHECK(vox_tok_utf8_check((const uint8_t *)"ab\xc3", 3) == 2);
     CHECK(vox_tok_utf8_check((const uint8_t *)"\xf4\x90\x80\x80", 4) == 0);
     CHECK(vox_tok_utf8_seq_len((const uint8_t *)"\xe2\x82\xac", 3) == 3);
