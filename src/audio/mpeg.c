@@ -35,27 +35,44 @@ static bool frame_header(const unsigned char *h) {
            ((h[1] >> 1) & 3) != 0 && (h[2] >> 4) != 15 && ((h[2] >> 2) & 3) != 3;
 }
 
+/* Up to n bytes at offset off (fewer where the input ends); returns how many. */
+static size_t read_at(const vox_audio_input *in, uint64_t off, unsigned char *buf, size_t n) {
+    if (in->fd < 0) {
+        if (off >= in->size) return 0;
+        if (n > in->size - off) n = in->size - off;
+        memcpy(buf, in->data + off, n);
+        return n;
+    }
+    size_t done = 0;
+    while (done < n) {
+        ssize_t got = pread(in->fd, buf + done, n - done, (off_t)(off + done));
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) break;
+        done += (size_t)got;
+    }
+    return done;
+}
+
 /* n bytes at offset off; false when the input is shorter. */
 static bool peek(const vox_audio_input *in, uint64_t off, unsigned char *buf, size_t n) {
-    if (in->fd < 0) {
-        if (off > in->size || in->size - off < n) return false;
-        memcpy(buf, in->data + off, n);
-        return true;
-    }
-    ssize_t got = pread(in->fd, buf, n, (off_t)off);
-    return got == (ssize_t)n;
+    return read_at(in, off, buf, n) == n;
+}
+
+/* Where the audio begins after an ID3v2 tag at the start (h: the input's first 10 bytes): 0
+ * without a tag, -1 for a tag whose size is not syncsafe. A tag is a 10-byte header, a syncsafe
+ * size and an optional 10-byte footer. */
+static int64_t id3v2_end(const unsigned char *h) {
+    if (memcmp(h, "ID3", 3) != 0) return 0;
+    if ((h[6] | h[7] | h[8] | h[9]) & 0x80) return -1;
+    return 10 + ((int64_t)h[6] << 21 | (int64_t)h[7] << 14 | (int64_t)h[8] << 7 | h[9]) +
+           (h[5] & 0x10 ? 10 : 0);
 }
 
 bool vox_mpeg_sniff(const vox_audio_input *in) {
     unsigned char h[10];
-    uint64_t off = 0;
     if (!peek(in, 0, h, sizeof h)) return false;
-    if (memcmp(h, "ID3", 3) == 0) { /* ID3v2: a 10-byte header, a syncsafe size, a footer */
-        if ((h[6] | h[7] | h[8] | h[9]) & 0x80) return false;
-        off = 10 + ((uint64_t)h[6] << 21 | (uint64_t)h[7] << 14 | (uint64_t)h[8] << 7 | h[9]);
-        if (h[5] & 0x10) off += 10;
-        if (!peek(in, off, h, 4)) return false;
-    }
+    const int64_t off = id3v2_end(h);
+    if (off < 0 || (off > 0 && !peek(in, (uint64_t)off, h, 4))) return false;
     return frame_header(h);
 }
 
@@ -85,27 +102,10 @@ static unsigned frame_bytes(const unsigned char *h) {
 bool vox_mpeg_find(const vox_audio_input *in) {
     enum { kSearch = 64 << 10, kTail = 3 * 4096 }; /* frames are at most ~2.9 KB */
     unsigned char h[10];
-    uint64_t start = 0;
-    if (peek(in, 0, h, sizeof h) && memcmp(h, "ID3", 3) == 0 && !((h[6] | h[7] | h[8] | h[9]) & 0x80))
-        start = 10 + ((uint64_t)h[6] << 21 | (uint64_t)h[7] << 14 | (uint64_t)h[8] << 7 | h[9]) +
-                (h[5] & 0x10 ? 10 : 0);
+    const int64_t tag_end = peek(in, 0, h, sizeof h) ? id3v2_end(h) : 0;
     unsigned char *buf = malloc(kSearch + kTail);
     if (!buf) return false;
-    size_t n = 0; /* what is there of [start, start + kSearch + kTail) */
-    if (in->fd < 0) {
-        if (start < in->size) {
-            n = in->size - start < kSearch + kTail ? in->size - start : kSearch + kTail;
-            memcpy(buf, in->data + start, n);
-        }
-    } else {
-        ssize_t got;
-        while (n < kSearch + kTail &&
-               (got = pread(in->fd, buf + n, kSearch + kTail - n, (off_t)(start + n))) != 0) {
-            if (got < 0 && errno == EINTR) continue;
-            if (got < 0) break;
-            n += (size_t)got;
-        }
-    }
+    const size_t n = read_at(in, tag_end > 0 ? (uint64_t)tag_end : 0, buf, kSearch + kTail);
     bool found = false;
     for (size_t i = 0; i + 4 <= n && i < kSearch && !found; i++) {
         size_t at = i;
