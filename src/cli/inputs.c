@@ -2,12 +2,9 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <poll.h>
 #include <stdbool.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 static int append(vox_inputs *in, const char *s, size_t len) {
     if ((in->n & (in->n + 1)) == 0) { /* capacity is the next power of two minus one */
@@ -98,15 +95,13 @@ void vox_inputs_free(vox_inputs *in) {
     memset(in, 0, sizeof *in);
 }
 
-void vox_shard_paths(char **paths, size_t count, int k, int n) {
+size_t vox_shard_paths(char **paths, size_t count, int k, int n) {
     size_t kept = 0;
     for (size_t i = 0; i < count; i++) {
         if (i % (size_t)n == (size_t)k) paths[kept++] = paths[i];
         else free(paths[i]);
     }
+    return kept;
 }
 
-void vox_inputs_shard(vox_inputs *in, int k, int n) {
-    vox_shard_paths(in->paths, in->n, k, n);
-    in->n = in->n / (size_t)n + (in->n % (size_t)n > (size_t)k);
-}
+void vox_inputs_shard(vox_inputs *in, int k, int n) { in->n = vox_shard_paths(in->paths, in->n, k, n); }

@@ -30,8 +30,8 @@ vox_status vox_inputs_read(vox_inputs *in, FILE *f, const char *name, vox_error 
 /* Keeps the inputs whose position in the list (0-based) is k modulo n (0 <= k < n): the N shards
  * of a list are disjoint, cover it, and differ in size by at most one. */
 void vox_inputs_shard(vox_inputs *in, int k, int n);
-/* The same selection on a parallel array of in->n strings (before vox_inputs_shard): the others
- * are freed, the kept ones moved to the front. */
-void vox_shard_paths(char **paths, size_t count, int k, int n);
+/* The same selection on an array of count strings (a parallel one before vox_inputs_shard):
+ * the others are freed, the kept ones moved to the front; returns how many are kept. */
+size_t vox_shard_paths(char **paths, size_t count, int k, int n);
 void vox_inputs_free(vox_inputs *in);
 #endif
