@@ -650,21 +650,18 @@ static vox_status load_input(const vox_audio_input *in, const char *name, double
     return st;
 }
 
-/* A FIFO (a named pipe, or a shell's <(cmd)): opening one waits for its writer, in a call no
- * signal ends, and libsndfile cannot seek a pipe (FLAC loses sync, RF64 and W64 lengths come out
- * wrong, CAF gives nothing). So it is opened without waiting, read whole in waits that `stop`
- * can end, and decoded from memory, as audio on standard input is. */
-static vox_status load_fifo(const char *path, double max_seconds, bool (*stop)(void *),
+/* A FIFO (a named pipe, or a shell's <(cmd)), opened without waiting for its writer (a blocking
+ * open waits in a call no signal ends): libsndfile cannot seek a pipe (FLAC loses sync, RF64 and
+ * W64 lengths come out wrong, CAF gives nothing), so it is read whole, in waits that `stop` can
+ * end, and decoded from memory, as audio on standard input is. */
+static vox_status load_fifo(int fd, const char *path, double max_seconds, bool (*stop)(void *),
                             void *stop_arg, vox_audio *out, vox_error *err) {
-    int fd = open(path, O_RDONLY | O_NONBLOCK);
-    if (fd < 0) return vox_fail(err, VOX_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     unsigned char *data = NULL;
     size_t size = 0;
     vox_status st = vox_read_all(fd, path,
                                  max_seconds > VOX_MAX_AUDIO_SECONDS ? VOX_STREAM_MAX_BYTES_SEGMENTED
                                                                      : VOX_STREAM_MAX_BYTES,
                                  stop, stop_arg, &data, &size, err);
-    close(fd);
     if (!st) st = vox_audio_load_memory(data, size, path, max_seconds, out, err);
     free(data);
     return st;
@@ -674,25 +671,28 @@ vox_status vox_audio_load_reusing(const char *path, double max_seconds, float *r
                                   size_t reuse_cap, bool (*stop)(void *), void *stop_arg,
                                   vox_audio *out, vox_error *err) {
     memset(out, 0, sizeof *out);
-    struct stat pre;
-    if (stat(path, &pre) == 0 && S_ISFIFO(pre.st_mode)) {
-        free(reuse);
-        return load_fifo(path, max_seconds, stop, stop_arg, out, err);
-    }
     float_vec buf = {.data = reuse, .cap = reuse ? reuse_cap : 0};
     vox_status st = check_limit(path, &max_seconds, err);
-    int fd = st ? -1 : open(path, O_RDONLY);
+    /* non-blocking only for a FIFO's open (load_fifo); cleared below for everything else */
+    int fd = st ? -1 : open(path, O_RDONLY | O_NONBLOCK);
     if (!st && fd < 0) st = vox_fail(err, VOX_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
     if (!st && fstat(fd, &sb) != 0)
         st = vox_fail(err, VOX_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
-    if (!st && S_ISDIR(sb.st_mode))
-        st = vox_fail(err, VOX_ERR_IO, "%s: is a directory, not an audio file", path);
-    if (!st && S_ISREG(sb.st_mode) && sb.st_size == 0)
-        st = vox_fail(err, VOX_ERR_FORMAT, "%s: empty file (0 bytes), not audio", path);
-    if (!st) {
-        vox_audio_input in = {.fd = fd};
-        st = load_input(&in, path, max_seconds, &buf, out, err);
+    if (!st && S_ISFIFO(sb.st_mode)) {
+        st = load_fifo(fd, path, max_seconds, stop, stop_arg, out, err);
+    } else {
+        int flags = st ? 0 : fcntl(fd, F_GETFL);
+        if (!st && (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0))
+            st = vox_fail(err, VOX_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
+        if (!st && S_ISDIR(sb.st_mode))
+            st = vox_fail(err, VOX_ERR_IO, "%s: is a directory, not an audio file", path);
+        if (!st && S_ISREG(sb.st_mode) && sb.st_size == 0)
+            st = vox_fail(err, VOX_ERR_FORMAT, "%s: empty file (0 bytes), not audio", path);
+        if (!st) {
+            vox_audio_input in = {.fd = fd};
+            st = load_input(&in, path, max_seconds, &buf, out, err);
+        }
     }
     if (fd >= 0) close(fd);
     free(buf.data); /* not taken by the decoding */
