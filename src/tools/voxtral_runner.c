@@ -19,7 +19,6 @@
 
 #include "audio/audio.h"
 #include "cli/devices.h"
-#include "common/read_all.h"
 #include "cli/inputs.h"
 #include "cli/interrupt.h"
 #include "cli/options.h"
@@ -28,6 +27,7 @@
 #include "cli/progress.h"
 #include "cli/report.h"
 #include "cli/transcript.h"
+#include "common/read_all.h"
 #include "voxtral/voxtral.h"
 
 static vox_progress g_progress;
