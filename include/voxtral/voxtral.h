@@ -200,7 +200,7 @@ typedef void (*voxtral_completion_callback)(const voxtral_completion *c, void *u
 typedef struct {
     int max_batch;             /* most sequences decoded at once; <= 0: sized from the device's
                                   free memory (voxtral_queue_batch_size reports the choice) */
-    int read_ahead;            /* files decoded ahead of the GPU; <= 0: 32 a device */
+    int read_ahead;            /* files decoded ahead of the GPU; <= 0: two encoder groups a device (64 on a GPU, 16 on the CPU), at least 16 */
     int reader_threads;        /* threads decoding audio; <= 0: the cores, 2 to 8 */
     voxtral_completion_callback on_complete; /* required */
     void *user_data;

@@ -158,6 +158,7 @@ struct vox_backend {
     const char *name;   /* "cpu" or "cuda:N" */
     const char *product; /* the device's own name ("NVIDIA H200"), or NULL */
     vox_dtype act_type; /* dtype of activations (F32 on cpu, BF16 on cuda) */
+    int encoder_group;  /* chunks the audio encoder runs at once, unless VOX_ENCODER_GROUP says */
     void *impl;
 
     void (*destroy)(vox_backend *be);

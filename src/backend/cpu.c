@@ -619,6 +619,7 @@ vox_status vox_backend_cpu_create(vox_backend **out, vox_error *err) {
     *be = (vox_backend){
         .name = "cpu",
         .act_type = VOX_DTYPE_F32,
+        .encoder_group = 8, /* bounds the workspace in host memory (about 60 MB a chunk) */
         .impl = s,
         .destroy = cpu_destroy,
         .alloc = cpu_alloc,

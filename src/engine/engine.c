@@ -308,6 +308,7 @@ static vox_status encode_group(vox_engine *e, vox_seq **g, int n, size_t chunks,
     const vox_decoder_config *d = &m->cfg.decoder;
     int per_chunk = vox_encoder_tokens_per_chunk(m);
     vox_tensor features = {0}, audio = {0};
+    double h0 = vox_wall_ms(); /* host time spent issuing each phase (the trace's *_host_ms) */
     int mk0 = be->mark(be);
     int64_t fshape[3] = {(int64_t)chunks, m->cfg.encoder.num_mel_bins, VOX_CHUNK_FRAMES};
     vox_status st = vox_tensor_new(be, &features, be->act_type, 3, fshape, err);
@@ -320,10 +321,12 @@ static vox_status encode_group(vox_engine *e, vox_seq **g, int n, size_t chunks,
         c0 += g[i]->n_chunks;
     }
     int mk1 = be->mark(be);
+    double h1 = vox_wall_ms();
     if (!st) st = vox_tensor_new2(be, &audio, be->act_type, (int64_t)chunks * per_chunk, d->hidden, err);
     if (!st) st = vox_encoder_forward(m, &features, chunks, &audio, err);
     vox_tensor_free(be, &features);
     int mk2 = be->mark(be);
+    double h2 = vox_wall_ms();
     c0 = 0;
     for (int i = 0; !st && i < n; i++) {
         vox_seq *s = g[i];
@@ -350,8 +353,8 @@ static vox_status encode_group(vox_engine *e, vox_seq **g, int n, size_t chunks,
     double mel = be->elapsed_ms(be, mk0, mk1), enc = be->elapsed_ms(be, mk1, mk2),
            emb = be->elapsed_ms(be, mk2, mk3);
     e->stats.gpu_ms += mel + enc + emb;
-    trace_line(e, "encode seqs %d chunks %zu mel_ms %.3f encoder_ms %.3f embed_ms %.3f", n, chunks,
-               mel, enc, emb);
+    trace_line(e, "encode seqs %d chunks %zu mel_ms %.3f encoder_ms %.3f embed_ms %.3f mel_host_ms %.3f "
+               "encoder_host_ms %.3f", n, chunks, mel, enc, emb, h1 - h0, h2 - h1);
     for (int i = 0; i < n; i++) {
         double share = (double)g[i]->n_chunks / (double)chunks;
         g[i]->r->timings.mel_ms += mel * share;
@@ -377,14 +380,14 @@ static vox_status encode_split(vox_engine *e, vox_seq **g, int n, vox_error *err
  * Returns VOX_OK, or a device failure that ends the run. */
 static vox_status admit(vox_engine *e, bool *grow, vox_error *err) {
     voxtral_queue *q = e->q;
-    vox_seq *g[VOX_ENCODER_CHUNK_BATCH];
+    vox_seq *g[VOX_ENCODER_GROUP_MAX];
     int n = 0;
     size_t chunks = 0;
     *grow = false;
     /* The reader's lock is held while a piece is looked at and claimed (pieces_admitted), so
      * that two devices never take the same one; seq_new is cheap (the prompt's ids). */
     pthread_mutex_lock(&q->rd.mu);
-    const size_t most = (size_t)vox_encoder_group_chunks();
+    const size_t most = (size_t)vox_encoder_group_chunks(e->ctx->be);
     while (e->n_active + n < e->max_seqs && (size_t)n < most) {
         vox_request *r = vox_queue_next_piece(q);
         if (!r) break;
@@ -704,7 +707,10 @@ void vox_engine_run(vox_engine *e) {
                 vox_queue_wait_reader(q);
                 continue;
             }
+            double t0 = vox_wall_ms();
             if ((st = size_from_queue(e, err))) break;
+            trace_line(e, "sized seqs %d kv_blocks %d host_ms %.3f", e->max_seqs, e->kv.n_blocks,
+                       vox_wall_ms() - t0);
         }
         bool grow = false;
         if ((st = admit(e, &grow, err))) break;

@@ -343,10 +343,13 @@ vox_status voxtral_queue_create_multi(voxtral_context *const *ctxs, int n,
         vox_engine_init(&q->engines[i], q, ctxs[i], b);
         q->engines[i].fault = fault; /* each device counts its own steps and groups */
     }
-    /* Files decoded ahead: four encoder groups an engine. The engine admits one group a step,
-     * so the readers (thousands of files a second) stay far enough ahead, and the few buffers
-     * in flight are reused file after file instead of a fresh one for each (reader.h). */
-    int ahead = params->read_ahead > 0 ? params->read_ahead : 4 * VOX_ENCODER_CHUNK_BATCH * n;
+    /* Files decoded ahead: two encoder groups an engine (at least 16 in all). The engine admits
+     * one group a step, so the readers (thousands of files a second) stay far enough ahead, and
+     * the few buffers in flight are reused file after file instead of a fresh one for each
+     * (reader.h). */
+    int ahead = params->read_ahead;
+    if (ahead <= 0)
+        for (int i = 0; i < n; i++) ahead += 2 * vox_encoder_group_chunks(ctxs[i]->be);
     if (ahead < 16) ahead = 16;
     int threads = params->reader_threads;
     if (threads <= 0) {

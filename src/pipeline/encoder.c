@@ -9,8 +9,9 @@
 
 #include "pipeline/pipeline.h"
 
-int vox_encoder_group_chunks(void) {
-    return (int)vox_env_size("VOX_ENCODER_GROUP", VOX_ENCODER_CHUNK_BATCH, 1, VOX_ENCODER_CHUNK_BATCH);
+int vox_encoder_group_chunks(const vox_backend *be) {
+    int own = be->encoder_group >= 1 && be->encoder_group <= VOX_ENCODER_GROUP_MAX ? be->encoder_group : 1;
+    return (int)vox_env_size("VOX_ENCODER_GROUP", (size_t)own, 1, VOX_ENCODER_GROUP_MAX);
 }
 
 int vox_encoder_tokens_per_chunk(const vox_model *m) {
@@ -110,7 +111,7 @@ vox_status vox_encoder_forward(vox_model *m, const vox_tensor *features, size_t 
     /* linear1's output [B*375, proj] must fit in the ffn buffer [B*1500, ffn]. */
     VOX_ASSERT((int64_t)e->projector_dim <= (int64_t)e->ffn_dim * e->downsample_factor);
     int per_chunk = vox_encoder_tokens_per_chunk(m);
-    int most = vox_encoder_group_chunks();
+    int most = vox_encoder_group_chunks(m->be);
     int group = n_chunks < (size_t)most ? (int)n_chunks : most;
     encoder_work w = {0};
     vox_status st = work_alloc(m, &w, group, err);

@@ -5,13 +5,13 @@
 #include "backend/backend.h"
 #include "model/model.h"
 
-/* Chunks the encoder runs at once: bounds its workspace (about 60 MB of bf16 per chunk at full
- * size) while keeping the GEMMs large. */
-#define VOX_ENCODER_CHUNK_BATCH 8
-/* The chunks of an encoder group in this process: VOX_ENCODER_CHUNK_BATCH, or fewer with
- * VOX_ENCODER_GROUP=N (1 <= N <= 8): smaller GEMMs, e.g. for compute-sanitizer runs whose tools
- * cannot finish some of cuBLASLt's kernels at the larger sizes (bench/NOTES-2026-12-02-step-trace.md). */
-int vox_encoder_group_chunks(void);
+/* The most chunks an encoder group may take. Its workspace is about 60 MB of bf16 a chunk at
+ * full size. */
+#define VOX_ENCODER_GROUP_MAX 32
+/* The chunks of an encoder group on `be`: be->encoder_group (1 <= it <= VOX_ENCODER_GROUP_MAX),
+ * or VOX_ENCODER_GROUP=N: fewer for compute-sanitizer runs whose tools cannot finish some of
+ * cuBLASLt's kernels at the larger sizes (bench/NOTES-2026-12-02-step-trace.md). */
+int vox_encoder_group_chunks(const vox_backend *be);
 
 /* Runs the audio encoder and projector over features [n_chunks, mel, 3000] (from the backend's
  * log_mel), writing audio embeddings [n_chunks * 375, hidden] into `embeds` (allocated by the
