@@ -159,11 +159,23 @@ typedef struct {
     cublasStatus_t first_error_blas; /* its cuBLASLt status, when cuBLASLt refused (else 0) */
     char first_error_where[64];
     const char *last_op; /* the last kernel, GEMM or graph enqueued (a literal), for faults */
+    /* VOX_TRACE_HOST_MS=N: every operation whose host call returned N ms or more after the
+     * previous one's is printed (host_trace): where the host, not the device, holds a stage */
+    double host_trace_ms, host_last_ms;
 } cuda_state;
 
 static cuda_state *S(vox_backend *be) { return be->impl; }
 
+static void host_trace(cuda_state *s, const char *what) {
+    if (s->host_trace_ms <= 0) return;
+    double now = vox_wall_ms();
+    if (now - s->host_last_ms >= s->host_trace_ms)
+        fprintf(stderr, "%s: host: %.2f ms up to %s\n", s->name, now - s->host_last_ms, what);
+    s->host_last_ms = now;
+}
+
 static void note_error(cuda_state *s, cudaError_t e, const char *where) {
+    host_trace(s, where);
     if (e != cudaSuccess && s->first_error == cudaSuccess) {
         s->first_error = e;
         s->first_error_blas = CUBLAS_STATUS_SUCCESS;
@@ -250,6 +262,7 @@ static vox_status dev_alloc(cuda_state *s, void **p, size_t bytes, vox_error *er
     }
     s->live += bytes;
     if (s->live > s->peak) s->peak = s->live;
+    host_trace(s, "device memory allocation");
     return VOX_OK;
 }
 
@@ -553,6 +566,7 @@ static cublasStatus_t lt_matmul_scaled(cuda_state *s, cudaDataType_t ab, cudaDat
                                        plan ? &plan->algo : NULL, s->gemm_ws, s->gemm_ws_bytes,
                                        s->stream);
     s->last_op = "cublasLtMatmul";
+    host_trace(s, "cublasLtMatmul");
     if (st == CUBLAS_STATUS_SUCCESS) /* the output [M, N] of c, for initcheck */
         vox_initcheck_mark(s->stream, y, (size_t)M * (size_t)N * (c == CUDA_R_32F ? 4 : 2));
     if (st != CUBLAS_STATUS_SUCCESS && s->first_error == cudaSuccess) {
@@ -1684,6 +1698,8 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
     s->no_pdecode = decode && strcmp(decode, "graph") == 0;
     s->force_pdecode = decode && strcmp(decode, "persistent") == 0;
     s->plain_malloc = vox_env_flag("VOX_CUDA_PLAIN_MALLOC");
+    s->host_trace_ms = (double)vox_env_size("VOX_TRACE_HOST_MS", 0, 0, 1000000);
+    s->host_last_ms = vox_wall_ms();
     s->load_threads = default_load_threads();
     s->load_span = vox_env_size("VOX_LOAD_CHUNK_BYTES", STAGING_BYTES, 1, STAGING_BYTES);
     /* VOX_GEMM_WORKSPACE=0 leaves cuBLASLt only algorithms that need no workspace (no split-K
