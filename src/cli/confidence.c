@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/utf8.h"
+#include "common/utf8.h"
 
 /* Control tokens ("<s>", "[INST]", "<SPECIAL_12>") are dropped by the decoder; the public API
  * gives their names as their text. A piece of the form <...> or [...] is taken for one; the

@@ -1,6 +1,6 @@
 /* The txt writer, and the choice of writer. */
 #include "cli/output.h"
-#include "cli/utf8.h"
+#include "common/utf8.h"
 #include "common/text.h"
 
 #include <stdlib.h>

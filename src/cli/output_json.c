@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "cli/output.h"
-#include "cli/utf8.h"
+#include "common/utf8.h"
 #include "common/text.h"
 
 /* Writes one JSON document as one line. The Unicode line separators U+0085, U+2028 and U+2029

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "cli/output.h"
-#include "cli/utf8.h"
+#include "common/utf8.h"
 #include "common/text.h"
 
 void vox_format_timestamp(char *buf, size_t size, double seconds, char sep) {

@@ -27,7 +27,7 @@
 
 #include "common/text.h"
 #include "tokenizer/bpe.h"
-#include "tokenizer/utf8.h"
+#include "common/utf8.h"
 
 struct vox_tokenizer {
     vox_tok_vocab vocab;   /* the used text tokens, by rank */
@@ -576,7 +576,7 @@ vox_status vox_tokenizer_encode(const vox_tokenizer *tok, const char *text, size
     *ids = NULL;
     *n_ids = 0;
     const uint8_t *t = (const uint8_t *)text;
-    size_t bad = vox_tok_utf8_check(t, len);
+    size_t bad = vox_utf8_check(t, len);
     if (bad != len)
         return vox_fail(err, VOX_ERR_INVALID_ARG,
                         "tokenizer: the text is not valid UTF-8 (byte %zu is 0x%02x)", bad, t[bad]);
@@ -606,7 +606,7 @@ vox_status vox_tokenizer_encode(const vox_tokenizer *tok, const char *text, size
         if ((st = find_match(tok, t, len, pos, md, mc, &found, &s, &e, err)) != VOX_OK) goto done;
         if (!found) break;
         if (s == e) {
-            pos = e + (e < len ? vox_tok_utf8_seq_len(t + e, len - e) : 1);
+            pos = e + (e < len ? vox_utf8_seq_len(t + e, len - e) : 1);
             if (e == last_end) continue;
         } else {
             pos = e;
@@ -664,7 +664,7 @@ vox_status vox_tokenizer_decode(const vox_tokenizer *tok, const int32_t *ids, si
         memcpy(raw + o, p, len);
         o += len;
     }
-    size_t n = vox_tok_utf8_repair(raw, o, out);
+    size_t n = vox_utf8_repair(raw, o, out);
     free(raw);
     out[n] = 0;
     *text = (char *)out;

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "cli/output.h"
-#include "cli/utf8.h"
+#include "common/utf8.h"
 #include "fuzz.h"
 
 #define MAX_SEGS 6

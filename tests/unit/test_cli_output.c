@@ -7,7 +7,7 @@
 
 #include "cli/confidence.h"
 #include "cli/output.h"
-#include "cli/utf8.h"
+#include "common/utf8.h"
 #include "harness.h"
 
 static voxtral_result *result(const char *text, int n_ids) {

@@ -9,7 +9,7 @@
 
 #include "harness.h"
 #include "tokenizer/tekken.h"
-#include "tokenizer/utf8.h"
+#include "common/utf8.h"
 
 /* The pre-tokenizer of the released tekken.json. */
 static const char *const TEKKEN_PATTERN =
@@ -511,14 +511,14 @@ static void test_bad_files(void) {
 static void test_utf8_helpers(void) {
     const uint8_t ok[] = "a\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xef\xbf\xbf\xf4\x8f\xbf\xbf";
     size_t n = sizeof ok - 1;
-    CHECK(vox_tok_utf8_check(ok, n) == n);
+    CHECK(vox_utf8_check(ok, n) == n);
     uint8_t out[3 * sizeof ok];
-    CHECK(vox_tok_utf8_repair(ok, n, out) == n && memcmp(out, ok, n) == 0);
-    CHECK(vox_tok_utf8_repair((const uint8_t *)"a\0b", 3, out) == 5 && memcmp(out, "a\xef\xbf\xbd" "b", 5) == 0);
-    CHECK(vox_tok_utf8_check((const uint8_t *)"ab\xc3", 3) == 2);
-    CHECK(vox_tok_utf8_check((const uint8_t *)"\xf4\x90\x80\x80", 4) == 0);
-    CHECK(vox_tok_utf8_seq_len((const uint8_t *)"\xe2\x82\xac", 3) == 3);
-    CHECK(vox_tok_utf8_seq_len((const uint8_t *)"\xe2\x82", 2) == 0);
+    CHECK(vox_utf8_repair(ok, n, out) == n && memcmp(out, ok, n) == 0);
+    CHECK(vox_utf8_repair((const uint8_t *)"a\0b", 3, out) == 5 && memcmp(out, "a\xef\xbf\xbd" "b", 5) == 0);
+    CHECK(vox_utf8_check((const uint8_t *)"ab\xc3", 3) == 2);
+    CHECK(vox_utf8_check((const uint8_t *)"\xf4\x90\x80\x80", 4) == 0);
+    CHECK(vox_utf8_seq_len((const uint8_t *)"\xe2\x82\xac", 3) == 3);
+    CHECK(vox_utf8_seq_len((const uint8_t *)"\xe2\x82", 2) == 0);
 }
 
 static void remove_tmp_dir(void) {
