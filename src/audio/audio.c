@@ -448,9 +448,11 @@ static vox_status sndfile_open(const vox_audio_input *in, const char *path, vox_
         return mpeg_open(in, path, src, err);
     }
 #endif
+    const bool ogg = (info.format & SF_FORMAT_TYPEMASK) == SF_FORMAT_OGG;
     src->rate = info.samplerate;
     src->channels = info.channels;
     src->expected_frames = sndfile_expected_frames(f->snd, &info);
+    if (ogg) vox_ogg_check_end(in, src->cut_short, sizeof src->cut_short);
     f->pcm16 = pcm16_fast(&info);
     return VOX_OK;
 }
@@ -492,6 +494,9 @@ static void note_warning(const vox_audio_source *src, size_t total, vox_audio *o
     } else if (src->damage[0]) {
         snprintf(out->warning, sizeof out->warning, "damaged: %s; decoded %.2f s%s", src->damage,
                  decoded_s, of);
+    } else if (src->cut_short[0]) {
+        snprintf(out->warning, sizeof out->warning, "truncated: %s; decoded %.2f s%s",
+                 src->cut_short, decoded_s, of);
     } else if (expected_s - decoded_s > 0.1 && decoded_s < 0.99 * expected_s) {
         /* the frame count of an MP3 or Ogg is an estimate: a shortfall under 1% (and 0.1 s)
          * is no truncation */

@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "audio/source.h"
@@ -33,29 +32,6 @@
 static bool frame_header(const unsigned char *h) {
     return h[0] == 0xFF && (h[1] & 0xE0) == 0xE0 && ((h[1] >> 3) & 3) != 1 &&
            ((h[1] >> 1) & 3) != 0 && (h[2] >> 4) != 15 && ((h[2] >> 2) & 3) != 3;
-}
-
-/* Up to n bytes at offset off (fewer where the input ends); returns how many. */
-static size_t read_at(const vox_audio_input *in, uint64_t off, unsigned char *buf, size_t n) {
-    if (in->fd < 0) {
-        if (off >= in->size) return 0;
-        if (n > in->size - off) n = in->size - off;
-        memcpy(buf, in->data + off, n);
-        return n;
-    }
-    size_t done = 0;
-    while (done < n) {
-        ssize_t got = pread(in->fd, buf + done, n - done, (off_t)(off + done));
-        if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) break;
-        done += (size_t)got;
-    }
-    return done;
-}
-
-/* n bytes at offset off; false when the input is shorter. */
-static bool peek(const vox_audio_input *in, uint64_t off, unsigned char *buf, size_t n) {
-    return read_at(in, off, buf, n) == n;
 }
 
 /* Where the audio begins after an ID3v2 tag at the start (h: the input's first 10 bytes): 0
@@ -70,9 +46,9 @@ static int64_t id3v2_end(const unsigned char *h) {
 
 bool vox_mpeg_sniff(const vox_audio_input *in) {
     unsigned char h[10];
-    if (!peek(in, 0, h, sizeof h)) return false;
+    if (!vox_input_peek(in, 0, h, sizeof h)) return false;
     const int64_t off = id3v2_end(h);
-    if (off < 0 || (off > 0 && !peek(in, (uint64_t)off, h, 4))) return false;
+    if (off < 0 || (off > 0 && !vox_input_peek(in, (uint64_t)off, h, 4))) return false;
     return frame_header(h);
 }
 
@@ -102,10 +78,10 @@ static unsigned frame_bytes(const unsigned char *h) {
 bool vox_mpeg_find(const vox_audio_input *in) {
     enum { kSearch = 64 << 10, kTail = 3 * 4096 }; /* frames are at most ~2.9 KB */
     unsigned char h[10];
-    const int64_t tag_end = peek(in, 0, h, sizeof h) ? id3v2_end(h) : 0;
+    const int64_t tag_end = vox_input_peek(in, 0, h, sizeof h) ? id3v2_end(h) : 0;
     unsigned char *buf = malloc(kSearch + kTail);
     if (!buf) return false;
-    const size_t n = read_at(in, tag_end > 0 ? (uint64_t)tag_end : 0, buf, kSearch + kTail);
+    const size_t n = vox_input_read_at(in, tag_end > 0 ? (uint64_t)tag_end : 0, buf, kSearch + kTail);
     bool found = false;
     for (size_t i = 0; i + 4 <= n && i < kSearch && !found; i++) {
         size_t at = i;
@@ -168,9 +144,9 @@ static off_t input_seek(void *handle, off_t offset, int whence) {
 /* True when the bytes from off to the end are a tag, not audio (ID3v1, APE, Lyrics3, ID3v2). */
 static bool tag_at(const vox_audio_input *in, off_t off) {
     unsigned char h[11];
-    return (peek(in, (uint64_t)off, h, 3) && (memcmp(h, "TAG", 3) == 0 || memcmp(h, "ID3", 3) == 0)) ||
-           (peek(in, (uint64_t)off, h, 8) && memcmp(h, "APETAGEX", 8) == 0) ||
-           (peek(in, (uint64_t)off, h, 11) && memcmp(h, "LYRICSBEGIN", 11) == 0);
+    return (vox_input_peek(in, (uint64_t)off, h, 3) && (memcmp(h, "TAG", 3) == 0 || memcmp(h, "ID3", 3) == 0)) ||
+           (vox_input_peek(in, (uint64_t)off, h, 8) && memcmp(h, "APETAGEX", 8) == 0) ||
+           (vox_input_peek(in, (uint64_t)off, h, 11) && memcmp(h, "LYRICSBEGIN", 11) == 0);
 }
 
 static void note_damage(vox_audio_source *s, const mpeg_impl *m) {
@@ -272,9 +248,7 @@ vox_status vox_mpeg_open(const vox_audio_input *in, vox_audio_source *src, char 
     if (!m) return VOX_ERR_NOMEM;
     m->in = *in;
     m->next_at = -1;
-    m->size = in->fd >= 0 ? -1 : (off_t)in->size;
-    struct stat sb;
-    if (in->fd >= 0 && fstat(in->fd, &sb) == 0 && S_ISREG(sb.st_mode)) m->size = sb.st_size;
+    m->size = (off_t)vox_input_size(in);
     src->impl = m;
     src->read = mpeg_read;
     src->close = mpeg_close;

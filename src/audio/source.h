@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/status.h"
 
@@ -15,6 +16,13 @@ typedef struct {
     const unsigned char *data;
     size_t size;
 } vox_audio_input;
+
+/* Up to n bytes at offset off (fewer where the input ends); returns how many. */
+size_t vox_input_read_at(const vox_audio_input *in, uint64_t off, unsigned char *buf, size_t n);
+/* n bytes at offset off; false when the input is shorter. */
+bool vox_input_peek(const vox_audio_input *in, uint64_t off, unsigned char *buf, size_t n);
+/* The input's size in bytes; -1 when unknown (not a regular file). */
+int64_t vox_input_size(const vox_audio_input *in);
 
 typedef struct vox_audio_source vox_audio_source;
 struct vox_audio_source {
@@ -26,6 +34,7 @@ struct vox_audio_source {
     void (*close)(vox_audio_source *s);
     char error[200];  /* "libsndfile: ..." / "libmpg123: ...", or "" */
     char damage[200]; /* damage the decoder went past (MPEG: where it lost sync), or "" */
+    char cut_short[200]; /* why the input is known to end early (Ogg: no end-of-stream page), or "" */
     void *impl;
 };
 
@@ -39,5 +48,9 @@ bool vox_mpeg_find(const vox_audio_input *in);
 /* Opens the input with libmpg123. VOX_ERR_FORMAT when it holds no MPEG audio (why says what
  * libmpg123 found), VOX_ERR_NOMEM. */
 vox_status vox_mpeg_open(const vox_audio_input *in, vox_audio_source *src, char *why, size_t n);
+
+/* Why the input's last Ogg page shows it cut short: into why[0..n), "" when the last page is
+ * complete and carries the end-of-stream flag. */
+void vox_ogg_check_end(const vox_audio_input *in, char *why, size_t n);
 
 #endif

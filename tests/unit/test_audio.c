@@ -846,6 +846,65 @@ static void test_fifo(void) {
               "a FIFO without a writer: status %d (%s)", (int)st, err.msg);
 }
 
+/* Ogg Vorbis and Opus cut short: libsndfile decodes what is there but cannot tell (no length in a
+ * header); the file's end says it (no end-of-stream page, or a page cut off), in a warning.
+ * Whole files, and a whole file with bytes after its last page, get none. */
+static void test_ogg_cut_short(void) {
+    static const struct {
+        const char *name;
+        int format;
+    } codecs[] = {{"cut.ogg", SF_FORMAT_OGG | SF_FORMAT_VORBIS}, {"cut.opus", SF_FORMAT_OGG | SF_FORMAT_OPUS}};
+    const size_t frames = 3 * VOX_SAMPLE_RATE;
+    float *x = tone(440, VOX_SAMPLE_RATE, frames, 0.5);
+    for (size_t i = 0; i < frames; i++) x[i] += 0.25f * hash_sample(i, 5, 1000.0f);
+    vox_audio a;
+    vox_error err;
+    for (size_t c = 0; c < sizeof codecs / sizeof *codecs; c++) {
+        const char *path = tmp_path(codecs[c].name);
+        CHECK(write_audio(path, codecs[c].format, VOX_SAMPLE_RATE, 1, x, frames));
+        vox_status st = vox_audio_load(path, 0, &a, &err);
+        CHECK_MSG(st == VOX_OK && a.warning[0] == 0, "%s whole: '%s' %s", codecs[c].name,
+                  st ? "" : a.warning, err.msg);
+        const size_t whole = st ? 0 : a.n_samples;
+        if (!st) vox_audio_free(&a);
+        /* the file's bytes: where its last page (the end-of-stream one) starts */
+        FILE *f = fopen(path, "rb");
+        unsigned char *bytes = malloc(1 << 20);
+        size_t size = f && bytes ? fread(bytes, 1, 1 << 20, f) : 0;
+        if (f) fclose(f);
+        size_t last = 0;
+        for (size_t i = 0; i + 4 <= size; i++)
+            if (memcmp(bytes + i, "OggS", 4) == 0) last = i;
+        CHECK_MSG(size > 0 && last > 0 && (bytes[last + 5] & 0x04), "%s: no end-of-stream page found",
+                  codecs[c].name);
+        /* bytes after the last page: still whole */
+        f = fopen(path, "ab");
+        CHECK(f && fwrite("\0\0\0\0junk", 1, 8, f) == 8);
+        if (f) fclose(f);
+        st = vox_audio_load(path, 0, &a, &err);
+        CHECK_MSG(st == VOX_OK && a.warning[0] == 0, "%s + junk: '%s' %s", codecs[c].name,
+                  st ? "" : a.warning, err.msg);
+        if (!st) vox_audio_free(&a);
+        /* cut between pages: the end-of-stream page is missing */
+        CHECK(truncate(path, (off_t)last) == 0);
+        st = vox_audio_load(path, 0, &a, &err);
+        CHECK_MSG(st == VOX_OK && a.n_samples > 0 && a.n_samples < whole &&
+                      strstr(a.warning, "truncated: the Ogg stream ends without its end-of-stream page; decoded "),
+                  "%s cut between pages: status %d (%s), warning '%s'", codecs[c].name, (int)st,
+                  err.msg, st ? "" : a.warning);
+        if (!st) vox_audio_free(&a);
+        /* cut inside the page before: what the pages before it hold is decoded */
+        CHECK(truncate(path, (off_t)last - 10) == 0);
+        st = vox_audio_load(path, 0, &a, &err);
+        CHECK_MSG(st == VOX_OK && strstr(a.warning, "truncated: the file ends part way through an Ogg page"),
+                  "%s cut inside a page: status %d (%s), warning '%s'", codecs[c].name, (int)st,
+                  err.msg, st ? "" : a.warning);
+        if (!st) vox_audio_free(&a);
+        free(bytes);
+    }
+    free(x);
+}
+
 int main(void) {
     const char *tmp = getenv("TMPDIR");
     snprintf(g_dir, sizeof g_dir, "%s/vox_test_audio_XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -866,6 +925,7 @@ int main(void) {
     test_reusing();
     test_fifo();
     test_mpeg_after_junk();
+    test_ogg_cut_short();
     cleanup();
     return test_finish("test_audio");
 }
