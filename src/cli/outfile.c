@@ -61,7 +61,23 @@ vox_status vox_output_dir_prepare(const char *dir, vox_error *err) {
     if (access(dir, W_OK | X_OK) != 0)
         return vox_fail(err, VOX_ERR_IO, "--output-dir %s: cannot write there: %s", dir,
                         strerror(errno));
-    return VOX_OK;
+    /* access() answers from the permission bits, which root passes everywhere: where the file
+     * system itself refuses (sysfs, procfs, a full or read-only mount) only making a file tells,
+     * and better now than for every file after the model has loaded */
+    size_t n = strlen(dir) + sizeof "/.voxtral_probe_XXXXXX";
+    char *probe = malloc(n);
+    if (!probe) return vox_fail(err, VOX_ERR_NOMEM, "out of memory");
+    snprintf(probe, n, "%s/.voxtral_probe_XXXXXX", dir);
+    int fd = mkstemp(probe);
+    vox_status st = VOX_OK;
+    if (fd < 0) {
+        st = vox_fail(err, VOX_ERR_IO, "--output-dir %s: cannot write there: %s", dir, strerror(errno));
+    } else {
+        close(fd);
+        unlink(probe);
+    }
+    free(probe);
+    return st;
 }
 
 static char *const *g_sort_paths;

@@ -176,6 +176,15 @@ check "the input is left as it was" cmp -s "$audio/short.wav" "$tmp/memo/memo.tx
 touch "$tmp/not_a_dir"
 run 2 outdir_file -O "$tmp/not_a_dir" "$audio/short.wav"
 has outdir_file.err "not a directory"
+# a directory whose permission bits allow writing but whose file system refuses files (sysfs,
+# as root): refused before the model loads, not file by file after it
+if [ -d /sys/kernel ] && [ -w /sys/kernel ] && ! (: >/sys/kernel/.voxtral_test_probe) 2>/dev/null; then
+    run 2 outdir_refused -O /sys/kernel "$audio/short.wav"
+    has outdir_refused.err "--output-dir /sys/kernel: cannot write there"
+    empty outdir_refused.out
+else
+    echo "test_runner: skipped the refused --output-dir case: /sys/kernel is not a writable-looking directory that refuses files here"
+fi
 # names near the 255-byte limit: NAME.txt fits, the hidden .NAME.txt.PID.tmp would not; two of
 # them share their first 250 bytes (their temporary names must still differ)
 mkdir "$tmp/longname"
