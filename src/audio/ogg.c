@@ -2,6 +2,7 @@
  * last complete page (a recording that crashed, a partial download), but says nothing: the
  * stream's length is not in a header, so it cannot tell. An Ogg stream's last page carries the
  * end-of-stream flag, so what the file's end looks like tells instead (RFC 3533). */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,25 +12,40 @@
 enum { PAGE_HEADER = 27, PAGE_MAX = PAGE_HEADER + 255 + 255 * 255 };
 
 /* The page checksum (RFC 3533: CRC-32, polynomial 0x04C11DB7, MSB first, initial value 0, no
- * final XOR) over the page with its checksum field read as zero. */
-static uint32_t page_crc(const unsigned char *p, size_t len) {
-    uint32_t crc = 0;
-    for (size_t i = 0; i < len; i++) {
-        crc ^= (uint32_t)(i >= 22 && i < 26 ? 0 : p[i]) << 24;
-        for (int b = 0; b < 8; b++) crc = crc & 0x80000000u ? crc << 1 ^ 0x04C11DB7u : crc << 1;
+ * final XOR) over the page with its checksum field read as zero; a byte at a time by table. */
+static uint32_t crc_table[256];
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+static void crc_init(void) {
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t r = i << 24;
+        for (int b = 0; b < 8; b++) r = r & 0x80000000u ? r << 1 ^ 0x04C11DB7u : r << 1;
+        crc_table[i] = r;
     }
+}
+
+static uint32_t page_crc(const unsigned char *p, size_t len) {
+    pthread_once(&crc_once, crc_init);
+    uint32_t crc = 0;
+    for (size_t i = 0; i < len; i++)
+        crc = crc << 8 ^ crc_table[(crc >> 24) ^ (i >= 22 && i < 26 ? 0 : p[i])];
     return crc;
 }
 
 /* The length of the whole page at p (at most `left` bytes of input there), 0 when p is not the
- * start of a complete page whose checksum matches. */
-static size_t page_at(const unsigned char *p, size_t left) {
+ * start of a complete page whose checksum matches. *budget: bytes the checksums may still read
+ * (lowered here): a tail full of false page headers costs a bounded time. */
+static size_t page_at(const unsigned char *p, size_t left, size_t *budget) {
     if (left < PAGE_HEADER || memcmp(p, "OggS", 4) != 0 || p[4] != 0) return 0;
     const size_t nsegs = p[26];
     if (left < PAGE_HEADER + nsegs) return 0;
     size_t len = PAGE_HEADER + nsegs;
     for (size_t i = 0; i < nsegs; i++) len += p[PAGE_HEADER + i];
     if (len > left) return 0;
+    if (len > *budget) { /* out of budget: no verdict rather than a wrong one */
+        *budget = 0;
+        return 0;
+    }
+    *budget -= len;
     const uint32_t stored = (uint32_t)p[22] | (uint32_t)p[23] << 8 | (uint32_t)p[24] << 16 | (uint32_t)p[25] << 24;
     return page_crc(p, len) == stored ? len : 0;
 }
@@ -44,8 +60,9 @@ void vox_ogg_check_end(const vox_audio_input *in, char *why, size_t n) {
     unsigned char *buf = malloc(tail);
     if (!buf) return;
     const size_t got = vox_input_read_at(in, (uint64_t)size - tail, buf, tail);
-    for (size_t at = got; at-- > 0;) {
-        const size_t len = page_at(buf + at, got - at);
+    size_t budget = 4 * PAGE_MAX;
+    for (size_t at = got; at-- > 0 && budget > 0;) {
+        const size_t len = page_at(buf + at, got - at, &budget);
         if (len == 0) continue;
         if (buf[at + 5] & 0x04) break; /* the end-of-stream page: whole (whatever follows it) */
         if (at + len == got)
