@@ -8,8 +8,10 @@ MIXED files of 3 to 30 s decoded to their default token budget (--ignore-eos: st
 The signal is a tone with noise, not bench_batch.py's windows, so compare settings with each
 other, not with RESULTS-*. Each round runs every setting on LARGE then MIXED (ABAB... so drift
 favours none), and the table gives per run: RTFx over the stage sum and over the wall, the
-encoder, prefill, decode and audio stage sums (ms), steps. Then the medians over the rounds, and
-whether every file's ids equal the first setting's (first round). Settings are decode_ab.py's
+encoder, prefill, decode and audio stage sums (ms), steps, and the GPU's mean SM clock (MHz) and
+power (W) over the run (nvidia-smi sampled every 100 ms; "nan" without it): a setting that looks
+slower on the same work may be one the card ran at a lower clock. Then the medians over the
+rounds, and whether every file's ids equal the first setting's (first round). Settings are decode_ab.py's
 NAME=ENV (ENV: VAR=VALUE[,VAR=VALUE...] or -; RUNNER=PATH runs another build); --trace-dir keeps a
 VOX_STEP_TRACE file of each setting's first round (scripts/step_trace.py reads them).
 
@@ -56,6 +58,35 @@ def make_inputs(work, n_large, n_mixed):
     return large, mixed
 
 
+class GpuSampler:
+    """The SM clock and power draw of one GPU, sampled by nvidia-smi while a run lasts."""
+
+    def __init__(self, device):
+        index = device.split(",")[0].split(":")[1] if ":" in device.split(",")[0] else "0"
+        try:
+            self.p = subprocess.Popen(["nvidia-smi", "-i", index, "--query-gpu=clocks.sm,power.draw",
+                                       "--format=csv,noheader,nounits", "-lms", "100"],
+                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        except OSError:
+            self.p = None
+
+    def stop(self):
+        """(mean MHz, mean W) over the samples, nan where there were none."""
+        if not self.p:
+            return float("nan"), float("nan")
+        self.p.terminate()
+        out, _ = self.p.communicate()
+        mhz, watts = [], []
+        for line in out.splitlines():
+            try:
+                c, w = (float(v) for v in line.split(","))
+            except ValueError:
+                continue
+            mhz.append(c), watts.append(w)
+        mean = lambda v: sum(v) / len(v) if v else float("nan")  # noqa: E731
+        return mean(mhz), mean(watts)
+
+
 def run_once(a, extra, files, tokens, trace):
     env = dict(os.environ)
     env.update(extra)
@@ -65,7 +96,9 @@ def run_once(a, extra, files, tokens, trace):
     with tempfile.NamedTemporaryFile(suffix=".json") as lat:
         cmd = [runner, "-m", a.model, "-d", a.device, "--ignore-eos", "--no-progress", "-o", "json",
                "--latency-json", lat.name] + (["-n", str(tokens)] if tokens else []) + files
+        gpu = GpuSampler(a.device)
         p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        mhz, watts = gpu.stop()
         if p.returncode != 0:
             return None, p.stderr[-2000:]
         with open(lat.name) as f:
@@ -73,7 +106,7 @@ def run_once(a, extra, files, tokens, trace):
     ids = [json.loads(l).get("ids") for l in p.stdout.splitlines() if l.startswith("{")]
     ms = run["latency_ms"]
     row = [run["rtfx"], run["rtfx_wall"], ms["audio_encoder"], ms["text_decoder_prefill"],
-           ms["text_decoder_decode"], ms["audio"], run["batch"]["steps"]]
+           ms["text_decoder_decode"], ms["audio"], run["batch"]["steps"], mhz, watts]
     return (row, ids), None
 
 
@@ -95,7 +128,7 @@ def main():
     loads = [(f"{len(large)} x 30 s", large, a.tokens, "large"), (f"{len(mixed)} mixed", mixed, 0, "mixed")]
     loads = [l for l in loads if l[1]]
     rows, ids = {}, {}
-    cols = "rtfx  rtfx_wall  encoder  prefill   decode    audio  steps"
+    cols = "rtfx  rtfx_wall  encoder  prefill   decode    audio  steps   mhz  watts"
     print(f"{'run':34s} {cols}")
     for r in range(a.rounds):
         for name, extra in settings:
@@ -113,7 +146,8 @@ def main():
                 if r == 0:
                     ids[(name, load)] = file_ids
                 print(f"{name + ' ' + load + ' r' + str(r + 1):34s} {row[0]:6.1f} {row[1]:8.1f} "
-                      + " ".join(f"{v:8.1f}" for v in row[2:6]) + f" {row[6]:6d}", flush=True)
+                      + " ".join(f"{v:8.1f}" for v in row[2:6]) + f" {row[6]:6d} {row[7]:5.0f} {row[8]:6.0f}",
+                      flush=True)
     print(f"\nmedians over {a.rounds} rounds")
     print(f"{'run':34s} {cols}  ids as {settings[0][0]}")
     for load, _, _, _ in loads:
@@ -125,7 +159,8 @@ def main():
             a_ids, b_ids = ids.get((settings[0][0], load)), ids.get((name, load))
             same = sum(x == y for x, y in zip(a_ids or [], b_ids or []))
             print(f"{name + ' ' + load:34s} {med[0]:6.1f} {med[1]:8.1f} "
-                  + " ".join(f"{v:8.1f}" for v in med[2:6]) + f" {med[6]:6.0f}  {same}/{len(b_ids or [])}")
+                  + " ".join(f"{v:8.1f}" for v in med[2:6]) + f" {med[6]:6.0f} {med[7]:5.0f} {med[8]:6.0f}"
+                  + f"  {same}/{len(b_ids or [])}")
 
 
 if __name__ == "__main__":
