@@ -1754,8 +1754,9 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
     be->name = s->name;
     be->product = s->product[0] ? s->product : NULL;
     be->act_type = VOX_DTYPE_BF16;
-    /* Groups of 32 chunks run the encoder 6% faster a chunk than groups of 8 (fuller waves of
-     * its GEMMs: bench/NOTES-2026-12-03c.md), for 1.4 GB more workspace. */
+    /* Groups of 32 chunks take 4-7% less encoder time than groups of 8 on the H200 (larger
+     * GEMMs), for ~1.4 GB more workspace; the prompt steps after them measured 2% slower, so
+     * the net is under 1% of a batched run's device time (bench/NOTES-2026-12-03c.md). */
     be->encoder_group = 32;
     be->alloc = cu_alloc;
     be->free = cu_free;
