@@ -5,7 +5,9 @@
  * checks of the values themselves live in vox_manifest_validate, shared by the reader, the writer
  * and the exporter (which validates a checkpoint's hyper-parameters before it writes anything). */
 #include "format/manifest.h"
+#include "audio/audio.h"
 #include "format/json.h"
+#include "mel/mel.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -88,6 +90,17 @@ vox_status vox_manifest_validate(const vox_manifest *m, int check_files, vox_err
         return vox_fail(err, VOX_ERR_FORMAT,
                         "audio_encoder: max_source_positions (%d) must be a multiple of "
                         "downsample_factor (%d)", e->max_source_positions, e->downsample_factor);
+    /* The front end is fixed (src/mel): 128 log-mel bins, 3000 frames a 30 s chunk, which the
+     * stride-2 convolution halves into the encoder's positions. */
+    if (e->num_mel_bins != VOX_MEL_BINS)
+        return vox_fail(err, VOX_ERR_FORMAT,
+                        "audio_encoder.num_mel_bins is %d; this build computes %d-bin log-mel "
+                        "features", e->num_mel_bins, VOX_MEL_BINS);
+    if (2LL * e->max_source_positions != VOX_CHUNK_FRAMES)
+        return vox_fail(err, VOX_ERR_FORMAT,
+                        "audio_encoder.max_source_positions is %d; this build's 30 s chunks give "
+                        "%d mel frames, %d positions after the stride-2 convolution",
+                        e->max_source_positions, VOX_CHUNK_FRAMES, VOX_CHUNK_FRAMES / 2);
 
     const vox_decoder_config *d = &m->decoder;
     REQUIRE_POSITIVE("text_decoder", *d, vocab_size);
@@ -111,6 +124,13 @@ vox_status vox_manifest_validate(const vox_manifest *m, int check_files, vox_err
         return vox_fail(err, VOX_ERR_FORMAT,
                         "audio_encoder.projector_dim (%d) must equal text_decoder.hidden (%d)",
                         e->projector_dim, d->hidden);
+    /* the shortest prompt (one chunk's audio tokens, 5 others) and one token after it */
+    const long long one_chunk = e->max_source_positions / e->downsample_factor + 5 + 1;
+    if (d->max_position_embeddings < one_chunk)
+        return vox_fail(err, VOX_ERR_FORMAT,
+                        "text_decoder.max_position_embeddings is %d, but the prompt of one 30 s "
+                        "chunk and one token need %lld positions", d->max_position_embeddings,
+                        one_chunk);
 
     const struct {
         const char *name;
@@ -129,6 +149,16 @@ vox_status vox_manifest_validate(const vox_manifest *m, int check_files, vox_err
     REQUIRE_POSITIVE("audio", *m, sample_rate);
     REQUIRE_POSITIVE("audio", *m, chunk_seconds);
     REQUIRE_POSITIVE("audio", *m, frame_rate);
+    /* what the front end runs at; the frame rate is the audio tokens' (12.5 a second) */
+    const double chunk_s = (double)VOX_CHUNK_SAMPLES / VOX_SAMPLE_RATE;
+    const double token_rate = VOX_CHUNK_FRAMES / 2.0 / e->downsample_factor / chunk_s;
+    if (m->sample_rate != VOX_SAMPLE_RATE || m->chunk_seconds != chunk_s ||
+        fabs(m->frame_rate - token_rate) > 1e-9 * token_rate)
+        return vox_fail(err, VOX_ERR_FORMAT,
+                        "audio: sample_rate %g, chunk_seconds %g, frame_rate %g; this build runs "
+                        "%d Hz audio in %g s chunks, %g audio tokens a second with this encoder",
+                        (double)m->sample_rate, (double)m->chunk_seconds, (double)m->frame_rate,
+                        VOX_SAMPLE_RATE, chunk_s, token_rate);
 
     if (m->source_layout[0] == '\0')
         return vox_fail(err, VOX_ERR_FORMAT, "source.layout must not be empty");

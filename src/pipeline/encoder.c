@@ -32,6 +32,10 @@ static vox_status work_alloc(vox_model *m, encoder_work *w, int64_t B, vox_error
     const vox_encoder_config *e = &m->cfg.encoder;
     vox_dtype a = be->act_type;
     int64_t t_in = 2 * (int64_t)e->max_source_positions, T = B * e->max_source_positions;
+    /* the ffn buffer [T, ffn] also holds the projector's linear1 output [T / downsample, proj]:
+     * rows enough for the larger of the two */
+    int64_t proj_numel = T / e->downsample_factor * e->projector_dim;
+    int64_t ffn_rows = (proj_numel + e->ffn_dim - 1) / e->ffn_dim > T ? (proj_numel + e->ffn_dim - 1) / e->ffn_dim : T;
     vox_status st;
     if ((st = vox_tensor_new2(be, &w->conv1, a, B * t_in, e->d_model, err)) ||
         (st = vox_tensor_new2(be, &w->x, a, T, e->d_model, err)) ||
@@ -40,7 +44,7 @@ static vox_status work_alloc(vox_model *m, encoder_work *w, int64_t B, vox_error
         (st = vox_tensor_new2(be, &w->k, a, T, e->d_model, err)) ||
         (st = vox_tensor_new2(be, &w->v, a, T, e->d_model, err)) ||
         (st = vox_tensor_new2(be, &w->attn, a, T, e->d_model, err)) ||
-        (st = vox_tensor_new2(be, &w->ffn, a, T, e->ffn_dim, err))) {
+        (st = vox_tensor_new2(be, &w->ffn, a, ffn_rows, e->ffn_dim, err))) {
         work_free(be, w);
         vox_error_prefix(err, "audio_encoder workspace for %lld chunks", (long long)B);
     }
@@ -72,7 +76,7 @@ static void encoder_layer(vox_model *m, const vox_encoder_layer *L, encoder_work
 }
 
 /* One group of B chunks: features [B, mel, 3000] -> embeds rows [B * 375, hidden]. */
-static void encode_group(vox_model *m, encoder_work *w, const vox_tensor *feats, int B,
+static void encode_group(vox_model *m, const encoder_work *w, const vox_tensor *feats, int B,
                          vox_tensor *out) {
     vox_backend *be = m->be;
     const vox_encoder_config *e = &m->cfg.encoder;
@@ -96,7 +100,7 @@ static void encode_group(vox_model *m, encoder_work *w, const vox_tensor *feats,
      * chunk since T is a multiple of 4). The ffn buffer holds linear1's output. */
     int64_t rows = (int64_t)B * T / e->downsample_factor;
     vox_tensor grouped = vox_tensor_reshape2(&g.x, rows, (int64_t)e->d_model * e->downsample_factor);
-    vox_tensor hidden = vox_tensor_reshape2(&g.ffn, (int64_t)vox_tensor_numel(&g.ffn) / e->projector_dim,
+    vox_tensor hidden = vox_tensor_reshape2(&w->ffn, (int64_t)vox_tensor_numel(&w->ffn) / e->projector_dim,
                                             e->projector_dim);
     hidden = vox_tensor_rows(&hidden, 0, rows);
     be->matmul(be, &hidden, &grouped, &m->proj1, NULL);
@@ -108,8 +112,6 @@ vox_status vox_encoder_forward(vox_model *m, const vox_tensor *features, size_t 
                                vox_tensor *embeds, vox_error *err) {
     const vox_encoder_config *e = &m->cfg.encoder;
     VOX_ASSERT(e->max_source_positions % e->downsample_factor == 0);
-    /* linear1's output [B*375, proj] must fit in the ffn buffer [B*1500, ffn]. */
-    VOX_ASSERT((int64_t)e->projector_dim <= (int64_t)e->ffn_dim * e->downsample_factor);
     int per_chunk = vox_encoder_tokens_per_chunk(m);
     int most = vox_encoder_group_chunks(m->be);
     int group = n_chunks < (size_t)most ? (int)n_chunks : most;

@@ -169,10 +169,10 @@ static void test_round_trip(void) {
 
     /* Awkward doubles survive the text form exactly. */
     m.decoder.rms_norm_eps = 1.0 / 3.0;
-    m.frame_rate = 0.1;
+    m.encoder.layer_norm_eps = 0.1;
     CHECK(vox_manifest_write(dir, &m, &err) == VOX_OK);
     CHECK(vox_manifest_read(dir, &back, &err) == VOX_OK);
-    CHECK(back.decoder.rms_norm_eps == 1.0 / 3.0 && back.frame_rate == 0.1);
+    CHECK(back.decoder.rms_norm_eps == 1.0 / 3.0 && back.encoder.layer_norm_eps == 0.1);
 
     /* The write went through a temporary file that does not remain. */
     char tmp[160];
@@ -300,6 +300,34 @@ static void test_malformed(void) {
     write_json(j);
     expect_error(VOX_ERR_FORMAT, "positions not groupable", "max_source_positions",
                  "downsample_factor");
+
+    /* shapes the fixed front end (128 mel bins, 3000 frames a chunk) cannot feed, and a context
+     * too short for any input: refused at load, not an abort or a failure of every file */
+    j = sample_json();
+    set_number(j, "audio_encoder", "num_mel_bins", 80);
+    write_json(j);
+    expect_error(VOX_ERR_FORMAT, "mel bins", "num_mel_bins is 80", "128-bin");
+
+    j = sample_json();
+    set_number(j, "audio_encoder", "max_source_positions", 3000);
+    write_json(j);
+    expect_error(VOX_ERR_FORMAT, "encoder positions", "max_source_positions is 3000", "1500 positions");
+
+    j = sample_json();
+    set_number(j, "text_decoder", "max_position_embeddings", 380);
+    write_json(j);
+    expect_error(VOX_ERR_FORMAT, "context too short", "max_position_embeddings is 380",
+                 "need 381 positions");
+
+    j = sample_json();
+    set_number(j, "audio", "sample_rate", 8000);
+    write_json(j);
+    expect_error(VOX_ERR_FORMAT, "audio rate", "sample_rate 8000", "16000 Hz");
+
+    j = sample_json();
+    set_number(j, "audio", "frame_rate", 25);
+    write_json(j);
+    expect_error(VOX_ERR_FORMAT, "audio token rate", "frame_rate 25", "12.5 audio tokens a second");
 
     j = sample_json();
     set_number(j, "tokenizer", "eos", 131072);
