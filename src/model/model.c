@@ -215,10 +215,18 @@ static vox_status check_layer_count(const vox_safetensors *blob, const char *sec
     char name[64];
     snprintf(name, sizeof name, "layers.%d.attn_norm.weight", layers - 1);
     /* each layer holds at least 6 tensors (the decoder's; the encoder's 15) */
-    if ((size_t)layers <= vox_st_count(blob) / 6 && vox_st_find(blob, name)) return VOX_OK;
-    return vox_fail(err, VOX_ERR_FORMAT,
-                    "%s: tensor '%s' is missing: %s.layers in %s is %d (re-export the model)",
-                    vox_st_path(blob), name, section, VOX_MANIFEST_FILE, layers);
+    if (!((size_t)layers <= vox_st_count(blob) / 6 && vox_st_find(blob, name)))
+        return vox_fail(err, VOX_ERR_FORMAT,
+                        "%s: tensor '%s' is missing: %s.layers in %s is %d (re-export the model)",
+                        vox_st_path(blob), name, section, VOX_MANIFEST_FILE, layers);
+    /* and no layer past the count: a manifest that says fewer would run part of the network */
+    snprintf(name, sizeof name, "layers.%d.attn_norm.weight", layers);
+    if (vox_st_find(blob, name))
+        return vox_fail(err, VOX_ERR_FORMAT,
+                        "%s has tensors of layer %d ('%s'), but %s.layers in %s is %d "
+                        "(re-export the model)", vox_st_path(blob), layers, name, section,
+                        VOX_MANIFEST_FILE, layers);
+    return VOX_OK;
 }
 
 vox_status vox_model_open(const char *dir, vox_model **out, vox_error *err) {
