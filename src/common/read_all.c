@@ -2,11 +2,33 @@
 #include "common/read_all.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+vox_status vox_open_regular(const char *path, int *fd, size_t *size, vox_error *err) {
+    *fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (*fd < 0) return vox_fail(err, VOX_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    vox_status st = VOX_OK;
+    if (fstat(*fd, &sb) != 0)
+        st = vox_fail(err, VOX_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
+    else if (!S_ISREG(sb.st_mode))
+        st = vox_fail(err, VOX_ERR_IO, "%s: not a regular file", path);
+    else if (fcntl(*fd, F_SETFL, fcntl(*fd, F_GETFL) & ~O_NONBLOCK) != 0)
+        st = vox_fail(err, VOX_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
+    if (st) {
+        close(*fd);
+        *fd = -1;
+        return st;
+    }
+    *size = (size_t)sb.st_size;
+    return VOX_OK;
+}
 
 vox_status vox_read_all(int fd, const char *name, size_t max_bytes, bool (*stop)(void *),
                         void *stop_arg, unsigned char **data, size_t *size, vox_error *err) {

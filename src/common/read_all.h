@@ -22,6 +22,11 @@ extern "C" {
 vox_status vox_read_all(int fd, const char *name, size_t max_bytes, bool (*stop)(void *),
                         void *stop_arg, unsigned char **data, size_t *size, vox_error *err);
 
+/* Opens path for reading when it is a regular file (*fd, and its size in *size). A FIFO, a
+ * device or a directory is refused ("not a regular file", VOX_ERR_IO) without waiting for a
+ * FIFO's writer: model files and their like are never streams. */
+vox_status vox_open_regular(const char *path, int *fd, size_t *size, vox_error *err);
+
 #ifdef __cplusplus
 }
 #endif

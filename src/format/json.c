@@ -1,5 +1,6 @@
 #include "format/json.h"
 
+#include "common/read_all.h"
 #include "common/text.h"
 
 #include <errno.h>
@@ -9,10 +10,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 vox_status vox_json_load(const char *path, size_t max_bytes, cJSON **out, vox_error *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return vox_fail(err, VOX_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    int fd;
+    size_t size;
+    vox_status opened = vox_open_regular(path, &fd, &size, err);
+    if (opened) return opened;
+    if (size > max_bytes) {
+        close(fd);
+        return vox_fail(err, VOX_ERR_FORMAT, "%s: larger than %zu bytes", path, max_bytes);
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return vox_fail(err, VOX_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    }
     char *text = NULL;
     size_t len = 0, cap = 0;
     for (;;) {
@@ -35,11 +48,11 @@ vox_status vox_json_load(const char *path, size_t max_bytes, cJSON **out, vox_er
         }
         if (n == 0) break;
     }
-    int bad = ferror(f);
+    int bad = ferror(f) ? (errno ? errno : EIO) : 0;
     fclose(f);
     if (bad) {
         free(text);
-        return vox_fail(err, VOX_ERR_IO, "%s: read error", path);
+        return vox_fail(err, VOX_ERR_IO, "%s: cannot read: %s", path, strerror(bad));
     }
     text[len] = '\0';
     const char *end = NULL;

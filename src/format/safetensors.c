@@ -475,7 +475,7 @@ vox_status vox_st_open(const char *path, vox_safetensors **out, vox_error *err) 
         return vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", path);
     }
     vox_status s = VOX_OK;
-    int fd = st->fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = st->fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO: no wait */
     struct stat sb;
     if (fd < 0) {
         s = vox_fail(err, VOX_ERR_IO, "%s: cannot open: %s", path, strerror(errno));

@@ -20,14 +20,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include "common/read_all.h"
 #include "common/text.h"
-#include "tokenizer/bpe.h"
 #include "common/utf8.h"
+#include "tokenizer/bpe.h"
 
 struct vox_tokenizer {
     vox_tok_vocab vocab;   /* the used text tokens, by rank */
@@ -48,29 +50,41 @@ static const char *const deprecated_special[] = {
 
 /* ---- reading the file ------------------------------------------------------------------------ */
 
+/* Mistral's tekken.json is ~15 MB: a file 16 times that is not a tokenizer. */
+#define TEKKEN_MAX_BYTES ((size_t)256 << 20)
+
+/* The whole of a regular file (a FIFO or a device is refused, never waited on or read without
+ * end) of at most TEKKEN_MAX_BYTES. */
 static vox_status read_file(const char *path, char **out, size_t *len, vox_error *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return vox_fail(err, VOX_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 1 << 20, n = 0;
-    char *buf = malloc(cap);
-    for (;;) {
-        if (!buf) {
-            fclose(f);
-            return vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory reading the file", path);
+    int fd;
+    size_t size;
+    vox_status st = vox_open_regular(path, &fd, &size, err);
+    if (st) return st;
+    if (size > TEKKEN_MAX_BYTES) {
+        close(fd);
+        return vox_fail(err, VOX_ERR_FORMAT, "%s: %zu bytes, larger than the %zu a tokenizer may be",
+                        path, size, TEKKEN_MAX_BYTES);
+    }
+    char *buf = malloc(size + 1);
+    if (!buf) {
+        close(fd);
+        return vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory reading the file", path);
+    }
+    size_t n = 0;
+    while (n <= size) { /* one byte more than stat said: a file that grew is read as it was */
+        ssize_t got = read(fd, buf + n, size + 1 - n);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) {
+            int e = errno;
+            close(fd);
+            free(buf);
+            return vox_fail(err, VOX_ERR_IO, "%s: cannot read: %s", path, strerror(e));
         }
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap) break;
-        cap *= 2;
-        char *b = realloc(buf, cap);
-        if (!b) free(buf);
-        buf = b;
+        if (got == 0) break;
+        n += (size_t)got;
     }
-    int failed = ferror(f) ? errno : 0;
-    fclose(f);
-    if (failed) {
-        free(buf);
-        return vox_fail(err, VOX_ERR_IO, "%s: cannot read: %s", path, strerror(failed));
-    }
+    close(fd);
+    if (n > size) n = size;
     *out = buf;
     *len = n;
     return VOX_OK;
@@ -193,6 +207,9 @@ static char *translate_pattern(const char *p) {
 
 static vox_status compile_pattern(const char *path, const char *pattern, pcre2_code **out,
                                   vox_error *err) {
+    /* An empty pattern matches only empty pieces: every byte of every text would be dropped
+     * (a language hint would vanish without a word). Not a tokenizer. */
+    if (!*pattern) return vox_fail(err, VOX_ERR_FORMAT, "%s: config.pattern is empty", path);
     char *translated = translate_pattern(pattern);
     if (!translated) return vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", path);
     int code;

@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # voxtral_runner with a broken model directory (CPU backend): each case copies the tiny model,
 # breaks one thing, and expects exit 2, a message naming the file and the problem, and nothing
-# on stdout. Cases: voxtral.json or tekken.json with data after the JSON value, a tokenizer
-# whose vocabulary is longer than the decoder's vocab_size, a layer count in
-# voxtral.json far beyond the blob's layers (an error naming the tensor, not "out of memory").
+# on stdout (each run under a 60 s timeout: a hang fails). Cases: voxtral.json or tekken.json
+# with data after the JSON value, a tokenizer whose vocabulary is longer than the decoder's
+# vocab_size, a layer count in voxtral.json far beyond the blob's layers (an error naming the
+# tensor, not "out of memory") or below them (part of the network would run); a FIFO in place
+# of voxtral.json, tekken.json or a blob (refused, never waited on) and tekken.json linked to
+# /dev/zero (never read without end); shapes the fixed front end cannot feed (80 mel bins: was an
+# abort), a context too short for one chunk's prompt (was a failure of every file), an empty
+# pre-tokenizer pattern (dropped all text).
 # Usage: test_runner_bad_model.sh BUILD_DIR FIXTURES_DIR
 set -u
 build=$1
@@ -22,7 +27,7 @@ broken() {
     rm -rf "$tmp/$name"
     cp -r "$tmp/model" "$tmp/$name"
     python3 -c "import json, os; d='$tmp/$name'; $code" || { fail "$name: set-up failed"; return; }
-    R=("$exe" -m "$tmp/$name" -d cpu -n 4)
+    R=(timeout 60 "$exe" -m "$tmp/$name" -d cpu -n 4)
     run 2 "$name" "$audio/short.wav"
     has "$tmp/$name.err" "$tmp/$name/$file"
     has "$tmp/$name.err" "$problem"
@@ -52,6 +57,28 @@ broken encoder_layers_huge audio_encoder.safetensors "audio_encoder.layers in vo
 p = d + '/voxtral.json'; m = json.load(open(p))
 m['audio_encoder']['layers'] = 2000000000
 json.dump(m, open(p, 'w'))"
+
+broken decoder_layers_fewer text_decoder.safetensors "has tensors of layer 1" "
+p = d + '/voxtral.json'; m = json.load(open(p))
+m['text_decoder']['layers'] = 1
+json.dump(m, open(p, 'w'))"
+for f in voxtral.json tekken.json text_decoder.safetensors; do
+    broken "fifo_${f%%.*}" "$f" "not a regular file" "os.remove(d + '/$f'); os.mkfifo(d + '/$f')"
+done
+broken tekken_dev_zero tekken.json "not a regular file" \
+    "os.remove(d + '/tekken.json'); os.symlink('/dev/zero', d + '/tekken.json')"
+broken mel_bins_80 voxtral.json "audio_encoder.num_mel_bins is 80" "
+p = d + '/voxtral.json'; m = json.load(open(p))
+m['audio_encoder']['num_mel_bins'] = 80
+json.dump(m, open(p, 'w'))"
+broken context_short voxtral.json "max_position_embeddings is 40" "
+p = d + '/voxtral.json'; m = json.load(open(p))
+m['text_decoder']['max_position_embeddings'] = 40
+json.dump(m, open(p, 'w'))"
+broken tekken_empty_pattern tekken.json "config.pattern is empty" "
+p = d + '/tekken.json'; t = json.load(open(p))
+t['config']['pattern'] = ''
+json.dump(t, open(p, 'w'))"
 
 echo "$checks checks, $failures failures"
 [ "$failures" -eq 0 ]
