@@ -576,12 +576,40 @@ static void add_warning(vox_export_result *res, const char *fmt, ...) {
 
 /* Resolves the output dtype (requested, or VOX_DTYPE_COUNT for "keep"), sets each entry's,
  * and compares a stored positions table with the generated one. */
+/* The index of t's first NaN or infinity (by the exponent bits of its dtype), or
+ * t->n_elements when every element is finite (or the dtype is not a float type). */
+static size_t first_non_finite(const vox_st_tensor *t) {
+    const unsigned char *d = t->data;
+    for (size_t i = 0; i < t->n_elements; i++) {
+        if (t->dtype == VOX_DTYPE_BF16 || t->dtype == VOX_DTYPE_F16) {
+            uint16_t v;
+            memcpy(&v, d + 2 * i, 2);
+            uint16_t mask = t->dtype == VOX_DTYPE_BF16 ? 0x7F80 : 0x7C00;
+            if ((v & mask) == mask) return i;
+        } else if (t->dtype == VOX_DTYPE_F32) {
+            uint32_t v;
+            memcpy(&v, d + 4 * i, 4);
+            if ((v & 0x7F800000u) == 0x7F800000u) return i;
+        } else {
+            break;
+        }
+    }
+    return t->n_elements;
+}
+
 static vox_status finish_plan(const vox_checkpoint *ck, plan *p, vox_dtype requested,
                               const float *generated, vox_manifest *m, vox_export_result *res,
                               vox_error *err) {
     int all_bf16 = 1;
     for (size_t i = 0; i < p->n; i++) {
         const plan_entry *e = &p->e[i];
+        /* a NaN or infinity makes every transcript garbage (an FP8 export would even write
+         * scales the runner refuses): a broken checkpoint, refused before anything is written */
+        size_t bad = e->src ? first_non_finite(e->src) : 0;
+        if (e->src && bad < e->src->n_elements)
+            return vox_fail(err, VOX_ERR_FORMAT,
+                            "%s: tensor '%s' has a NaN or infinity at element %zu: the checkpoint "
+                            "is broken", e->src_file, e->src_name, bad);
         if (e->kind == VOX_T_EMBEDDING) m->source_dtype = e->src->dtype;
         if (e->kind != VOX_T_POSITIONS && e->src->dtype != VOX_DTYPE_BF16) all_bf16 = 0;
     }

@@ -3,7 +3,7 @@
 # the tiny transformers checkpoint, breaks one thing, and expects exit 1, a message naming the
 # file and the problem, and no output directory. Cases: a tekken.json the runner could not
 # load although its special tokens are fine (no vocab, no config, a vocab entry without
-# token_bytes, more ids than the decoder's vocab_size); then bad arguments (an empty --out is
+# token_bytes, more ids than the decoder's vocab_size), a NaN in a weight; then bad arguments (an empty --out is
 # exit 2 with nothing created). A last check exports the unbroken copy and runs it.
 # Usage: test_export_bad_input.sh BUILD_DIR FIXTURES_DIR
 set -u
@@ -38,6 +38,16 @@ broken tekken_bad_entry tekken.json "vocab[5].token_bytes is missing" \
     "$(edit_tekken "t['vocab'][5] = {'rank': 5}")"
 broken tekken_long_vocab tekken.json "the tokenizer has 1401 ids but $tmp/tekken_long_vocab/config.json's vocab_size is only 1400" \
     "$(edit_tekken "t['config']['default_vocab_size'] += 1")"
+
+# a NaN in a weight: every transcript would be garbage (and an FP8 export would write scales the
+# runner refuses); refused, naming the tensor
+broken weight_nan model.safetensors "tensor 'language_model.model.norm.weight' has a NaN or infinity at element 0" "
+import struct
+p = d + '/model.safetensors'; b = bytearray(open(p, 'rb').read())
+n = struct.unpack('<Q', b[:8])[0]; h = json.loads(b[8:8 + n])
+k = 'language_model.model.norm.weight'; o = 8 + n + h[k]['data_offsets'][0]
+nan = {'F32': b'\\x00\\x00\\xc0\\x7f', 'BF16': b'\\xc0\\x7f', 'F16': b'\\x00\\x7e'}[h[k]['dtype']]
+b[o:o + len(nan)] = nan; open(p, 'wb').write(b)"
 
 # an empty --out is a usage error, not a directory named by whatever follows in memory
 run 2 empty_out --from "$fixtures/tiny/checkpoint_hf" --out ""
