@@ -7,10 +7,43 @@
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+static int by_key(const void *a, const void *b) {
+    return strcmp((*(const cJSON *const *)a)->string, (*(const cJSON *const *)b)->string);
+}
+
+/* The first key that appears twice in one object of the tree at v, or NULL (*nomem when out of
+ * memory). cJSON keeps both and finds the first, Python's json the last: a reader of ours and
+ * the reference would disagree on such a file. */
+static const char *duplicate_key(const cJSON *v, bool *nomem) {
+    size_t n = 0;
+    for (const cJSON *c = v->child; c; c = c->next) n++;
+    if (cJSON_IsObject(v) && n > 1) {
+        const cJSON **keys = malloc(n * sizeof *keys);
+        if (!keys) {
+            *nomem = true;
+            return NULL;
+        }
+        size_t k = 0;
+        for (const cJSON *c = v->child; c; c = c->next) keys[k++] = c;
+        qsort(keys, n, sizeof *keys, by_key);
+        const char *dup = NULL;
+        for (size_t i = 1; i < n && !dup; i++)
+            if (strcmp(keys[i - 1]->string, keys[i]->string) == 0) dup = keys[i]->string;
+        free(keys);
+        if (dup) return dup;
+    }
+    for (const cJSON *c = v->child; c; c = c->next) {
+        const char *dup = duplicate_key(c, nomem);
+        if (dup || *nomem) return dup;
+    }
+    return NULL;
+}
 
 vox_status vox_json_load(const char *path, size_t max_bytes, cJSON **out, vox_error *err) {
     int fd;
@@ -71,6 +104,16 @@ vox_status vox_json_load(const char *path, size_t max_bytes, cJSON **out, vox_er
         cJSON_Delete(*out);
         *out = NULL;
         return vox_fail(err, VOX_ERR_FORMAT, "%s: data after the JSON value at byte %zu", path, at);
+    }
+    bool nomem = false;
+    const char *dup = duplicate_key(*out, &nomem);
+    if (dup || nomem) {
+        vox_status st = nomem ? vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", path)
+                              : vox_fail(err, VOX_ERR_FORMAT,
+                                         "%s: the key \"%.100s\" appears twice in one object", path, dup);
+        cJSON_Delete(*out);
+        *out = NULL;
+        return st;
     }
     return VOX_OK;
 }

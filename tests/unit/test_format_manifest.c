@@ -329,6 +329,12 @@ static void test_malformed(void) {
     write_json(j);
     expect_error(VOX_ERR_FORMAT, "audio token rate", "frame_rate 25", "12.5 audio tokens a second");
 
+    /* a key twice in one object: cJSON would read the first, Python's json the last */
+    j = sample_json();
+    cJSON_AddNumberToObject(cJSON_GetObjectItem(j, "text_decoder"), "layers", 1);
+    write_json(j);
+    expect_error(VOX_ERR_FORMAT, "duplicate key", "the key \"layers\" appears twice", "voxtral.json");
+
     j = sample_json();
     set_number(j, "tokenizer", "eos", 131072);
     write_json(j);
