@@ -30,6 +30,39 @@ vox_status vox_open_regular(const char *path, int *fd, size_t *size, vox_error *
     return VOX_OK;
 }
 
+vox_status vox_read_regular(const char *path, size_t max_bytes, char **data, size_t *size,
+                            vox_error *err) {
+    int fd;
+    size_t n_file;
+    vox_status st = vox_open_regular(path, &fd, &n_file, err);
+    if (st) return st;
+    char *buf = n_file > max_bytes ? NULL : malloc(n_file + 1);
+    if (!buf) {
+        close(fd);
+        return n_file > max_bytes
+                   ? vox_fail(err, VOX_ERR_FORMAT, "%s: larger than %zu bytes", path, max_bytes)
+                   : vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory reading the file", path);
+    }
+    size_t n = 0;
+    while (n < n_file) { /* a file that changes meanwhile is read as far as stat said */
+        ssize_t got = read(fd, buf + n, n_file - n);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) {
+            int e = errno;
+            close(fd);
+            free(buf);
+            return vox_fail(err, VOX_ERR_IO, "%s: cannot read: %s", path, strerror(e));
+        }
+        if (got == 0) break;
+        n += (size_t)got;
+    }
+    close(fd);
+    buf[n] = '\0';
+    *data = buf;
+    *size = n;
+    return VOX_OK;
+}
+
 vox_status vox_read_all(int fd, const char *name, size_t max_bytes, bool (*stop)(void *),
                         void *stop_arg, unsigned char **data, size_t *size, vox_error *err) {
     if (isatty(fd))

@@ -27,6 +27,11 @@ vox_status vox_read_all(int fd, const char *name, size_t max_bytes, bool (*stop)
  * FIFO's writer: model files and their like are never streams. */
 vox_status vox_open_regular(const char *path, int *fd, size_t *size, vox_error *err);
 
+/* The whole of the regular file at path (vox_open_regular), at most max_bytes (more:
+ * VOX_ERR_FORMAT, "larger than N bytes"), in *data (malloc'ed, NUL-terminated; *size bytes). */
+vox_status vox_read_regular(const char *path, size_t max_bytes, char **data, size_t *size,
+                            vox_error *err);
+
 #ifdef __cplusplus
 }
 #endif

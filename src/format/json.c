@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 static int by_key(const void *a, const void *b) {
     return strcmp((*(const cJSON *const *)a)->string, (*(const cJSON *const *)b)->string);
@@ -46,48 +45,10 @@ static const char *duplicate_key(const cJSON *v, bool *nomem) {
 }
 
 vox_status vox_json_load(const char *path, size_t max_bytes, cJSON **out, vox_error *err) {
-    int fd;
-    size_t size;
-    vox_status opened = vox_open_regular(path, &fd, &size, err);
-    if (opened) return opened;
-    if (size > max_bytes) {
-        close(fd);
-        return vox_fail(err, VOX_ERR_FORMAT, "%s: larger than %zu bytes", path, max_bytes);
-    }
-    FILE *f = fdopen(fd, "rb");
-    if (!f) {
-        close(fd);
-        return vox_fail(err, VOX_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    }
     char *text = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len == cap) {
-            cap = cap ? cap * 2 : 1 << 16;
-            char *t = realloc(text, cap + 1);
-            if (!t) {
-                free(text);
-                fclose(f);
-                return vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", path);
-            }
-            text = t;
-        }
-        size_t n = fread(text + len, 1, cap - len, f);
-        len += n;
-        if (len > max_bytes) {
-            free(text);
-            fclose(f);
-            return vox_fail(err, VOX_ERR_FORMAT, "%s: larger than %zu bytes", path, max_bytes);
-        }
-        if (n == 0) break;
-    }
-    int bad = ferror(f) ? (errno ? errno : EIO) : 0;
-    fclose(f);
-    if (bad) {
-        free(text);
-        return vox_fail(err, VOX_ERR_IO, "%s: cannot read: %s", path, strerror(bad));
-    }
-    text[len] = '\0';
+    size_t len = 0;
+    vox_status st = vox_read_regular(path, max_bytes, &text, &len, err);
+    if (st) return st;
     const char *end = NULL;
     *out = cJSON_ParseWithLengthOpts(text, len, &end, 0);
     size_t at = end && end >= text ? (size_t)(end - text) : 0;
@@ -108,7 +69,7 @@ vox_status vox_json_load(const char *path, size_t max_bytes, cJSON **out, vox_er
     bool nomem = false;
     const char *dup = duplicate_key(*out, &nomem);
     if (dup || nomem) {
-        vox_status st = nomem ? vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", path)
+        st = nomem ? vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", path)
                               : vox_fail(err, VOX_ERR_FORMAT,
                                          "%s: the key \"%.100s\" appears twice in one object", path, dup);
         cJSON_Delete(*out);

@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <cjson/cJSON.h>
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -52,43 +51,6 @@ static const char *const deprecated_special[] = {
 
 /* Mistral's tekken.json is ~15 MB: a file 16 times that is not a tokenizer. */
 #define TEKKEN_MAX_BYTES ((size_t)256 << 20)
-
-/* The whole of a regular file (a FIFO or a device is refused, never waited on or read without
- * end) of at most TEKKEN_MAX_BYTES. */
-static vox_status read_file(const char *path, char **out, size_t *len, vox_error *err) {
-    int fd;
-    size_t size;
-    vox_status st = vox_open_regular(path, &fd, &size, err);
-    if (st) return st;
-    if (size > TEKKEN_MAX_BYTES) {
-        close(fd);
-        return vox_fail(err, VOX_ERR_FORMAT, "%s: %zu bytes, larger than the %zu a tokenizer may be",
-                        path, size, TEKKEN_MAX_BYTES);
-    }
-    char *buf = malloc(size + 1);
-    if (!buf) {
-        close(fd);
-        return vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory reading the file", path);
-    }
-    size_t n = 0;
-    while (n <= size) { /* one byte more than stat said: a file that grew is read as it was */
-        ssize_t got = read(fd, buf + n, size + 1 - n);
-        if (got < 0 && errno == EINTR) continue;
-        if (got < 0) {
-            int e = errno;
-            close(fd);
-            free(buf);
-            return vox_fail(err, VOX_ERR_IO, "%s: cannot read: %s", path, strerror(e));
-        }
-        if (got == 0) break;
-        n += (size_t)got;
-    }
-    close(fd);
-    if (n > size) n = size;
-    *out = buf;
-    *len = n;
-    return VOX_OK;
-}
 
 /* Base64 (RFC 4648, standard alphabet, padded). None of our dependencies (cJSON, PCRE2) has a
  * decoder and OpenSSL or GLib would be a new dependency for these few lines. */
@@ -486,7 +448,7 @@ vox_status vox_tokenizer_load(const char *path, vox_tokenizer **out, vox_error *
     *out = NULL;
     char *text = NULL;
     size_t len = 0;
-    vox_status st = read_file(path, &text, &len, err);
+    vox_status st = vox_read_regular(path, TEKKEN_MAX_BYTES, &text, &len, err);
     if (st != VOX_OK) return st;
     const char *parse_end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(text, len, &parse_end, 0);
