@@ -11,6 +11,7 @@
  *      "3.0" and "1e2" as integers; the reference crate does not).
  * The data itself is never read here: it stays in the page cache until a caller touches it. */
 #include "format/safetensors.h"
+#include "common/read_all.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -474,26 +475,18 @@ vox_status vox_st_open(const char *path, vox_safetensors **out, vox_error *err) 
         free(st);
         return vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", path);
     }
-    vox_status s = VOX_OK;
-    int fd = st->fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO: no wait */
-    struct stat sb;
-    if (fd < 0) {
-        s = vox_fail(err, VOX_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    } else if (fstat(fd, &sb) != 0) {
-        s = vox_fail(err, VOX_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
-    } else if (!S_ISREG(sb.st_mode)) {
-        s = vox_fail(err, VOX_ERR_IO, "%s: not a regular file", path);
-    } else if (sb.st_size < 8) {
+    size_t size = 0;
+    vox_status s = vox_open_regular(path, &st->fd, &size, err); /* a FIFO: refused, no wait */
+    if (s == VOX_OK && size < 8) {
         s = vox_fail(err, VOX_ERR_FORMAT,
-                     "%s: file has %lld bytes, too short for the 8-byte header length", path,
-                     (long long)sb.st_size);
-    } else {
-        void *map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+                     "%s: file has %zu bytes, too short for the 8-byte header length", path, size);
+    } else if (s == VOX_OK) {
+        void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, st->fd, 0);
         if (map == MAP_FAILED) {
             s = vox_fail(err, VOX_ERR_IO, "%s: cannot map: %s", path, strerror(errno));
         } else {
             st->map = map;
-            st->map_size = (size_t)sb.st_size;
+            st->map_size = size;
         }
     }
     if (s == VOX_OK) s = parse(st, err);
