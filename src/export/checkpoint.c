@@ -84,12 +84,9 @@ void vox_checkpoint_close(vox_checkpoint *ck) {
 
 /* ---- tekken.json ----------------------------------------------------------------------------- */
 
-/* tekken.json of the release is 15 MB (150 000 vocabulary entries). */
-#define TEKKEN_MAX_BYTES (512u << 20)
-
 vox_status vox_tekken_read_ids(const char *path, vox_manifest *hp, vox_error *err) {
     cJSON *root = NULL;
-    vox_status st = vox_json_load(path, TEKKEN_MAX_BYTES, &root, err);
+    vox_status st = vox_json_load(path, VOX_TEKKEN_MAX_BYTES, &root, err);
     if (st != VOX_OK) return st;
 
     vox_json_reader r = {path, err, VOX_OK};

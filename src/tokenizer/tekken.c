@@ -49,9 +49,6 @@ static const char *const deprecated_special[] = {
 
 /* ---- reading the file ------------------------------------------------------------------------ */
 
-/* Mistral's tekken.json is ~15 MB: a file 16 times that is not a tokenizer. */
-#define TEKKEN_MAX_BYTES ((size_t)256 << 20)
-
 /* Base64 (RFC 4648, standard alphabet, padded). None of our dependencies (cJSON, PCRE2) has a
  * decoder and OpenSSL or GLib would be a new dependency for these few lines. */
 static int base64_digit(unsigned char c) {
@@ -448,7 +445,7 @@ vox_status vox_tokenizer_load(const char *path, vox_tokenizer **out, vox_error *
     *out = NULL;
     char *text = NULL;
     size_t len = 0;
-    vox_status st = vox_read_regular(path, TEKKEN_MAX_BYTES, &text, &len, err);
+    vox_status st = vox_read_regular(path, VOX_TEKKEN_MAX_BYTES, &text, &len, err);
     if (st != VOX_OK) return st;
     const char *parse_end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(text, len, &parse_end, 0);

@@ -18,6 +18,10 @@ extern "C" {
 
 typedef struct vox_tokenizer vox_tokenizer;
 
+/* The largest tekken.json read (the runner's loader and the exporter's): the release's is ~15 MB
+ * (150,000 vocabulary entries), so a file 16 times that is not a tokenizer. */
+#define VOX_TEKKEN_MAX_BYTES ((size_t)256 << 20)
+
 /* Loads and validates PATH as mistral-common does (rank equals position, the first 256 entries
  * are the 256 single bytes, unique tokens, sizes consistent) and checks every field's presence
  * and type. A missing file is VOX_ERR_IO, a bad one VOX_ERR_FORMAT; messages name the path.
