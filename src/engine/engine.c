@@ -65,7 +65,7 @@ static int64_t token_budget(const vox_model *m, const voxtral_transcribe_params 
 /* Positions of a 30 s request with the default budget: what the pool and the batch are sized
  * for when the requests are not known yet. */
 static int64_t typical_positions(const vox_model *m) {
-    return 3 + vox_encoder_tokens_per_chunk(m) + 2 + voxtral_default_max_new_tokens(30.0);
+    return VOX_PROMPT_FIXED_TOKENS + vox_encoder_tokens_per_chunk(m) + voxtral_default_max_new_tokens(30.0);
 }
 
 /* Bytes the KV pool may take: 60% of the device's free memory (the rest is for the encoder's

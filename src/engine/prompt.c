@@ -18,7 +18,7 @@ vox_status vox_prompt_build(const voxtral_context *ctx, size_t n_audio, const ch
         vox_status st = vox_tokenizer_encode(ctx->tok, text, strlen(text), &lang_ids, &n_lang, err);
         if (st) return st;
     }
-    size_t n = 3 + n_audio + 1 + n_lang + 1;
+    size_t n = VOX_PROMPT_FIXED_TOKENS + n_audio + n_lang;
     int32_t *ids = malloc(n * sizeof *ids);
     if (!ids) {
         free(lang_ids);

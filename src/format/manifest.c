@@ -124,8 +124,9 @@ vox_status vox_manifest_validate(const vox_manifest *m, int check_files, vox_err
         return vox_fail(err, VOX_ERR_FORMAT,
                         "audio_encoder.projector_dim (%d) must equal text_decoder.hidden (%d)",
                         e->projector_dim, d->hidden);
-    /* the shortest prompt (one chunk's audio tokens, 5 others) and one token after it */
-    const long long one_chunk = e->max_source_positions / e->downsample_factor + 5 + 1;
+    /* the shortest prompt (one chunk's audio tokens and the fixed ones) and one token after it */
+    const long long one_chunk =
+        e->max_source_positions / e->downsample_factor + VOX_PROMPT_FIXED_TOKENS + 1;
     if (d->max_position_embeddings < one_chunk)
         return vox_fail(err, VOX_ERR_FORMAT,
                         "text_decoder.max_position_embeddings is %d, but the prompt of one 30 s "

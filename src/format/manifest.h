@@ -109,6 +109,10 @@ typedef struct {
     double chunk_seconds, frame_rate;
 } vox_manifest;
 
+/* The transcription prompt's tokens besides the audio and the language hint (voxtral-spec.md
+ * section 5): bos, inst, begin_audio before the audio; inst_end, transcribe after it. */
+#define VOX_PROMPT_FIXED_TOKENS 5
+
 /* Reads DIR/voxtral.json; validates types, ranges (all sizes positive, heads * head_dim
  * consistent, kv_heads divides heads, ...) and the format version (a mismatch says to re-export).
  * Every failure is a VOX_ERR_FORMAT (VOX_ERR_IO when the file cannot be read) whose message names
