@@ -35,6 +35,11 @@ broken() {
     [ ! -s "$tmp/$name.out" ] || fail "$name: stdout is not empty: $(head -c 500 "$tmp/$name.out")"
 }
 
+# edit_manifest / edit_tekken PYTHON: a statement on m (voxtral.json) or t (tekken.json), loaded
+# and then written back
+edit_manifest() { echo "p = d + '/voxtral.json'; m = json.load(open(p)); $1; json.dump(m, open(p, 'w'))"; }
+edit_tekken() { echo "p = d + '/tekken.json'; t = json.load(open(p)); $1; json.dump(t, open(p, 'w'))"; }
+
 # the unbroken copy loads
 R=("$exe" -m "$tmp/model" -d cpu -n 4)
 run 0 good "$audio/short.wav"
@@ -45,40 +50,26 @@ broken manifest_two_objects voxtral.json "data after the JSON value" \
     "open(d + '/voxtral.json', 'a').write('{}')"
 broken tekken_trailing tekken.json "data after the value" \
     "open(d + '/tekken.json', 'a').write('garbage')"
-broken tekken_long_vocab tekken.json "the tokenizer has 1401 ids but the decoder's vocab_size" "
-p = d + '/tekken.json'; t = json.load(open(p))
-t['config']['default_vocab_size'] += 1
-json.dump(t, open(p, 'w'))"
-broken decoder_layers_huge text_decoder.safetensors "text_decoder.layers in voxtral.json is 2147483647" "
-p = d + '/voxtral.json'; m = json.load(open(p))
-m['text_decoder']['layers'] = 2147483647
-json.dump(m, open(p, 'w'))"
-broken encoder_layers_huge audio_encoder.safetensors "audio_encoder.layers in voxtral.json is 2000000000" "
-p = d + '/voxtral.json'; m = json.load(open(p))
-m['audio_encoder']['layers'] = 2000000000
-json.dump(m, open(p, 'w'))"
+broken tekken_long_vocab tekken.json "the tokenizer has 1401 ids but the decoder's vocab_size" \
+    "$(edit_tekken "t['config']['default_vocab_size'] += 1")"
+broken decoder_layers_huge text_decoder.safetensors "text_decoder.layers in voxtral.json is 2147483647" \
+    "$(edit_manifest "m['text_decoder']['layers'] = 2147483647")"
+broken encoder_layers_huge audio_encoder.safetensors "audio_encoder.layers in voxtral.json is 2000000000" \
+    "$(edit_manifest "m['audio_encoder']['layers'] = 2000000000")"
 
-broken decoder_layers_fewer text_decoder.safetensors "has tensors of layer 1" "
-p = d + '/voxtral.json'; m = json.load(open(p))
-m['text_decoder']['layers'] = 1
-json.dump(m, open(p, 'w'))"
+broken decoder_layers_fewer text_decoder.safetensors "has tensors of layer 1" \
+    "$(edit_manifest "m['text_decoder']['layers'] = 1")"
 for f in voxtral.json tekken.json text_decoder.safetensors; do
     broken "fifo_${f%%.*}" "$f" "not a regular file" "os.remove(d + '/$f'); os.mkfifo(d + '/$f')"
 done
 broken tekken_dev_zero tekken.json "not a regular file" \
     "os.remove(d + '/tekken.json'); os.symlink('/dev/zero', d + '/tekken.json')"
-broken mel_bins_80 voxtral.json "audio_encoder.num_mel_bins is 80" "
-p = d + '/voxtral.json'; m = json.load(open(p))
-m['audio_encoder']['num_mel_bins'] = 80
-json.dump(m, open(p, 'w'))"
-broken context_short voxtral.json "max_position_embeddings is 40" "
-p = d + '/voxtral.json'; m = json.load(open(p))
-m['text_decoder']['max_position_embeddings'] = 40
-json.dump(m, open(p, 'w'))"
-broken tekken_empty_pattern tekken.json "config.pattern is empty" "
-p = d + '/tekken.json'; t = json.load(open(p))
-t['config']['pattern'] = ''
-json.dump(t, open(p, 'w'))"
+broken mel_bins_80 voxtral.json "audio_encoder.num_mel_bins is 80" \
+    "$(edit_manifest "m['audio_encoder']['num_mel_bins'] = 80")"
+broken context_short voxtral.json "max_position_embeddings is 40" \
+    "$(edit_manifest "m['text_decoder']['max_position_embeddings'] = 40")"
+broken tekken_empty_pattern tekken.json "config.pattern is empty" \
+    "$(edit_tekken "t['config']['pattern'] = ''")"
 
 echo "$checks checks, $failures failures"
 [ "$failures" -eq 0 ]
