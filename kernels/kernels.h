@@ -299,6 +299,9 @@ typedef struct {
     /* for profiling, or NULL: per block (SM) and op (5 a layer, then the lm_head), the
      * %globaltimer ns when its wait ended and when its share was done: 2 x SMs x ops words */
     unsigned long long *stamps;
+    /* who sums a projection: 0 the default (2; VOX_PDECODE_CONSUMER=mma picks 1), 1 the tensor
+     * cores, a warp a unit of 8 rows; 2 the CUDA cores, a warp a row */
+    int consumer;
 } vox_k_pdecode_args;
 int vox_k_pdecode_supported(const vox_k_pdecode_args *a);
 size_t vox_k_pdecode_workspace_bytes(const vox_k_pdecode_args *a);

@@ -11,9 +11,14 @@
 //    waits for a dependency, only for a free page: while the consumers wait for the other
 //    blocks to finish an op, the next op's weights keep arriving.
 //  - The consumers run the ops in order. A projection's unit is 8 consecutive weight rows over
-//    the whole K (so each output row is summed by one warp, in a fixed order): warp w owns row
-//    w of the unit, reads its 2 KB of each page and the staged input from shared memory, and
-//    its lane 0 writes the row's epilogue.
+//    the whole K (so each output row is summed by one warp, in a fixed order). Warp w sums row
+//    w of every unit on the CUDA cores, all 8 warps on the same page (run_projection), reading
+//    its 2 KB of each page and the staged input from shared memory; its lane 0 writes the
+//    row's epilogue. VOX_PDECODE_CONSUMER=mma instead has warp w sum the block's units w,
+//    w + 8, ... whole on the tensor cores (run_projection_mma: the unit's rows as mma's n side,
+//    the staged input row as its m side, room for more sequences), up to 8 pages in work at
+//    once: its projections' work time falls by a third, but the step is no faster, since the
+//    blocks then wait for each other instead (bench/NOTES-2026-12-03d.md).
 //  - Ops wait for each other through counters in global memory: a block that has finished its
 //    share of an op adds 1 (release); a block about to start an op that needs it polls until
 //    all blocks have (acquire). No grid-wide barrier, no second launch; the last block to
@@ -96,7 +101,12 @@ struct Params {
     // reports millions of WAR hazards between the bulk copy and the reads with the second
     // (bench/NOTES-2026-12-03b.md).
     int handover;
+    // Who sums a projection's units (vox_k_pdecode_args.consumer): CONSUMER_MMA (the default), a
+    // warp a unit on the tensor cores; CONSUMER_ROW, a warp a row on the CUDA cores (the first
+    // version, for comparison).
+    int consumer;
 };
+enum { CONSUMER_MMA = 1, CONSUMER_ROW = 2 };
 
 // ---- counters ------------------------------------------------------------------------------
 __device__ __forceinline__ unsigned *counter(const Params &p, int i) {
@@ -285,8 +295,14 @@ __device__ __forceinline__ const unsigned char *page_row(const PageCursor &c, in
 
 // Lanes 0..7 copy the 8 rows of each page into the ring, as soon as its slot is free. (Asking
 // L2 for pages past the ring as well, cp.async.bulk.prefetch.L2 8 to 64 pages ahead, measured
-// 1.3-1.5x slower: bench/NOTES-2026-12-01-pdecode.md.)
-__device__ void producer(const Params &p, unsigned char *ring, uint64_t *full, uint64_t *empty) {
+// 1.3-1.5x slower: bench/NOTES-2026-12-01-pdecode.md; and prefetch.global.L2 of 4 to 16 pages
+// past the ring only while the ring is full, 9-11% slower: bench/NOTES-2026-12-03d.md.)
+// slot_page[slot]: the page the producer last began to copy into that slot, published (after
+// its expect_tx) for the tensor-core consumer, whose warps wait for pages up to ~24 apart: an
+// mbarrier's parity tells only whether its last phase is done, so a warp asking for a page two
+// phases ahead of its slot would find the slot's older phase done and read the wrong page.
+__device__ void producer(const Params &p, unsigned char *ring, uint64_t *full, uint64_t *empty,
+                         unsigned *slot_page) {
     const int lane = threadIdx.x & 31;
     const uint64_t policy = evict_first_policy();
     PageCursor c = cursor_begin(p);
@@ -296,7 +312,10 @@ __device__ void producer(const Params &p, unsigned char *ring, uint64_t *full, u
         const unsigned char *src = page_row(c, lane & (kUnitRows - 1), &bytes);
         if (lane == 0 || (p.handover && lane < kUnitRows))
             vk_mbar_wait(vk_smem_u32(&empty[slot]), ((page / kPages) & 1) ^ 1);
-        if (lane == 0) vk_mbar_expect_tx(vk_smem_u32(&full[slot]), bytes * kUnitRows);
+        if (lane == 0) {
+            vk_mbar_expect_tx(vk_smem_u32(&full[slot]), bytes * kUnitRows);
+            atomicExch(&slot_page[slot], page); // an atomic: ordered for racecheck, no data
+        }
         __syncwarp();
         if (lane < kUnitRows)
             bulk_copy(ring + (size_t)slot * kPageBytes + lane * kRowBytes, src, bytes, &full[slot], policy);
@@ -320,11 +339,14 @@ template <bool MAX> __device__ float consumers_reduce(float v, float *red) {
 constexpr int kStageBatch = 2; // 4 made ptxas spill more of the attention's state (head_dim 128)
 
 // xs [k] = the op's input (RMSNorm'd as matvec.cuh's stage_input, copied, or SwiGLU of
-// gate|up as fused.cu rounds it); FP8: quantized, *sx its scale. Ends with a barrier.
+// gate|up as fused.cu rounds it); FP8: quantized, *sx its scale, the codes' values stored as
+// bf16, or as fp16 for the tensor-core consumer (fp16_codes; exact either way). Ends with a
+// barrier.
 // Thread t stages elements t * 8 + i * kConsumers * 8, loading kStageBatch vectors from L2 at
 // once (one round trip for K <= 4096; the loop loaded one vector a turn before). RMSNorm
 // keeps the raw row in xs for its second pass instead of reloading it from L2.
-__device__ void stage_input(const Params &p, const Proj &q, bf16 *xs, float *red, float *sx) {
+__device__ void stage_input(const Params &p, const Proj &q, bf16 *xs, float *red, float *sx,
+                            bool fp16_codes) {
     const int t = threadIdx.x, K = q.k;
     constexpr int stride = kConsumers * 8;
     float ss = 0.0f, mx = 0.0f;
@@ -381,7 +403,15 @@ __device__ void stage_input(const Params &p, const Proj &q, bf16 *xs, float *red
             vk_load8(xs + e, xf);
 #pragma unroll
             for (int j = 0; j < 8; j++) xf[j] = vk_e4m3_value(vk_fp8_quantize(xf[j], s));
-            vk_store8(xs + e, xf);
+            if (fp16_codes) {
+                uint4 u;
+                __half2 *h = (__half2 *)&u;
+#pragma unroll
+                for (int j = 0; j < 4; j++) h[j] = __floats2half2_rn(xf[2 * j], xf[2 * j + 1]);
+                *(uint4 *)(xs + e) = u;
+            } else {
+                vk_store8(xs + e, xf);
+            }
         }
         if (t == 0) *sx = s;
     }
@@ -453,6 +483,139 @@ __device__ void run_projection(const Params &p, const Proj &q, int offset, const
                 q.y[r] = vk_bf(acc);
         }
     }
+}
+
+// The tensor-core consumer (CONSUMER_MMA): warp w sums the block's units w, w + 8, ... whole,
+// so up to 8 pages are in work at once and no unit needs the other warps. A unit's 8 weight
+// rows are the n side of mma.sync m16n8k16 and the staged input row is row 0 of the m side
+// (rows 1-15 zero; room for more sequences). The k order inside a 16-byte load is free, as long
+// as A and B agree: lane (g, t) loads the 16 bytes of row g at vector t of each group of four,
+// and the same vector of x, and each mma takes 4 consecutive elements of them as its k pairs
+// (2t, 2t + 1) and (2t + 8, 2t + 9). bf16: a vector is 8 elements, two mmas; FP8: 16 codes,
+// widened to fp16 in registers (exact), four fp16 mmas against x staged as fp16 values of its
+// codes. fp32 accumulation in eight independent accumulators; the row's sum is their sum.
+// Lane (0, t) ends with rows 2t and 2t + 1 of the unit.
+
+// The residuals of rows 2t, 2t + 1 of this warp's first unit, loaded before staging (o and down
+// have at most 3 units a block, so every warp's first unit is its only one there).
+__device__ __forceinline__ float2 resid_prefetch_mma(const Proj &q, int offset) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, G = gridDim.x;
+    const int64_t u = (blockIdx.x - offset + G) % G + (int64_t)warp * G;
+    if (!q.resid || lane >= 4 || u >= q.n / kUnitRows) return make_float2(0.0f, 0.0f);
+    const int64_t r = u * kUnitRows + 2 * lane;
+    return make_float2(vk_f(__ldcg(q.resid + r)), vk_f(__ldcg(q.resid + r + 1)));
+}
+
+// One 16-byte vector of each of the 8 rows (b) against the same vector of x (x: row 0 of A):
+// two bf16 mmas or four fp16 ones, into accumulators acc[first ..].
+template <bool FP8>
+__device__ __forceinline__ void mma_vector(float (*acc)[4], uint4 w, const uint32_t *x) {
+    const uint32_t *wv = (const uint32_t *)&w;
+    if (FP8) {
+        uint32_t h[8];
+#pragma unroll
+        for (int i = 0; i < 4; i++) { // 4 codes a word: two fp16 pairs
+            const __half2_raw lo = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(wv[i] & 0xffffu), __NV_E4M3);
+            const __half2_raw hi = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(wv[i] >> 16), __NV_E4M3);
+            h[2 * i] = (uint32_t)lo.x | ((uint32_t)lo.y << 16);
+            h[2 * i + 1] = (uint32_t)hi.x | ((uint32_t)hi.y << 16);
+        }
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const uint32_t a[4] = {x[2 * i], 0u, x[2 * i + 1], 0u};
+            vk_mma_f16_16816(acc[i], a, h[2 * i], h[2 * i + 1]);
+        }
+    } else {
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+            const uint32_t a[4] = {x[2 * i], 0u, x[2 * i + 1], 0u};
+            vk_mma_bf16_16816(acc[i], a, wv[2 * i], wv[2 * i + 1]);
+        }
+    }
+}
+
+// Lane (g, t)'s vectors v0 + t, v0 + 4 + t, ... (N of them) of row g and of x, loaded first,
+// then their mmas (a vector past nvec counts as zeros).
+template <bool FP8, int N>
+__device__ __forceinline__ void mma_vectors(float (&acc)[8][4], const unsigned char *row, const uint4 *xv,
+                                            int v0, int nvec, int g, int t) {
+    constexpr int kPerVec = FP8 ? 4 : 2;
+    uint4 w[N];
+    uint32_t x[N][8];
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        const int v = v0 + 4 * i + t;
+        const bool ok = v < nvec;
+        const uint4 z = make_uint4(0u, 0u, 0u, 0u);
+        w[i] = ok ? *(const uint4 *)(row + v * 16) : z;
+        const uint4 x0 = ok && g == 0 ? xv[FP8 ? 2 * v : v] : z;
+        const uint4 x1 = FP8 && ok && g == 0 ? xv[2 * v + 1] : z;
+        x[i][0] = x0.x, x[i][1] = x0.y, x[i][2] = x0.z, x[i][3] = x0.w;
+        x[i][4] = x1.x, x[i][5] = x1.y, x[i][6] = x1.z, x[i][7] = x1.w;
+    }
+#pragma unroll
+    for (int i = 0; i < N; i++) mma_vector<FP8>(acc + i * kPerVec, w[i], x[i]);
+}
+
+template <bool FP8>
+__device__ void run_projection_mma(const Params &p, const Proj &q, int offset, const bf16 *xs, float sx,
+                                   float2 resid, const unsigned char *ring, uint64_t *full,
+                                   uint64_t *empty, unsigned *slot_page, uint32_t &page) {
+    constexpr int kVecsInFlight = FP8 ? 2 : 4; // vectors a lane loads at once: 8 accumulators
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, G = gridDim.x;
+    const int g = lane >> 2, t = lane & 3;
+    const int pc = page_cols(FP8), ve = vec_elems(FP8);
+    const int ppu = (q.k + pc - 1) / pc; // pages a unit
+    const int64_t units = q.n / kUnitRows, first = (blockIdx.x - offset + G) % G;
+    const int64_t mine = first < units ? (units - first + G - 1) / G : 0; // this block's units
+    const uint32_t page0 = page;
+    for (int64_t nth = warp; nth < mine; nth += kConsumerWarps) {
+        const int64_t u = first + nth * G;
+        float acc[8][4];
+#pragma unroll
+        for (int i = 0; i < 8; i++) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
+        uint32_t pg = page0 + (uint32_t)(nth * ppu);
+        for (int c0 = 0; c0 < q.k; c0 += pc, pg++) {
+            const int slot = pg % kPages;
+            if (lane == 0) // until the producer has begun this page (slot_page, producer())
+                while (atomicAdd(&slot_page[slot], 0u) != pg) __nanosleep(20);
+            __syncwarp();
+            vk_mbar_wait(vk_smem_u32(&full[slot]), (pg / kPages) & 1);
+            const unsigned char *row = ring + (size_t)slot * kPageBytes + g * kRowBytes;
+            const uint4 *xv = (const uint4 *)(xs + c0); // 16-byte vectors of x (FP8: two a vector)
+            const int nvec = min(pc, q.k - c0) / ve;   // vectors of each row in this page
+            if (p.experiment == 1) {
+            } else if (nvec == kRowBytes / 16) { // a whole page: a constant trip count, unrolled
+#pragma unroll 2
+                for (int v0 = 0; v0 < kRowBytes / 16; v0 += 4 * kVecsInFlight)
+                    mma_vectors<FP8, kVecsInFlight>(acc, row, xv, v0, kRowBytes / 16, g, t);
+            } else {
+                for (int v0 = 0; v0 < nvec; v0 += 4 * kVecsInFlight)
+                    mma_vectors<FP8, kVecsInFlight>(acc, row, xv, v0, nvec, g, t);
+            }
+            __syncwarp();
+            if (lane == 0 || p.handover) vk_mbar_arrive(vk_smem_u32(&empty[slot]));
+        }
+        if (g == 0) { // D[0][2t], D[0][2t + 1]: rows 2t, 2t + 1 of the unit
+            float s[2];
+#pragma unroll
+            for (int c = 0; c < 2; c++)
+                s[c] = ((acc[0][c] + acc[1][c]) + (acc[2][c] + acc[3][c])) +
+                       ((acc[4][c] + acc[5][c]) + (acc[6][c] + acc[7][c]));
+            const int64_t r = u * kUnitRows + 2 * t;
+#pragma unroll
+            for (int c = 0; c < 2; c++) {
+                if (FP8) s[c] *= sx * q.w_scale[r + c];
+                if (q.resid) {
+                    const float res = nth == warp ? (c ? resid.y : resid.x) : vk_f(__ldcg(q.resid + r + c));
+                    q.y[r + c] = vk_bf(res + vk_round(s[c]));
+                } else {
+                    q.y[r + c] = vk_bf(s[c]);
+                }
+            }
+        }
+    }
+    page = page0 + (uint32_t)(mine * ppu);
 }
 
 // ---- attention (consumers) -----------------------------------------------------------------------
@@ -692,7 +855,9 @@ __device__ void run_attention(const Params &p, int layer, int offset, unsigned c
 }
 
 // ---- the kernel ----------------------------------------------------------------------------------
-template <int DPL>
+// MMA: the tensor-core consumer (its own instance, so that its registers do not press on the
+// other's attention state).
+template <int DPL, bool MMA>
 // One block an SM: registers are given out for warps in fours, so 9 warps take what 12 would,
 // at most 168 registers a thread (head_dim 128 spills ~100 bytes of attention state).
 __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
@@ -700,13 +865,17 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
     extern __shared__ __align__(128) unsigned char smem[];
     unsigned char *ring = smem, *stage = smem + (size_t)kPages * kPageBytes;
     __shared__ __align__(8) uint64_t full[kPages], empty[kPages];
+    __shared__ unsigned slot_page[kPages];
     __shared__ float red[kConsumerWarps];
     __shared__ float sx;
     __shared__ int s_last;
     if (threadIdx.x == 0) {
         for (int i = 0; i < kPages; i++) {
+            slot_page[i] = ~0u;
             vk_mbar_init(vk_smem_u32(&full[i]), 1);
-            vk_mbar_init(vk_smem_u32(&empty[i]), p.handover ? kConsumers : kConsumerWarps);
+            // the warps that read a page arrive: all 8 (a warp a row), or the one whose unit it is
+            const unsigned readers = MMA ? 1 : kConsumerWarps;
+            vk_mbar_init(vk_smem_u32(&empty[i]), p.handover ? readers * 32 : readers);
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
@@ -717,7 +886,7 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
     }
     __syncthreads();
     if (threadIdx.x >= kConsumers) {
-        producer(p, ring, full, empty);
+        producer(p, ring, full, empty, slot_page);
         return;
     }
     const int G = gridDim.x;
@@ -740,13 +909,22 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
             continue;
         }
         const Proj q = proj_of(p, step);
-        const float resid = resid_prefetch(q, offset); // before staging: its round trip overlaps
         bf16 *xs = reinterpret_cast<bf16 *>(stage);
-        stage_input(p, q, xs, red, &sx);
-        if (q.w_scale)
-            run_projection<true>(p, q, offset, xs, sx, resid, ring, full, empty, page);
-        else
-            run_projection<false>(p, q, offset, xs, 0.0f, resid, ring, full, empty, page);
+        if constexpr (MMA) {
+            const float2 resid = resid_prefetch_mma(q, offset); // before staging: overlaps it
+            stage_input(p, q, xs, red, &sx, true);
+            if (q.w_scale)
+                run_projection_mma<true>(p, q, offset, xs, sx, resid, ring, full, empty, slot_page, page);
+            else
+                run_projection_mma<false>(p, q, offset, xs, 0.0f, resid, ring, full, empty, slot_page, page);
+        } else {
+            const float resid = resid_prefetch(q, offset); // before staging: its round trip overlaps
+            stage_input(p, q, xs, red, &sx, false);
+            if (q.w_scale)
+                run_projection<true>(p, q, offset, xs, sx, resid, ring, full, empty, page);
+            else
+                run_projection<false>(p, q, offset, xs, 0.0f, resid, ring, full, empty, page);
+        }
         offset = (int)((offset + q.n / kUnitRows) % G);
         if (p.stamps && threadIdx.x == 0) p.stamps[((size_t)blockIdx.x * n_steps(p) + step) * 2 + 1] = global_ns();
         if (op != OP_LM) {
@@ -798,8 +976,8 @@ int device_ok() {
     return vk_compute_capability() >= 90 && optin >= 0 && (size_t)optin >= kSmemBytes + 1024;
 }
 
-template <int DPL> void launch(const Params &p, cudaStream_t stream) {
-    auto kernel = pdecode_kernel<DPL>;
+template <int DPL, bool MMA> void launch(const Params &p, cudaStream_t stream) {
+    auto kernel = pdecode_kernel<DPL, MMA>;
     static std::atomic<uint64_t> smem_set{0};
     vk_ensure_smem(kernel, kSmemBytes, smem_set);
     int dev = 0, sms = 0;
@@ -875,13 +1053,19 @@ extern "C" int vox_k_pdecode(const vox_k_pdecode_args *a, cudaStream_t stream) {
         const char *e = getenv("VOX_PDECODE_HANDOVER");
         return e && strcmp(e, "lane") == 0 ? 0 : 1;
     }();
+    static const int consumer = [] {
+        const char *e = getenv("VOX_PDECODE_CONSUMER");
+        return e && strcmp(e, "mma") == 0 ? CONSUMER_MMA : CONSUMER_ROW;
+    }();
+    p.consumer = a->consumer == 1 ? CONSUMER_MMA : a->consumer == 2 ? CONSUMER_ROW : consumer;
     p.experiment = experiment;
     p.handover = handover;
     p.watchdog_ns = (long long)(watchdog_s * 1e9);
+    const bool mma = p.consumer == CONSUMER_MMA;
     switch (a->head_dim) {
-    case 32: launch<1>(p, stream); break;
-    case 64: launch<2>(p, stream); break;
-    default: launch<4>(p, stream); break;
+    case 32: mma ? launch<1, true>(p, stream) : launch<1, false>(p, stream); break;
+    case 64: mma ? launch<2, true>(p, stream) : launch<2, false>(p, stream); break;
+    default: mma ? launch<4, true>(p, stream) : launch<4, false>(p, stream); break;
     }
     VOX_K_LAUNCH_CHECK();
     return 1;

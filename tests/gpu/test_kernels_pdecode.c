@@ -163,13 +163,16 @@ static void compare_scaled(const char *what, const float *got, const float *ref,
     free(bound);
 }
 
-static void run_shape(const shape *S, gtu_rng *rng) {
+static const char *const kConsumerName[] = {"", "tensor cores", "a warp a row"};
+
+/* consumer: vox_k_pdecode_args.consumer, 1 (tensor cores) or 2 (a warp a row) */
+static void run_shape(const shape *S, int consumer, gtu_rng *rng) {
     /* FP8 where attention spans many keys; at the first positions it is exact (P = 1 or nearly)
      * and FP8 must then meet the bf16 bounds */
     const bounds B = S->fp8 && S->pos0 >= kBlock ? kBoundsFp8 : kBoundsBf16;
-    printf("%s: %d layers, hidden %d, %d/%d heads of %d, ffn %d, vocab %d, positions %d..%d%s\n",
+    printf("%s: %d layers, hidden %d, %d/%d heads of %d, ffn %d, vocab %d, positions %d..%d%s, %s\n",
            S->name, S->layers, S->hidden, S->heads, S->kv_heads, S->head_dim, S->ffn, S->vocab,
-           S->pos0, S->pos0 + S->steps - 1, S->fp8 ? ", FP8" : "");
+           S->pos0, S->pos0 + S->steps - 1, S->fp8 ? ", FP8" : "", kConsumerName[consumer]);
     const int H = S->hidden, D = S->head_dim, QD = S->heads * D, KD = S->kv_heads * D, F = S->ffn;
     const int GQ = S->heads / S->kv_heads, last_pos = S->pos0 + S->steps - 1;
     const int width = last_pos / kBlock + 1, n_blocks = width + 3;
@@ -228,7 +231,7 @@ static void run_shape(const shape *S, gtu_rng *rng) {
         .kv_heads = S->kv_heads, .head_dim = D, .ffn = F, .vocab = S->vocab, .fp8 = S->fp8,
         .eps = eps, .attn_scale = scale, .theta = theta, .x = x_dev, .final_norm = final_norm_dev,
         .lm_head = lm.dev, .logits = logits_dev, .pos = scalars_dev, .slot = scalars_dev + 1,
-        .len = scalars_dev + 2, .table = table_dev, .block_size = kBlock};
+        .len = scalars_dev + 2, .table = table_dev, .block_size = kBlock, .consumer = consumer};
     CHECK_MSG(vox_k_pdecode_supported(&a), "%s: the kernel does not take this shape", S->name);
     size_t ws_bytes = vox_k_pdecode_workspace_bytes(&a);
     a.workspace = gtu_dev_alloc(ws_bytes);
@@ -316,7 +319,7 @@ static void run_shape(const shape *S, gtu_rng *rng) {
 
         char what[96];
         float *got = gtu_download_bf16_as_f32(logits_dev, (size_t)S->vocab);
-        snprintf(what, sizeof what, "%s pos %d logits", S->name, pos);
+        snprintf(what, sizeof what, "%s (%s) pos %d logits", S->name, kConsumerName[consumer], pos);
         compare_scaled(what, got, logits, (size_t)S->vocab, B);
         /* the argmax where the reference's top-2 margin is clear of the bound */
         int best = 0, gbest = 0;
@@ -333,9 +336,9 @@ static void run_shape(const shape *S, gtu_rng *rng) {
         for (int l = 0; l < S->layers; l++) {
             float *kg = gtu_download_bf16_as_f32((char *)L[l].k_dev + (size_t)slot * KD * 2, (size_t)KD);
             float *vg = gtu_download_bf16_as_f32((char *)L[l].v_dev + (size_t)slot * KD * 2, (size_t)KD);
-            snprintf(what, sizeof what, "%s pos %d layer %d new key", S->name, pos, l);
+            snprintf(what, sizeof what, "%s (%s) pos %d layer %d new key", S->name, kConsumerName[consumer], pos, l);
             compare_scaled(what, kg, kref + (size_t)l * KD, (size_t)KD, B);
-            snprintf(what, sizeof what, "%s pos %d layer %d new value", S->name, pos, l);
+            snprintf(what, sizeof what, "%s (%s) pos %d layer %d new value", S->name, kConsumerName[consumer], pos, l);
             compare_scaled(what, vg, vref + (size_t)l * KD, (size_t)KD, B);
             free(kg), free(vg);
         }
@@ -369,12 +372,14 @@ static void run_shape(const shape *S, gtu_rng *rng) {
 /* The kernel's time at the full size of Voxtral Mini's decoder (30 layers, vocab 131072; weights
  * and cache of one constant, values do not change the time), and where it goes: per op, from the
  * kernel's stamps, the time blocks wait for the op before and the time they work. Information,
- * no check (bench/ holds the measured numbers). */
-static void time_full_size(void) {
+ * no check (bench/ holds the measured numbers). FP8: the layers' weights as E4M3 codes (the
+ * lm_head stays bf16). */
+static void time_full_size(int fp8, int consumer) {
     const int layers = 30, H = 3072, heads = 32, kvh = 8, D = 128, F = 8192, V = 131072, pos = 440;
     const int QD = heads * D, KD = kvh * D, width = pos / kBlock + 1;
+    const size_t esz = fp8 ? 1 : 2;
     size_t wbytes = (size_t)layers * ((size_t)(QD + 2 * KD) * H + (size_t)H * QD + (size_t)2 * F * H +
-                                      (size_t)H * F) * 2 + (size_t)V * H * 2;
+                                      (size_t)H * F) * esz + (size_t)V * H * 2;
     size_t free_b = 0, total_b = 0;
     GTU_CUDA(cudaMemGetInfo(&free_b, &total_b));
     if (free_b < wbytes + ((size_t)2 << 30)) {
@@ -382,7 +387,14 @@ static void time_full_size(void) {
         return;
     }
     char *w = gtu_dev_alloc(wbytes);
-    GTU_CUDA(cudaMemset(w, 0x3c, wbytes)); /* bf16 0x3c3c = 0.0115 */
+    GTU_CUDA(cudaMemset(w, 0x3c, wbytes)); /* bf16 0x3c3c = 0.0115, E4M3 0x3c = 1.5 */
+    float *scale = NULL; /* FP8: every row's scale 0.01 */
+    if (fp8) {
+        float *h = gtu_malloc((size_t)2 * F * sizeof *h);
+        for (int i = 0; i < 2 * F; i++) h[i] = 0.01f;
+        scale = gtu_dev_upload(h, (size_t)2 * F * sizeof *h);
+        free(h);
+    }
     size_t pool = (size_t)(width + 1) * kBlock * KD * 2;
     char *kv = gtu_dev_alloc(pool * 2 * layers);
     GTU_CUDA(cudaMemset(kv, 0x3c, pool * 2 * layers));
@@ -390,10 +402,11 @@ static void time_full_size(void) {
     char *at = w;
     for (int l = 0; l < layers; l++) {
         L[l] = (vox_k_pdecode_layer){0};
-        L[l].qkv = at, at += (size_t)(QD + 2 * KD) * H * 2;
-        L[l].o = at, at += (size_t)H * QD * 2;
-        L[l].gate_up = at, at += (size_t)2 * F * H * 2;
-        L[l].down = at, at += (size_t)H * F * 2;
+        L[l].qkv = at, at += (size_t)(QD + 2 * KD) * H * esz;
+        L[l].o = at, at += (size_t)H * QD * esz;
+        L[l].gate_up = at, at += (size_t)2 * F * H * esz;
+        L[l].down = at, at += (size_t)H * F * esz;
+        L[l].qkv_scale = L[l].o_scale = L[l].gate_up_scale = L[l].down_scale = scale;
         L[l].attn_norm = L[l].ffn_norm = w; /* any bf16 values */
         L[l].k_cache = kv + (size_t)l * 2 * pool, L[l].v_cache = kv + (size_t)l * 2 * pool + pool;
     }
@@ -406,7 +419,8 @@ static void time_full_size(void) {
                             .kv_heads = kvh, .head_dim = D, .ffn = F, .vocab = V, .eps = 1e-5f,
                             .attn_scale = 0.088f, .theta = 1e8, .x = x, .final_norm = w,
                             .lm_head = at, .logits = logits, .pos = dev, .slot = dev + 1,
-                            .len = dev + 2, .table = dev + 3, .block_size = kBlock};
+                            .len = dev + 2, .table = dev + 3, .block_size = kBlock, .fp8 = fp8,
+                            .consumer = consumer};
     size_t ws = vox_k_pdecode_workspace_bytes(&a);
     a.workspace = gtu_dev_alloc(ws);
     GTU_CUDA(cudaMemset(a.workspace, 0, ws));
@@ -417,8 +431,8 @@ static void time_full_size(void) {
     GTU_SYNC_CHECK();
     double us = 0;
     GTU_TIME_US(us, 20, vox_k_pdecode(&a, 0));
-    printf("timing: full size, one row at position %d: %.1f us a step, %.0f GB/s of weights\n", pos,
-           us, (double)wbytes / (us * 1e3));
+    printf("timing: full size%s, %s, one row at position %d: %.1f us a step, %.0f GB/s of weights\n",
+           fp8 ? " FP8" : "", kConsumerName[consumer], pos, us, (double)wbytes / (us * 1e3));
     /* one stamped run */
     size_t nst = (size_t)sms * steps * 2;
     a.stamps = gtu_dev_alloc(nst * sizeof(unsigned long long));
@@ -446,7 +460,7 @@ static void time_full_size(void) {
                busy[op] / count[op] / 1e3, op == 5 ? 1 : layers);
     free(st);
     gtu_dev_free(a.stamps), gtu_dev_free(a.workspace), gtu_dev_free(x), gtu_dev_free(logits);
-    gtu_dev_free(dev), gtu_dev_free(kv), gtu_dev_free(w);
+    gtu_dev_free(dev), gtu_dev_free(kv), gtu_dev_free(w), gtu_dev_free(scale);
 }
 
 int main(int argc, char **argv) {
@@ -482,8 +496,11 @@ int main(int argc, char **argv) {
         return test_finish("test_kernels_pdecode");
     }
     gtu_rng rng = gtu_rng_seed(0x5eed2026);
-    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
-        if (checks && (!only || strstr(shapes[i].name, only))) run_shape(&shapes[i], &rng);
-    if (timing) time_full_size();
+    for (int consumer = 1; consumer <= 2; consumer++)
+        for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
+            if (checks && (!only || strstr(shapes[i].name, only))) run_shape(&shapes[i], consumer, &rng);
+    if (timing)
+        for (int fp8 = 0; fp8 <= 1; fp8++)
+            for (int consumer = 2; consumer >= 1; consumer--) time_full_size(fp8, consumer);
     return test_finish("test_kernels_pdecode");
 }
