@@ -25,6 +25,7 @@
  * mel, encoder and embedding times are split by chunks. Summed over requests, the stages give
  * the queue's device time, whatever the batch. VOX_STEP_TRACE=FILE appends one line a step and
  * an encoder group to FILE (trace_* below): where a run's device time goes, step by step. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -607,6 +608,12 @@ static vox_status step(vox_engine *e, vox_error *err) {
     }
     for (int i = 0; i < n_logits; i++) {
         vox_seq *s = e->b_logit_seq[i];
+        /* NaN or infinite logits (damaged weights, or an overflow) make every log-probability
+         * NaN: the sequence fails rather than print the argmax of nothing (id 0) */
+        if (!isfinite(e->b_stats[i].chosen_logprob)) {
+            s->finished = s->nonfinite = true;
+            continue;
+        }
         if (!take_token(e, s, &e->b_stats[i])) {
             s->finished = true;
             continue;
@@ -615,6 +622,16 @@ static vox_status step(vox_engine *e, vox_error *err) {
     }
     for (int i = 0; i < e->n_active;) {
         vox_seq *s = e->active[i];
+        if (s->finished && s->nonfinite) {
+            char msg[VOX_ERROR_MSG_MAX];
+            snprintf(msg, sizeof msg,
+                     "the model's logits are not finite (NaN or infinite) at output token %zu: its "
+                     "text decoder holds NaN or infinite weights, or overflows (export the model "
+                     "again from a sound checkpoint)",
+                     s->r->n_ids + 1);
+            seq_finish(e, s, VOX_ERR_FORMAT, msg);
+            continue;
+        }
         if (s->finished) {
             seq_finish(e, s, VOX_OK, NULL);
             continue;

@@ -27,6 +27,7 @@ typedef struct {
     size_t n_prompt, audio_at, n_chunks;
     int64_t max_new;
     bool forcing, want_stats, finished;
+    bool nonfinite; /* finished because its logits were NaN or infinite: it fails */
     int k; /* top alternatives asked */
     vox_tensor x_prompt;  /* [n_prompt, hidden] until prefilled */
     int64_t n_prefilled;  /* prompt rows run */

@@ -8,7 +8,8 @@
 # of voxtral.json, tekken.json or a blob (refused, never waited on) and tekken.json linked to
 # /dev/zero (never read without end); shapes the fixed front end cannot feed (80 mel bins: was an
 # abort), a context too short for one chunk's prompt (was a failure of every file), an empty
-# pre-tokenizer pattern (dropped all text).
+# pre-tokenizer pattern (dropped all text). Then a text decoder holding NaN or infinite values:
+# each file fails alone (exit 1).
 # Usage: test_runner_bad_model.sh BUILD_DIR FIXTURES_DIR
 set -u
 build=$1
@@ -70,6 +71,32 @@ broken context_short voxtral.json "max_position_embeddings is 40" \
     "$(edit_manifest "m['text_decoder']['max_position_embeddings'] = 40")"
 broken tekken_empty_pattern tekken.json "config.pattern is empty" \
     "$(edit_tekken "t['config']['pattern'] = ''")"
+
+# A text decoder holding NaN or infinite values (the exporter refuses such a checkpoint; a blob
+# damaged after the export, or a model that overflows): every file fails on its own with a
+# message naming it, exit 1, nothing on stdout (was: NaN logits read as token id 0, exit 0).
+# damage TENSOR VALUE COUNT: the first COUNT elements (0: all) of a text decoder tensor
+damage() {
+    echo "import json, struct; p = d + '/text_decoder.safetensors'; f = open(p, 'r+b')
+n = struct.unpack('<Q', f.read(8))[0]; t = json.loads(f.read(n))['$1']
+a, b = t['data_offsets']; v = struct.pack('<f', float('$2'))
+v = {'F32': v, 'BF16': v[2:]}[t['dtype']]; c = $3 or (b - a) // len(v)
+f.seek(8 + n + a); f.write(v * c)"
+}
+for case in "nan_final_norm norm.weight nan 0" "inf_lm_head lm_head.weight inf 4"; do
+    set -- $case
+    rm -rf "$tmp/$1"
+    cp -r "$tmp/model" "$tmp/$1"
+    python3 -c "d = '$tmp/$1'; $(damage "$2" "$3" "$4")" || { fail "$1: set-up failed"; continue; }
+    R=(timeout 60 "$exe" -m "$tmp/$1" -d cpu -n 4)
+    run 1 "$1" "$audio/short.wav" "$audio/speech.flac"
+    for f in short.wav speech.flac; do
+        has "$tmp/$1.err" "$audio/$f: the model's logits are not finite (NaN or infinite) at output token 1"
+    done
+    has "$tmp/$1.err" "0 of 2 files transcribed, 2 failed"
+    checks=$((checks + 1))
+    [ ! -s "$tmp/$1.out" ] || fail "$1: stdout is not empty: $(head -c 500 "$tmp/$1.out")"
+done
 
 echo "$checks checks, $failures failures"
 [ "$failures" -eq 0 ]
