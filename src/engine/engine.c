@@ -663,7 +663,7 @@ static vox_status size_from_queue(vox_engine *e, vox_error *err) {
         for (size_t p = r->pieces_admitted; p < r->n_pieces && seqs < (size_t)e->max_batch; p++) {
             size_t n = r->pieces[p].audio_end - r->pieces[p].audio_start;
             size_t n_audio = vox_mel_chunk_count(n) * (size_t)vox_encoder_tokens_per_chunk(m);
-            int64_t prompt = 3 + (int64_t)n_audio + 2 + 8; /* + room for a language tag */
+            int64_t prompt = VOX_PROMPT_FIXED_TOKENS + (int64_t)n_audio + 8; /* + room for a language tag */
             int64_t pos = prompt + token_budget(m, &r->p, (size_t)prompt, (double)n / VOX_SAMPLE_RATE);
             if (pos > m->cfg.decoder.max_position_embeddings) pos = m->cfg.decoder.max_position_embeddings;
             if (pos > longest) longest = pos;
