@@ -155,6 +155,18 @@ vox_status voxtral_init(const voxtral_context_params *p, voxtral_context **out, 
                       "(re-export the model)",
                       tok.path, vox_tokenizer_vocab_size(ctx->tok), p->model_dir,
                       VOX_MANIFEST_FILE, ctx->model->cfg.decoder.vocab_size);
+    /* voxtral.json's special-token ids against tekken.json's names: an id that names another
+     * token would build every prompt wrong, silently. (A name the tokenizer lacks, as an old
+     * tekken.json without its special-token list may, cannot be checked.) */
+    for (int i = 0; !st && i < VOX_SPECIAL_TOKEN_COUNT; i++) {
+        int want = vox_manifest_special(&ctx->model->cfg, i);
+        int32_t has = vox_tokenizer_special_id(ctx->tok, vox_special_tokens[i].token);
+        if (has >= 0 && has != want)
+            st = vox_fail(err, VOX_ERR_FORMAT,
+                          "%s/%s: tokenizer.%s is %d, but %s has %s at id %d (re-export the model)",
+                          p->model_dir, VOX_MANIFEST_FILE, vox_special_tokens[i].field, want,
+                          tok.path, vox_special_tokens[i].token, (int)has);
+    }
     double t4 = vox_wall_ms();
     if (!st) st = ctx->be->sync(ctx->be, err);
     lt->sync_ms = vox_wall_ms() - t4;

@@ -96,29 +96,18 @@ vox_status vox_tekken_read_ids(const char *path, vox_manifest *hp, vox_error *er
     if (!cJSON_IsArray(specials))
         vox_json_fail(&r, VOX_ERR_FORMAT, "special_tokens: missing or not a list");
 
-    const struct {
-        const char *token;
-        int *id;
-    } wanted[] = {{"<s>", &hp->tokenizer.bos},
-                  {"</s>", &hp->tokenizer.eos},
-                  {"[INST]", &hp->tokenizer.inst},
-                  {"[/INST]", &hp->tokenizer.inst_end},
-                  {"[AUDIO]", &hp->tokenizer.audio},
-                  {"[BEGIN_AUDIO]", &hp->tokenizer.begin_audio},
-                  {"[TRANSCRIBE]", &hp->tokenizer.transcribe}};
-    for (size_t w = 0; w < sizeof wanted / sizeof wanted[0] && r.st == VOX_OK; w++) {
+    for (int w = 0; w < VOX_SPECIAL_TOKEN_COUNT && r.st == VOX_OK; w++) {
+        const char *name = vox_special_tokens[w].token;
         int found = 0;
         const cJSON *tok;
         cJSON_ArrayForEach(tok, specials) {
             const char *s = vox_json_string(&r, tok, "special_tokens[]", "token_str", NULL);
-            if (s == NULL || strcmp(s, wanted[w].token) != 0) continue;
-            *wanted[w].id = vox_json_int(&r, tok, wanted[w].token, "rank", NULL,
-                                         VOX_JSON_REQUIRED);
+            if (s == NULL || strcmp(s, name) != 0) continue;
+            *vox_manifest_special_ref(hp, w) = vox_json_int(&r, tok, name, "rank", NULL, VOX_JSON_REQUIRED);
             found = 1;
             break;
         }
-        if (!found)
-            vox_json_fail(&r, VOX_ERR_FORMAT, "special_tokens: no %s token", wanted[w].token);
+        if (!found) vox_json_fail(&r, VOX_ERR_FORMAT, "special_tokens: no %s token", name);
     }
 
     const cJSON *audio = vox_json_object(&r, root, "", "audio", 0);

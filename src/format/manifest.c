@@ -14,6 +14,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,16 @@ static const struct {
 static int valid_file_name(const char *s) {
     return s[0] != '\0' && strchr(s, '/') == NULL && strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
 }
+
+const vox_special_token vox_special_tokens[VOX_SPECIAL_TOKEN_COUNT] = {
+    {"bos", "<s>", offsetof(vox_manifest, tokenizer.bos)},
+    {"eos", "</s>", offsetof(vox_manifest, tokenizer.eos)},
+    {"inst", "[INST]", offsetof(vox_manifest, tokenizer.inst)},
+    {"inst_end", "[/INST]", offsetof(vox_manifest, tokenizer.inst_end)},
+    {"audio", "[AUDIO]", offsetof(vox_manifest, tokenizer.audio)},
+    {"begin_audio", "[BEGIN_AUDIO]", offsetof(vox_manifest, tokenizer.begin_audio)},
+    {"transcribe", "[TRANSCRIBE]", offsetof(vox_manifest, tokenizer.transcribe)},
+};
 
 static int blob_dtype_ok(vox_dtype t) { return t == VOX_DTYPE_F32 || t == VOX_DTYPE_BF16; }
 
@@ -133,18 +144,12 @@ vox_status vox_manifest_validate(const vox_manifest *m, int check_files, vox_err
                         "chunk and one token need %lld positions", d->max_position_embeddings,
                         one_chunk);
 
-    const struct {
-        const char *name;
-        int id;
-    } ids[] = {{"bos", m->tokenizer.bos},           {"eos", m->tokenizer.eos},
-               {"inst", m->tokenizer.inst},         {"inst_end", m->tokenizer.inst_end},
-               {"audio", m->tokenizer.audio},       {"begin_audio", m->tokenizer.begin_audio},
-               {"transcribe", m->tokenizer.transcribe}};
-    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
-        if (ids[i].id < 0 || ids[i].id >= d->vocab_size)
+    for (int i = 0; i < VOX_SPECIAL_TOKEN_COUNT; i++) {
+        int id = vox_manifest_special(m, i);
+        if (id < 0 || id >= d->vocab_size)
             return vox_fail(err, VOX_ERR_FORMAT,
                             "tokenizer.%s (%d) must be a token id in [0, vocab_size %d)",
-                            ids[i].name, ids[i].id, d->vocab_size);
+                            vox_special_tokens[i].field, id, d->vocab_size);
     }
 
     REQUIRE_POSITIVE("audio", *m, sample_rate);

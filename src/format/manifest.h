@@ -109,6 +109,22 @@ typedef struct {
     double chunk_seconds, frame_rate;
 } vox_manifest;
 
+/* The special tokens voxtral.json records: the field of its tokenizer section, the token's name
+ * in tekken.json (where voxtral_export finds its id), and where the id sits in a vox_manifest. */
+typedef struct {
+    const char *field, *token;
+    size_t offset; /* of the int in vox_manifest */
+} vox_special_token;
+#define VOX_SPECIAL_TOKEN_COUNT 7
+extern const vox_special_token vox_special_tokens[VOX_SPECIAL_TOKEN_COUNT];
+/* Special token i's id in m (to read, and to set). */
+static inline int vox_manifest_special(const vox_manifest *m, int i) {
+    return *(const int *)((const char *)m + vox_special_tokens[i].offset);
+}
+static inline int *vox_manifest_special_ref(vox_manifest *m, int i) {
+    return (int *)((char *)m + vox_special_tokens[i].offset);
+}
+
 /* The transcription prompt's tokens besides the audio and the language hint (voxtral-spec.md
  * section 5): bos, inst, begin_audio before the audio; inst_end, transcribe after it. */
 #define VOX_PROMPT_FIXED_TOKENS 5

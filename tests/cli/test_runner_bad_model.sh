@@ -8,7 +8,8 @@
 # of voxtral.json, tekken.json or a blob (refused, never waited on) and tekken.json linked to
 # /dev/zero (never read without end); shapes the fixed front end cannot feed (80 mel bins: was an
 # abort), a context too short for one chunk's prompt (was a failure of every file), an empty
-# pre-tokenizer pattern (dropped all text). Then a text decoder holding NaN or infinite values:
+# pre-tokenizer pattern (dropped all text), a special-token id in voxtral.json that tekken.json
+# gives another token (every prompt built wrong). Then a text decoder holding NaN or infinite values:
 # each file fails alone (exit 1).
 # Usage: test_runner_bad_model.sh BUILD_DIR FIXTURES_DIR
 set -u
@@ -71,6 +72,10 @@ broken context_short voxtral.json "max_position_embeddings is 40" \
     "$(edit_manifest "m['text_decoder']['max_position_embeddings'] = 40")"
 broken tekken_empty_pattern tekken.json "config.pattern is empty" \
     "$(edit_tekken "t['config']['pattern'] = ''")"
+broken special_id_moved voxtral.json "tokenizer.transcribe is 35, but" \
+    "$(edit_manifest "m['tokenizer']['transcribe'] = 35")"
+broken special_id_renamed voxtral.json "tokenizer.eos is 2, but" \
+    "$(edit_tekken "t['special_tokens'][2]['token_str'] = '[EOS_OLD]'; t['special_tokens'][5]['token_str'] = '</s>'")"
 
 # A text decoder holding NaN or infinite values (the exporter refuses such a checkpoint; a blob
 # damaged after the export, or a model that overflows): every file fails on its own with a
