@@ -53,12 +53,13 @@ static int step_rows_for(int max_seqs) {
 /* ---- sizing ---------------------------------------------------------------------------------- */
 
 /* Tokens a piece may generate: forced ids, or the budget asked, or the default for its length;
- * capped by the context. */
+ * capped by the context (*asked, if not NULL: the budget before the cap). */
 static int64_t token_budget(const vox_model *m, const voxtral_transcribe_params *p, size_t n_prompt,
-                            double seconds) {
+                            double seconds, int64_t *asked) {
     int64_t n = p->force_ids && p->n_force_ids ? (int64_t)p->n_force_ids
                 : p->max_new_tokens > 0       ? p->max_new_tokens
                                               : voxtral_default_max_new_tokens(seconds);
+    if (asked) *asked = n;
     int64_t room = m->cfg.decoder.max_position_embeddings - (int64_t)n_prompt;
     return n < room ? n : room;
 }
@@ -192,6 +193,15 @@ static void seq_finish(vox_engine *e, vox_seq *s, vox_status st, const char *msg
     vox_error err = {0};
     if (!st) st = vox_tokenizer_decode(e->ctx->tok, s->r->ids, s->r->n_ids, &s->r->text, &err);
     if (!st && s->req->p.dump_path) st = dump_write(e->ctx->model, s, &err);
+    /* generation that ran into the context's end, short of its budget: the text is cut */
+    if (!st && !s->forcing && (int64_t)s->r->n_ids >= s->max_new && s->max_new < s->asked) {
+        char w[300];
+        snprintf(w, sizeof w, "the transcript stops at the end of the model's context (%d "
+                 "positions: %zu of the prompt, %lld generated, %lld asked): audio this long "
+                 "needs --segment", e->ctx->model->cfg.decoder.max_position_embeddings,
+                 s->n_prompt, (long long)s->max_new, (long long)s->asked);
+        if (!(s->r->warning = strdup(w))) st = vox_fail(&err, VOX_ERR_NOMEM, "out of memory");
+    }
     if (st && !msg) msg = err.msg;
     voxtral_result *result = NULL;
     if (!st) {
@@ -252,7 +262,7 @@ static vox_seq *seq_new(vox_engine *e, vox_request *r, size_t piece, vox_error *
                       r->p.n_force_ids, m->cfg.decoder.max_position_embeddings, s->n_prompt,
                       (long long)(m->cfg.decoder.max_position_embeddings - (int64_t)s->n_prompt));
     if (!st) {
-        s->max_new = token_budget(m, &r->p, s->n_prompt, s->r->audio_seconds);
+        s->max_new = token_budget(m, &r->p, s->n_prompt, s->r->audio_seconds, &s->asked);
         s->want_stats = r->p.logprobs > 0 || s->forcing;
         s->k = r->p.logprobs > VOX_MAX_TOP_K ? VOX_MAX_TOP_K : r->p.logprobs;
         s->need_blocks = blocks_for((int64_t)s->n_prompt + s->max_new);
@@ -664,7 +674,7 @@ static vox_status size_from_queue(vox_engine *e, vox_error *err) {
             size_t n = r->pieces[p].audio_end - r->pieces[p].audio_start;
             size_t n_audio = vox_mel_chunk_count(n) * (size_t)vox_encoder_tokens_per_chunk(m);
             int64_t prompt = VOX_PROMPT_FIXED_TOKENS + (int64_t)n_audio + 8; /* + room for a language tag */
-            int64_t pos = prompt + token_budget(m, &r->p, (size_t)prompt, (double)n / VOX_SAMPLE_RATE);
+            int64_t pos = prompt + token_budget(m, &r->p, (size_t)prompt, (double)n / VOX_SAMPLE_RATE, NULL);
             if (pos > m->cfg.decoder.max_position_embeddings) pos = m->cfg.decoder.max_position_embeddings;
             if (pos > longest) longest = pos;
             total += pos;

@@ -126,10 +126,17 @@ static voxtral_result *assemble(const voxtral_context *ctx, vox_request *r, vox_
         out->text = text;
     }
     out->audio_seconds = (double)r->n_samples / VOX_SAMPLE_RATE;
-    if (r->warning && !(out->warning = strdup(r->warning))) {
-        voxtral_result_free(out);
-        vox_fail(err, VOX_ERR_NOMEM, "out of memory");
-        return NULL;
+    if (r->warning) { /* the reader's, before the engine's (a piece cut by the context) */
+        size_t n = strlen(r->warning) + (out->warning ? strlen(out->warning) + 2 : 0) + 1;
+        char *w = malloc(n);
+        if (!w) {
+            voxtral_result_free(out);
+            vox_fail(err, VOX_ERR_NOMEM, "out of memory");
+            return NULL;
+        }
+        snprintf(w, n, "%s%s%s", r->warning, out->warning ? "; " : "", out->warning ? out->warning : "");
+        free(out->warning);
+        out->warning = w;
     }
     out->timings.audio_ms = r->audio_ms;
     out->timings.load_ms = ctx->load_ms;

@@ -25,7 +25,7 @@ typedef struct {
     size_t piece;
     int32_t *prompt;
     size_t n_prompt, audio_at, n_chunks;
-    int64_t max_new;
+    int64_t max_new, asked; /* its token budget, and the budget before the context cut it */
     bool forcing, want_stats, finished;
     bool nonfinite; /* finished because its logits were NaN or infinite: it fails */
     int k; /* top alternatives asked */

@@ -10,7 +10,7 @@
 # abort), a context too short for one chunk's prompt (was a failure of every file), an empty
 # pre-tokenizer pattern (dropped all text), a special-token id in voxtral.json that tekken.json
 # gives another token (every prompt built wrong). Then a text decoder holding NaN or infinite values:
-# each file fails alone (exit 1).
+# each file fails alone (exit 1); and a context that cuts a transcript short (a warning).
 # Usage: test_runner_bad_model.sh BUILD_DIR FIXTURES_DIR
 set -u
 build=$1
@@ -102,6 +102,20 @@ for case in "nan_final_norm norm.weight nan 0" "inf_lm_head lm_head.weight inf 4
     checks=$((checks + 1))
     [ ! -s "$tmp/$1.out" ] || fail "$1: stdout is not empty: $(head -c 500 "$tmp/$1.out")"
 done
+
+# A context that cuts a file's token budget short (voxtral.json's max_position_embeddings 390:
+# room for 10 tokens after a 30 s chunk's prompt): the transcript that runs into it comes with a
+# warning naming the cut (was: silently cut), exit 0; one that ends within it, none.
+rm -rf "$tmp/context_390"
+cp -r "$tmp/model" "$tmp/context_390"
+python3 -c "import json; d = '$tmp/context_390'; $(edit_manifest "m['text_decoder']['max_position_embeddings'] = 390")"
+R=(timeout 60 "$exe" -m "$tmp/context_390" -d cpu --ignore-eos -o json)
+run 0 context_cut -n 50 "$audio/short.wav"
+has "$tmp/context_cut.err" "$audio/short.wav: warning: the transcript stops at the end of the model's context (390 positions: 380 of the prompt, 10 generated, 50 asked): audio this long needs --segment"
+has "$tmp/context_cut.out" '"warnings":["the transcript stops at the end of the model'"'"'s context'
+run 0 context_fits -n 8 "$audio/short.wav"
+checks=$((checks + 1))
+! grep -q "warning" "$tmp/context_fits.err" || fail "context_fits: $(cat "$tmp/context_fits.err")"
 
 echo "$checks checks, $failures failures"
 [ "$failures" -eq 0 ]
