@@ -19,7 +19,10 @@
  *    rms(ref) on most elements.
  *  - the argmax, wherever the reference's top-2 margin exceeds twice the bound;
  *  - every other cache row: unchanged, bit for bit.
- * At the end, on a GPU with room for it, the kernel's time at the full size (information).
+ * Every shape runs with both consumers of the kernel's projections (vox_k_pdecode_args.consumer:
+ * the tensor cores, a warp a unit; the CUDA cores, a warp a row).
+ * At the end, on a GPU with room for it, the kernel's time at the full size, bf16 and FP8, with
+ * each consumer (information).
  * Skips (exit 77) without a device, and passes without checking on GPUs the kernel does not
  * take (below sm_90), after checking that it says so. */
 #include <math.h>
