@@ -101,9 +101,9 @@ struct Params {
     // reports millions of WAR hazards between the bulk copy and the reads with the second
     // (bench/NOTES-2026-12-03b.md).
     int handover;
-    // Who sums a projection's units (vox_k_pdecode_args.consumer): CONSUMER_MMA (the default), a
-    // warp a unit on the tensor cores; CONSUMER_ROW, a warp a row on the CUDA cores (the first
-    // version, for comparison).
+    // Who sums a projection's units (vox_k_pdecode_args.consumer; it picks the kernel instance):
+    // CONSUMER_ROW (the default), a warp a row on the CUDA cores; CONSUMER_MMA, a warp a unit on
+    // the tensor cores (as fast at batch 1; the m side has room for more sequences).
     int consumer;
 };
 enum { CONSUMER_MMA = 1, CONSUMER_ROW = 2 };
