@@ -372,6 +372,11 @@ static void run_shape(const shape *S, int consumer, gtu_rng *rng) {
     gtu_dev_free(scalars_dev), gtu_dev_free(x_dev), gtu_dev_free(logits_dev), gtu_dev_free(a.workspace);
 }
 
+static int cmp_u64(const void *a, const void *b) {
+    const unsigned long long x = *(const unsigned long long *)a, y = *(const unsigned long long *)b;
+    return x < y ? -1 : x > y;
+}
+
 /* The kernel's time at the full size of Voxtral Mini's decoder (30 layers, vocab 131072; weights
  * and cache of one constant, values do not change the time), and where it goes: per op, from the
  * kernel's stamps, the time blocks wait for the op before and the time they work. Information,
@@ -455,12 +460,27 @@ static void time_full_size(int fp8, int consumer) {
             if (b < t0) t0 = b;
             if (e > t1) t1 = e;
         }
+    /* How far apart the blocks finish an op (its tail: the op ends with the last block), mean
+     * over the layers: from the median block's end to the last one's, and from the first's. */
+    double tail_med[6] = {0}, tail_first[6] = {0};
+    unsigned long long *ends = gtu_malloc((size_t)sms * sizeof *ends);
+    for (int s = 0; s < steps; s++) {
+        for (int c = 0; c < sms; c++) ends[c] = st[((size_t)c * steps + s) * 2 + 1];
+        qsort(ends, (size_t)sms, sizeof *ends, cmp_u64);
+        int op = s == steps - 1 ? 5 : s % 5;
+        tail_med[op] += (double)(ends[sms - 1] - ends[sms / 2]);
+        tail_first[op] += (double)(ends[sms - 1] - ends[0]);
+    }
+    free(ends);
     static const char *names[] = {"qkv", "attention", "o", "gate|up", "down", "lm_head"};
-    printf("timing: stamped run %.1f us; per op and block, mean us waiting for the op before / working:\n",
-           (t1 - t0) / 1e3);
-    for (int op = 0; op < 6; op++)
-        printf("  %-10s wait %6.2f  work %7.2f  (x %d a step)\n", names[op], wait[op] / count[op] / 1e3,
-               busy[op] / count[op] / 1e3, op == 5 ? 1 : layers);
+    printf("timing: stamped run %.1f us; per op and block, mean us waiting for the op before / working; "
+           "the op's last block ends after its median / first block by:\n", (t1 - t0) / 1e3);
+    for (int op = 0; op < 6; op++) {
+        const int n = op == 5 ? 1 : layers;
+        printf("  %-10s wait %6.2f  work %7.2f  tail %6.2f / %6.2f  (x %d a step)\n", names[op],
+               wait[op] / count[op] / 1e3, busy[op] / count[op] / 1e3, tail_med[op] / n / 1e3,
+               tail_first[op] / n / 1e3, n);
+    }
     free(st);
     gtu_dev_free(a.stamps), gtu_dev_free(a.workspace), gtu_dev_free(x), gtu_dev_free(logits);
     gtu_dev_free(dev), gtu_dev_free(kv), gtu_dev_free(w), gtu_dev_free(scale);
