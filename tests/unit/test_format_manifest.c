@@ -128,6 +128,16 @@ static void set_number(cJSON *root, const char *sec, const char *key, double v) 
                                            cJSON_CreateNumber(v));
 }
 
+/* The sample manifest with one number changed must be refused (VOX_ERR_FORMAT, expect_error's
+ * checks). */
+static void expect_number_error(const char *sec, const char *key, double v, const char *what,
+                                const char *frag1, const char *frag2) {
+    cJSON *j = sample_json();
+    set_number(j, sec, key, v);
+    write_json(j);
+    expect_error(VOX_ERR_FORMAT, what, frag1, frag2);
+}
+
 static void set_string(cJSON *root, const char *sec, const char *key, const char *v) {
     cJSON_ReplaceItemInObjectCaseSensitive(sec ? section(root, sec) : root, key,
                                            cJSON_CreateString(v));
@@ -243,15 +253,11 @@ static void test_malformed(void) {
     write_json(j);
     expect_error(VOX_ERR_FORMAT, "string for an integer", "audio_encoder.d_model", "integer");
 
-    j = sample_json();
-    set_number(j, "text_decoder", "layers", 30.5);
-    write_json(j);
-    expect_error(VOX_ERR_FORMAT, "fractional integer", "text_decoder.layers", "integer");
+    expect_number_error("text_decoder", "layers", 30.5,
+                        "fractional integer", "text_decoder.layers", "integer");
 
-    j = sample_json();
-    set_number(j, "text_decoder", "layers", 1e12);
-    write_json(j);
-    expect_error(VOX_ERR_FORMAT, "integer out of range", "text_decoder.layers", "integer");
+    expect_number_error("text_decoder", "layers", 1e12,
+                        "integer out of range", "text_decoder.layers", "integer");
 
     j = sample_json();
     set_string(j, "text_decoder", "rope_theta", "1e8");
@@ -263,71 +269,46 @@ static void test_malformed(void) {
     write_json(j);
     expect_error(VOX_ERR_FORMAT, "array for an object", "tokenizer", "object");
 
-    j = sample_json();
-    set_number(j, "text_decoder", "ffn_dim", 0);
-    write_json(j);
-    expect_error(VOX_ERR_FORMAT, "zero size", "text_decoder.ffn_dim", "positive");
+    expect_number_error("text_decoder", "ffn_dim", 0,
+                        "zero size", "text_decoder.ffn_dim", "positive");
 
-    j = sample_json();
-    set_number(j, "audio_encoder", "layer_norm_eps", -1e-5);
-    write_json(j);
-    expect_error(VOX_ERR_FORMAT, "negative eps", "audio_encoder.layer_norm_eps", "positive");
+    expect_number_error("audio_encoder", "layer_norm_eps", -1e-5,
+                        "negative eps", "audio_encoder.layer_norm_eps", "positive");
 
-    j = sample_json();
-    set_number(j, "audio_encoder", "heads", 16);
-    write_json(j);
-    expect_error(VOX_ERR_FORMAT, "encoder heads * head_dim != d_model", "audio_encoder",
-                 "heads (16) * head_dim (64)");
+    expect_number_error("audio_encoder", "heads", 16,
+                        "encoder heads * head_dim != d_model", "audio_encoder",
+                        "heads (16) * head_dim (64)");
 
-    j = sample_json();
-    set_number(j, "text_decoder", "kv_heads", 7);
-    write_json(j);
-    expect_error(VOX_ERR_FORMAT, "kv_heads does not divide heads", "kv_heads (7)",
-                 "divide heads (32)");
+    expect_number_error("text_decoder", "kv_heads", 7,
+                        "kv_heads does not divide heads", "kv_heads (7)",
+                        "divide heads (32)");
 
-    j = sample_json();
-    set_number(j, "text_decoder", "head_dim", 127);
-    write_json(j);
-    expect_error(VOX_ERR_FORMAT, "odd head_dim", "text_decoder.head_dim", "even");
+    expect_number_error("text_decoder", "head_dim", 127,
+                        "odd head_dim", "text_decoder.head_dim", "even");
 
-    j = sample_json();
-    set_number(j, "audio_encoder", "projector_dim", 4096);
-    write_json(j);
-    expect_error(VOX_ERR_FORMAT, "projector width", "projector_dim", "text_decoder.hidden");
+    expect_number_error("audio_encoder", "projector_dim", 4096,
+                        "projector width", "projector_dim", "text_decoder.hidden");
 
-    j = sample_json();
-    set_number(j, "audio_encoder", "max_source_positions", 1501);
-    write_json(j);
-    expect_error(VOX_ERR_FORMAT, "positions not groupable", "max_source_positions",
-                 "downsample_factor");
+    expect_number_error("audio_encoder", "max_source_positions", 1501,
+                        "positions not groupable", "max_source_positions",
+                        "downsample_factor");
 
     /* shapes the fixed front end (128 mel bins, 3000 frames a chunk) cannot feed, and a context
      * too short for any input: refused at load, not an abort or a failure of every file */
-    j = sample_json();
-    set_number(j, "audio_encoder", "num_mel_bins", 80);
-    write_json(j);
-    expect_error(VOX_ERR_FORMAT, "mel bins", "num_mel_bins is 80", "128-bin");
+    expect_number_error("audio_encoder", "num_mel_bins", 80,
+                        "mel bins", "num_mel_bins is 80", "128-bin");
 
-    j = sample_json();
-    set_number(j, "audio_encoder", "max_source_positions", 3000);
-    write_json(j);
-    expect_error(VOX_ERR_FORMAT, "encoder positions", "max_source_positions is 3000", "1500 positions");
+    expect_number_error("audio_encoder", "max_source_positions", 3000,
+                        "encoder positions", "max_source_positions is 3000", "1500 positions");
 
-    j = sample_json();
-    set_number(j, "text_decoder", "max_position_embeddings", 380);
-    write_json(j);
-    expect_error(VOX_ERR_FORMAT, "context too short", "max_position_embeddings is 380",
-                 "need 381 positions");
+    expect_number_error("text_decoder", "max_position_embeddings", 380,
+                        "context too short", "max_position_embeddings is 380",
+                        "need 381 positions");
 
-    j = sample_json();
-    set_number(j, "audio", "sample_rate", 8000);
-    write_json(j);
-    expect_error(VOX_ERR_FORMAT, "audio rate", "sample_rate 8000", "16000 Hz");
+    expect_number_error("audio", "sample_rate", 8000, "audio rate", "sample_rate 8000", "16000 Hz");
 
-    j = sample_json();
-    set_number(j, "audio", "frame_rate", 25);
-    write_json(j);
-    expect_error(VOX_ERR_FORMAT, "audio token rate", "frame_rate 25", "12.5 audio tokens a second");
+    expect_number_error("audio", "frame_rate", 25,
+                        "audio token rate", "frame_rate 25", "12.5 audio tokens a second");
 
     /* a key twice in one object: cJSON would read the first, Python's json the last */
     j = sample_json();
@@ -335,10 +316,8 @@ static void test_malformed(void) {
     write_json(j);
     expect_error(VOX_ERR_FORMAT, "duplicate key", "the key \"layers\" appears twice", "voxtral.json");
 
-    j = sample_json();
-    set_number(j, "tokenizer", "eos", 131072);
-    write_json(j);
-    expect_error(VOX_ERR_FORMAT, "token id outside the vocabulary", "tokenizer.eos", "vocab_size");
+    expect_number_error("tokenizer", "eos", 131072,
+                        "token id outside the vocabulary", "tokenizer.eos", "vocab_size");
 
     j = sample_json();
     set_string(j, "token_embedding", "dtype", "F64");
