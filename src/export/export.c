@@ -574,29 +574,28 @@ static void add_warning(vox_export_result *res, const char *fmt, ...) {
     va_end(ap);
 }
 
-/* Resolves the output dtype (requested, or VOX_DTYPE_COUNT for "keep"), sets each entry's,
- * and compares a stored positions table with the generated one. */
-/* The index of t's first NaN or infinity (by the exponent bits of its dtype), or
+/* The index of t's first NaN or infinity (all exponent bits set, in its dtype), or
  * t->n_elements when every element is finite (or the dtype is not a float type). */
 static size_t first_non_finite(const vox_st_tensor *t) {
+    size_t size;
+    uint32_t exponent;
+    switch (t->dtype) {
+    case VOX_DTYPE_BF16: size = 2, exponent = 0x7F80u; break;
+    case VOX_DTYPE_F16: size = 2, exponent = 0x7C00u; break;
+    case VOX_DTYPE_F32: size = 4, exponent = 0x7F800000u; break;
+    default: return t->n_elements;
+    }
     const unsigned char *d = t->data;
     for (size_t i = 0; i < t->n_elements; i++) {
-        if (t->dtype == VOX_DTYPE_BF16 || t->dtype == VOX_DTYPE_F16) {
-            uint16_t v;
-            memcpy(&v, d + 2 * i, 2);
-            uint16_t mask = t->dtype == VOX_DTYPE_BF16 ? 0x7F80 : 0x7C00;
-            if ((v & mask) == mask) return i;
-        } else if (t->dtype == VOX_DTYPE_F32) {
-            uint32_t v;
-            memcpy(&v, d + 4 * i, 4);
-            if ((v & 0x7F800000u) == 0x7F800000u) return i;
-        } else {
-            break;
-        }
+        uint32_t v = 0;
+        memcpy(&v, d + size * i, size); /* little-endian, as safetensors stores it */
+        if ((v & exponent) == exponent) return i;
     }
     return t->n_elements;
 }
 
+/* Resolves the output dtype (requested, or VOX_DTYPE_COUNT for "keep"), sets each entry's,
+ * and compares a stored positions table with the generated one. */
 static vox_status finish_plan(const vox_checkpoint *ck, plan *p, vox_dtype requested,
                               const float *generated, vox_manifest *m, vox_export_result *res,
                               vox_error *err) {
