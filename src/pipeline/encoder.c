@@ -34,8 +34,8 @@ static vox_status work_alloc(vox_model *m, encoder_work *w, int64_t B, vox_error
     int64_t t_in = 2 * (int64_t)e->max_source_positions, T = B * e->max_source_positions;
     /* the ffn buffer [T, ffn] also holds the projector's linear1 output [T / downsample, proj]:
      * rows enough for the larger of the two */
-    int64_t proj_numel = T / e->downsample_factor * e->projector_dim;
-    int64_t ffn_rows = (proj_numel + e->ffn_dim - 1) / e->ffn_dim > T ? (proj_numel + e->ffn_dim - 1) / e->ffn_dim : T;
+    int64_t proj_rows = (T / e->downsample_factor * e->projector_dim + e->ffn_dim - 1) / e->ffn_dim;
+    int64_t ffn_rows = proj_rows > T ? proj_rows : T;
     vox_status st;
     if ((st = vox_tensor_new2(be, &w->conv1, a, B * t_in, e->d_model, err)) ||
         (st = vox_tensor_new2(be, &w->x, a, T, e->d_model, err)) ||
