@@ -22,19 +22,30 @@ trap 'rm -rf "$tmp"' EXIT
 export_tiny_model "$tmp/model"
 command -v python3 >/dev/null || { echo "SKIPPED: no python3"; exit 77; }
 
-# broken NAME FILE PROBLEM PYTHON: copies the model to $tmp/NAME, runs PYTHON there (d is the
-# directory), then expects exit 2 naming FILE and PROBLEM, and an empty stdout.
+# model_copy NAME PYTHON: the model copied to $tmp/NAME, then PYTHON run there (d is the
+# directory); fails (status 1) when PYTHON does.
+model_copy() {
+    rm -rf "$tmp/$1"
+    cp -r "$tmp/model" "$tmp/$1"
+    python3 -c "import json, os; d = '$tmp/$1'; $2" || { fail "$1: set-up failed"; return 1; }
+}
+
+# empty_stdout NAME: the run NAME printed nothing on standard output.
+empty_stdout() {
+    checks=$((checks + 1))
+    [ ! -s "$tmp/$1.out" ] || fail "$1: stdout is not empty: $(head -c 500 "$tmp/$1.out")"
+}
+
+# broken NAME FILE PROBLEM PYTHON: a model_copy NAME PYTHON, then expects exit 2 naming FILE and
+# PROBLEM, and an empty stdout.
 broken() {
-    local name=$1 file=$2 problem=$3 code=$4
-    rm -rf "$tmp/$name"
-    cp -r "$tmp/model" "$tmp/$name"
-    python3 -c "import json, os; d='$tmp/$name'; $code" || { fail "$name: set-up failed"; return; }
+    local name=$1 file=$2 problem=$3
+    model_copy "$name" "$4" || return
     R=(timeout 60 "$exe" -m "$tmp/$name" -d cpu -n 4)
     run 2 "$name" "$audio/short.wav"
     has "$tmp/$name.err" "$tmp/$name/$file"
     has "$tmp/$name.err" "$problem"
-    checks=$((checks + 1))
-    [ ! -s "$tmp/$name.out" ] || fail "$name: stdout is not empty: $(head -c 500 "$tmp/$name.out")"
+    empty_stdout "$name"
 }
 
 # edit_manifest / edit_tekken PYTHON: a statement on m (voxtral.json) or t (tekken.json), loaded
@@ -90,25 +101,20 @@ f.seek(8 + n + a); f.write(v * c)"
 }
 for case in "nan_final_norm norm.weight nan 0" "inf_lm_head lm_head.weight inf 4"; do
     set -- $case
-    rm -rf "$tmp/$1"
-    cp -r "$tmp/model" "$tmp/$1"
-    python3 -c "d = '$tmp/$1'; $(damage "$2" "$3" "$4")" || { fail "$1: set-up failed"; continue; }
+    model_copy "$1" "$(damage "$2" "$3" "$4")" || continue
     R=(timeout 60 "$exe" -m "$tmp/$1" -d cpu -n 4)
     run 1 "$1" "$audio/short.wav" "$audio/speech.flac"
     for f in short.wav speech.flac; do
         has "$tmp/$1.err" "$audio/$f: the model's logits are not finite (NaN or infinite) at output token 1"
     done
     has "$tmp/$1.err" "0 of 2 files transcribed, 2 failed"
-    checks=$((checks + 1))
-    [ ! -s "$tmp/$1.out" ] || fail "$1: stdout is not empty: $(head -c 500 "$tmp/$1.out")"
+    empty_stdout "$1"
 done
 
 # A context that cuts a file's token budget short (voxtral.json's max_position_embeddings 390:
 # room for 10 tokens after a 30 s chunk's prompt): the transcript that runs into it comes with a
 # warning naming the cut (was: silently cut), exit 0; one that ends within it, none.
-rm -rf "$tmp/context_390"
-cp -r "$tmp/model" "$tmp/context_390"
-python3 -c "import json; d = '$tmp/context_390'; $(edit_manifest "m['text_decoder']['max_position_embeddings'] = 390")"
+model_copy context_390 "$(edit_manifest "m['text_decoder']['max_position_embeddings'] = 390")"
 R=(timeout 60 "$exe" -m "$tmp/context_390" -d cpu --ignore-eos -o json)
 run 0 context_cut -n 50 "$audio/short.wav"
 has "$tmp/context_cut.err" "$audio/short.wav: warning: the transcript stops at the end of the model's context (390 positions: 380 of the prompt, 10 generated, 50 asked): audio this long needs --segment"
