@@ -297,10 +297,11 @@ __device__ __forceinline__ const unsigned char *page_row(const PageCursor &c, in
 // L2 for pages past the ring as well, cp.async.bulk.prefetch.L2 8 to 64 pages ahead, measured
 // 1.3-1.5x slower: bench/NOTES-2026-12-01-pdecode.md; and prefetch.global.L2 of 4 to 16 pages
 // past the ring only while the ring is full, 9-11% slower: bench/NOTES-2026-12-03d.md.)
-// slot_page[slot]: the page the producer last began to copy into that slot, published (after
-// its expect_tx) for the tensor-core consumer, whose warps wait for pages up to ~24 apart: an
+// slot_page[slot] (MMA only): the page the producer last began to copy into that slot, published
+// (after its expect_tx) for the tensor-core consumer, whose warps wait for pages up to ~24 apart: an
 // mbarrier's parity tells only whether its last phase is done, so a warp asking for a page two
 // phases ahead of its slot would find the slot's older phase done and read the wrong page.
+template <bool MMA>
 __device__ void producer(const Params &p, unsigned char *ring, uint64_t *full, uint64_t *empty,
                          unsigned *slot_page) {
     const int lane = threadIdx.x & 31;
@@ -314,7 +315,7 @@ __device__ void producer(const Params &p, unsigned char *ring, uint64_t *full, u
             vk_mbar_wait(vk_smem_u32(&empty[slot]), ((page / kPages) & 1) ^ 1);
         if (lane == 0) {
             vk_mbar_expect_tx(vk_smem_u32(&full[slot]), bytes * kUnitRows);
-            atomicExch(&slot_page[slot], page); // an atomic: ordered for racecheck, no data
+            if (MMA) atomicExch(&slot_page[slot], page); // an atomic: ordered for racecheck, no data
         }
         __syncwarp();
         if (lane < kUnitRows)
@@ -886,7 +887,7 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
     }
     __syncthreads();
     if (threadIdx.x >= kConsumers) {
-        producer(p, ring, full, empty, slot_page);
+        producer<MMA>(p, ring, full, empty, slot_page);
         return;
     }
     const int G = gridDim.x;
