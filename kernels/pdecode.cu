@@ -44,6 +44,8 @@
 // s_x * s_w. Only the order of fp32 sums differs from that path.
 #include <string.h>
 
+#include <type_traits>
+
 #include "common.cuh"
 #include "fp8.cuh"
 #include "kernels.h"
@@ -92,7 +94,9 @@ struct Params {
     float *part_o, *part_ml;
     unsigned long long *stamps;
     long long watchdog_ns; // a wait longer than this traps
-    int experiment; // timing experiments only (VOX_PDECODE_EXPERIMENT): 1 no dot products, 2 no waits
+    // timing experiments only (VOX_PDECODE_EXPERIMENT): 1 no dot products, 2 no waits, 3 no waits
+    // and signals without their release fence
+    int experiment;
     // How a ring page goes back to the producer. 1 (the default): every consumer thread arrives
     // on the page's empty barrier and every copying producer lane waits on it itself. 0
     // (VOX_PDECODE_HANDOVER=lane, for comparison): one lane a warp arrives after __syncwarp and
@@ -138,6 +142,16 @@ __device__ __forceinline__ long long global_ns() {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     return t;
 }
+// Profiling marks inside an attention unit (stamps set): after the op's stamps, 8 words a block
+// and layer, k = 0 keys preloaded, 1 q|k|v seen, 2 queries staged, 3 keys done, 4 partials
+// written, 5 ticket taken, 6 merged, 7 signalled (0: the block had no unit or is not the merger).
+constexpr int kAttnMarks = 8;
+#define ATTN_MARK(p, layer, k)                                                                       \
+    do {                                                                                             \
+        if ((p).stamps && threadIdx.x == 0)                                                          \
+            (p).stamps[(size_t)gridDim.x * n_steps(p) * 2 +                                          \
+                       ((size_t)blockIdx.x * (p).n_layers + (layer)) * kAttnMarks + (k)] = global_ns(); \
+    } while (0)
 __device__ __forceinline__ void consumers_sync() {
     asm volatile("bar.sync %0, %1;" ::"n"(kBarConsumers), "n"(kConsumers) : "memory");
 }
@@ -145,7 +159,7 @@ __device__ __forceinline__ void consumers_sync() {
 // Consumers: until counter i reaches target. One thread polls; the barrier passes what it
 // acquired on to the others, who read other blocks' outputs through L2 (__ldcg) only.
 __device__ void wait_counter(const Params &p, int i, unsigned target) {
-    if (threadIdx.x == 0 && p.experiment != 2) {
+    if (threadIdx.x == 0 && p.experiment != 2 && p.experiment != 3) {
         const unsigned *c = counter(p, i);
         if (ld_acquire(c) < target) {
             const long long t0 = global_ns();
@@ -169,7 +183,12 @@ __device__ void wait_counter(const Params &p, int i, unsigned target) {
 // pattern of CUTLASS's GenericBarrier).
 __device__ void signal_counter(const Params &p, int i) {
     consumers_sync();
-    if (threadIdx.x == 0) red_release_add(counter(p, i), 1u);
+    if (threadIdx.x == 0) {
+        if (p.experiment == 3)
+            asm volatile("red.relaxed.gpu.global.add.u32 [%0], %1;" ::"l"(counter(p, i)), "r"(1u) : "memory");
+        else
+            red_release_add(counter(p, i), 1u);
+    }
 }
 
 // ---- bulk copies (the mbarriers they complete: vk_mbar_* in common.cuh) ----------------------
@@ -313,6 +332,7 @@ __device__ void producer(const Params &p, unsigned char *ring, uint64_t *full, u
         const unsigned char *src = page_row(c, lane & (kUnitRows - 1), &bytes);
         if (lane == 0 || (p.handover && lane < kUnitRows))
             vk_mbar_wait(vk_smem_u32(&empty[slot]), ((page / kPages) & 1) ^ 1);
+
         if (lane == 0) {
             vk_mbar_expect_tx(vk_smem_u32(&full[slot]), bytes * kUnitRows);
             if (MMA) atomicExch(&slot_page[slot], page); // an atomic: ordered for racecheck, no data
@@ -628,24 +648,36 @@ __device__ __forceinline__ void split_plan(int L, int *chunk, int *n_active) {
     *n_active = (L + *chunk - 1) / *chunk;
 }
 
-// Dims a lane holds of a head: DPL = head_dim / 32 consecutive ones.
-template <int DPL> __device__ __forceinline__ void load_dims(const bf16 *src, float (&f)[DPL]) {
+// Dims a lane holds of a head: DPL = head_dim / 32 consecutive ones, as raw bf16 bits (a
+// register or two: the first keys of a unit are held from the layer's q|k|v op on) and as floats.
+template <int DPL> struct RawDims {
+    typedef typename std::conditional<DPL == 4, uint2, typename std::conditional<DPL == 2, unsigned,
+                                      unsigned short>::type>::type type;
+};
+template <int DPL> __device__ __forceinline__ typename RawDims<DPL>::type load_raw(const bf16 *src) {
+    return __ldcg((const typename RawDims<DPL>::type *)src);
+}
+template <int DPL>
+__device__ __forceinline__ void unpack_dims(typename RawDims<DPL>::type u, float (&f)[DPL]) {
     if constexpr (DPL == 4) {
-        const uint2 u = __ldcg((const uint2 *)src);
         const __nv_bfloat162 *h = (const __nv_bfloat162 *)&u;
         const float2 a = __bfloat1622float2(h[0]), b = __bfloat1622float2(h[1]);
         f[0] = a.x, f[1] = a.y, f[2] = b.x, f[3] = b.y;
     } else if constexpr (DPL == 2) {
-        const unsigned u = __ldcg((const unsigned *)src);
         const float2 a = __bfloat1622float2(*(const __nv_bfloat162 *)&u);
         f[0] = a.x, f[1] = a.y;
     } else {
-        const unsigned short u = __ldcg((const unsigned short *)src);
         f[0] = __bfloat162float(*(const bf16 *)&u);
     }
 }
+template <int DPL> __device__ __forceinline__ void load_dims(const bf16 *src, float (&f)[DPL]) {
+    unpack_dims<DPL>(load_raw<DPL>(src), f);
+}
 
-constexpr int kMaxGroup = 8; // query heads of one kv head
+// Query heads of one kv head (Voxtral's 32 / 8). Larger groups go op by op: room for 8 heads'
+// softmax state made ptxas spill ~180 bytes a thread at head_dim 128 (4: 48), and a spill
+// reloaded from L2 under the weights' stream costs microseconds on the attention's path.
+constexpr int kMaxGroup = 4;
 
 // The shared-memory scratch of an attention unit (in the staging area), laid out for a group
 // of GQ query heads of D dims: the RoPE'd queries (bf16 values), this token's key (RoPE'd) and
@@ -667,6 +699,10 @@ struct AttnSmem {
 
 // This step's RoPE cos and sin (bf16 values) of each pair index, made once at the kernel's start.
 __shared__ float rope_cs[64], rope_sn[64];
+// This step's position, cache length and cache slot, read once at the kernel's start: under the
+// weights' stream a load from global memory takes ~2 us, and the attention's cache reads needed
+// two of them in a row (length, then the block table) before they could be issued.
+__shared__ int step_pos, step_len, step_slot;
 
 // K/V rows of keys j0 .. j0 + KB - 1 (zeros past k_end; the new key's are filled in later).
 template <int DPL, int KB>
@@ -687,19 +723,120 @@ __device__ __forceinline__ void load_keys(const Params &p, const bf16 *kg, const
     }
 }
 
-// One attention unit, keys in groups of KB a warp. have_pre: kpre/vpre hold this warp's first
-// group, loaded before the wait for q|k|v (the cache's old keys do not depend on this step).
+constexpr int kAttnKB = 4; // keys a warp takes at a time
+
+// This block's first attention unit of a layer and its warp's first KB keys, raw, in registers.
+// The cache's old keys do not depend on this step, so they are asked for at the start of the
+// layer's q|k|v op (begin_keys, before its wait: the block table's entries; fetch_keys, after
+// its staging: the rows) and arrive while the projection streams, not on the attention's path.
+template <int DPL> struct FirstKeys {
+    typename RawDims<DPL>::type k[kAttnKB], v[kAttnKB];
+    int row[kAttnKB]; // the keys' cache rows, -1 for none (past the unit's end, or this step's)
+    int u;            // the unit (units past the layer's count: none)
+};
+
+__device__ __forceinline__ int attention_units(const Params &p, int *chunk, int *n_active) {
+    split_plan(step_len, chunk, n_active);
+    return p.kv_heads * *n_active;
+}
+
+template <int DPL>
+__device__ __forceinline__ void begin_keys(const Params &p, int offset, FirstKeys<DPL> &f) {
+    const int G = gridDim.x, warp = threadIdx.x >> 5;
+    int chunk, n_active;
+    const int units = attention_units(p, &chunk, &n_active);
+    f.u = (blockIdx.x - offset + G) % G;
+    const int split = f.u % n_active;
+    const int k_begin = split * chunk, k_end = min(step_len, k_begin + chunk);
+#pragma unroll
+    for (int b = 0; b < kAttnKB; b++) {
+        const int j = k_begin + warp * kAttnKB + b;
+        f.row[b] = f.u < units && j < k_end && j != step_pos
+                       ? p.table[j / p.block_size] * p.block_size + j % p.block_size
+                       : -1;
+    }
+}
+
+template <int DPL>
+__device__ __forceinline__ void fetch_keys(const Params &p, int layer, FirstKeys<DPL> &f) {
+    int chunk, n_active;
+    const int units = attention_units(p, &chunk, &n_active);
+    const int D = DPL * 32, KD = p.kv_heads * D, lane = threadIdx.x & 31;
+    const vox_k_pdecode_layer &Ly = p.layers[layer];
+    const int g = f.u / n_active;
+#pragma unroll
+    for (int b = 0; b < kAttnKB; b++) {
+        if (f.u < units && f.row[b] >= 0) {
+            const int64_t at = (int64_t)f.row[b] * KD + (int64_t)g * D + lane * DPL;
+            f.k[b] = load_raw<DPL>((const bf16 *)Ly.k_cache + at);
+            f.v[b] = load_raw<DPL>((const bf16 *)Ly.v_cache + at);
+        } else {
+            f.k[b] = f.v[b] = typename RawDims<DPL>::type();
+        }
+    }
+}
+
+// The group's split partials merged (vk_merge_partials' arithmetic and order) with every read
+// in flight at once: each thread's partial outputs to registers, the (max, sum) pairs through
+// shared memory (ml_s), one L2 round trip in all (the loop over splits took one per load).
+__device__ __forceinline__ void merge_group(const Params &p, int g, int GQ, int D, int n_active,
+                                            float *ml_s) {
+    const int t = threadIdx.x;
+    const int64_t ws0 = (int64_t)g * GQ * kMaxSplits; // this group's (head, split) slots
+    static_assert(kMaxGroup * kMaxSplits * 2 <= kConsumers, "a thread loads one (max, sum) value");
+    const float mlv = t < GQ * kMaxSplits * 2 ? __ldcg(&p.part_ml[ws0 * 2 + t]) : 0.0f;
+    const int rounds = (GQ * D + 2 * kConsumers - 1) / (2 * kConsumers); // the same for every thread
+    for (int r = 0; r < rounds; r++) {
+        const int i0 = t + r * 2 * kConsumers;
+        float ov[2][kMaxSplits];
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+            const int i = i0 + e * kConsumers, h = i / D, d = i % D;
+#pragma unroll
+            for (int sp = 0; sp < kMaxSplits; sp++)
+                ov[e][sp] = i < GQ * D && sp < n_active
+                                ? __ldcg(&p.part_o[(ws0 + (int64_t)h * kMaxSplits + sp) * D + d])
+                                : 0.0f;
+        }
+        if (r == 0) {
+            if (t < GQ * kMaxSplits * 2) ml_s[t] = mlv;
+            consumers_sync();
+        }
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+            const int i = i0 + e * kConsumers, h = i / D, d = i % D;
+            if (i >= GQ * D) break;
+            const float *ml = ml_s + h * kMaxSplits * 2;
+            float mx = -INFINITY;
+#pragma unroll
+            for (int sp = 0; sp < kMaxSplits; sp++)
+                if (sp < n_active) mx = fmaxf(mx, ml[sp * 2]);
+            const float base = mx == -INFINITY ? 0.0f : mx;
+            float acc = 0.0f, l = 0.0f;
+#pragma unroll
+            for (int sp = 0; sp < kMaxSplits; sp++) {
+                if (sp >= n_active) break;
+                const float f = exp2f(ml[sp * 2] - base);
+                acc += f * ov[e][sp];
+                l += f * ml[sp * 2 + 1];
+            }
+            p.attn[(int64_t)(g * GQ + h) * D + d] = vk_bf(l > 0.0f ? acc / l : 0.0f);
+        }
+    }
+}
+
+// One attention unit, keys in groups of KB a warp. first: fk holds this warp's first group
+// (FirstKeys), asked for during the q|k|v op.
 template <int DPL, int KB>
 __device__ __forceinline__ void attention_unit(const Params &p, int layer, int g, int split,
                                                int chunk, int n_active, unsigned char *stage,
-                                               bool have_pre, const float (&kpre)[KB][DPL],
-                                               const float (&vpre)[KB][DPL]) {
+                                               bool first, const FirstKeys<DPL> &fk) {
     constexpr int D = DPL * 32;
     const vox_k_pdecode_layer &Ly = p.layers[layer];
     const int t = threadIdx.x, warp = t >> 5, lane = t & 31, half = D / 2;
     const int GQ = p.heads / p.kv_heads, QD = p.heads * D, KD = p.kv_heads * D;
     const AttnSmem s(stage, GQ, D);
-    const int pos = *p.pos, L = *p.len;
+    const int pos = step_pos, L = step_len;
     // the new value, loaded first so that its L2 round trip overlaps the queries' (the stores
     // into the scratch below would keep the compiler from hoisting it)
     const float v_new = t < D ? vk_f(__ldcg(p.qkv + QD + KD + (int64_t)g * D + t)) : 0.0f;
@@ -717,9 +854,10 @@ __device__ __forceinline__ void attention_unit(const Params &p, int layer, int g
     }
     if (t < D) s.v_new[t] = v_new;
     consumers_sync();
+    ATTN_MARK(p, layer, 2);
     if (split == 0) { // the new key and value into the cache (the others read them from s)
-        bf16 *kc = (bf16 *)Ly.k_cache + (int64_t)*p.slot * KD + (int64_t)g * D;
-        bf16 *vc = (bf16 *)Ly.v_cache + (int64_t)*p.slot * KD + (int64_t)g * D;
+        bf16 *kc = (bf16 *)Ly.k_cache + (int64_t)step_slot * KD + (int64_t)g * D;
+        bf16 *vc = (bf16 *)Ly.v_cache + (int64_t)step_slot * KD + (int64_t)g * D;
         for (int d = t; d < D; d += kConsumers) {
             kc[d] = vk_bf(s.k_new[d]);
             vc[d] = vk_bf(s.v_new[d]);
@@ -738,11 +876,10 @@ __device__ __forceinline__ void attention_unit(const Params &p, int layer, int g
     const bf16 *vg = (const bf16 *)Ly.v_cache + (int64_t)g * D + lane * DPL;
     for (int j0 = k_begin + warp * KB; j0 < k_end; j0 += kConsumerWarps * KB) {
         float kf[KB][DPL], vf[KB][DPL];
-        if (have_pre && j0 == k_begin + warp * KB) {
+        if (first && j0 == k_begin + warp * KB) {
+            static_assert(KB == kAttnKB, "FirstKeys holds kAttnKB keys a warp");
 #pragma unroll
-            for (int b = 0; b < KB; b++)
-#pragma unroll
-                for (int e = 0; e < DPL; e++) kf[b][e] = kpre[b][e], vf[b][e] = vpre[b][e];
+            for (int b = 0; b < KB; b++) unpack_dims<DPL>(fk.k[b], kf[b]), unpack_dims<DPL>(fk.v[b], vf[b]);
         } else {
             load_keys<DPL, KB>(p, kg, vg, KD, j0, k_end, pos, kf, vf);
         }
@@ -784,6 +921,7 @@ __device__ __forceinline__ void attention_unit(const Params &p, int layer, int g
         }
     }
     // merge the warps (attention.cu's order: max, then the scaled sums in warp order)
+    ATTN_MARK(p, layer, 3);
 #pragma unroll
     for (int h = 0; h < kMaxGroup; h++) {
         if (h >= GQ) break;
@@ -814,45 +952,36 @@ __device__ __forceinline__ void attention_unit(const Params &p, int layer, int g
     }
     if (n_active > 1) { // the last split of the group to finish merges them all
         consumers_sync();
+        ATTN_MARK(p, layer, 4);
         if (t == 0)
             *s.last = atom_add_acq_rel(counter(p, ticket_counter(p, layer, g)), 1u) ==
                       (unsigned)(n_active - 1);
         consumers_sync();
+        ATTN_MARK(p, layer, 5);
         if (!*s.last) return;
-        for (int i = t; i < GQ * D; i += kConsumers) {
-            const int h = i / D, d = i % D;
-            p.attn[(int64_t)(g * GQ + h) * D + d] = vk_bf(
-                vk_merge_partials(p.part_ml, p.part_o, ws0 + (int64_t)h * kMaxSplits, n_active, D, d));
-        }
+        merge_group(p, g, GQ, D, n_active, s.wo); // the warps' outputs are written out
     }
+    ATTN_MARK(p, layer, 6);
     signal_counter(p, op_counter(layer, OP_ATTN)); // one more group's output is complete
+    ATTN_MARK(p, layer, 7);
 }
 
 // The attention units of this block. A block with none goes straight on (to wait for the
 // merged outputs before o); the others load their first keys, then wait for q|k|v.
 template <int DPL>
-__device__ void run_attention(const Params &p, int layer, int offset, unsigned char *stage) {
-    constexpr int KB = 4;
-    const int G = gridDim.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int D = DPL * 32, KD = p.kv_heads * D, L = *p.len, pos = *p.pos;
+__device__ void run_attention(const Params &p, int layer, int offset, unsigned char *stage,
+                              const FirstKeys<DPL> &fk) {
+    const int G = gridDim.x;
     int chunk, n_active;
-    split_plan(L, &chunk, &n_active);
-    const int units = p.kv_heads * n_active;
+    const int units = attention_units(p, &chunk, &n_active);
     int u = (blockIdx.x - offset + G) % G;
     if (u >= units) return;
-    float kpre[KB][DPL], vpre[KB][DPL];
-    {
-        const int g = u / n_active, split = u % n_active;
-        const int k_begin = split * chunk, k_end = min(L, k_begin + chunk);
-        const vox_k_pdecode_layer &Ly = p.layers[layer];
-        load_keys<DPL, KB>(p, (const bf16 *)Ly.k_cache + (int64_t)g * D + lane * DPL,
-                           (const bf16 *)Ly.v_cache + (int64_t)g * D + lane * DPL, KD,
-                           k_begin + warp * KB, k_end, pos, kpre, vpre);
-    }
+    ATTN_MARK(p, layer, 0);
     wait_counter(p, op_counter(layer, OP_QKV), G);
+    ATTN_MARK(p, layer, 1);
     for (bool first = true; u < units; u += G, first = false)
-        attention_unit<DPL, KB>(p, layer, u / n_active, u % n_active, chunk, n_active, stage, first,
-                                kpre, vpre);
+        attention_unit<DPL, kAttnKB>(p, layer, u / n_active, u % n_active, chunk, n_active, stage,
+                                     first, fk);
 }
 
 // ---- the kernel ----------------------------------------------------------------------------------
@@ -880,6 +1009,7 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
+    if (threadIdx.x == 0) step_pos = *p.pos, step_len = *p.len, step_slot = *p.slot;
     if (threadIdx.x < p.head_dim / 2) { // RoPE of this step's position (fused.cu's rounding)
         float sn, cs;
         sincosf((float)*p.pos * vk_rope_inv_freq(threadIdx.x, p.head_dim, p.theta), &sn, &cs);
@@ -893,10 +1023,16 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
     const int G = gridDim.x;
     uint32_t page = 0;
     int offset = 0;
+    FirstKeys<DPL> first_keys;
     for (int step = 0; step < n_steps(p); step++) {
         const int layer = step / kOpsPerLayer;
         const bool last_step = step == n_steps(p) - 1;
         const int op = last_step ? OP_LM : step % kOpsPerLayer;
+        // the attention's first keys: table entries before the wait, rows after it (the attention
+        // of this layer runs at offset + q|k|v's units)
+        if (op == OP_QKV)
+            begin_keys<DPL>(p, (int)((offset + (p.heads + 2 * p.kv_heads) * p.head_dim / kUnitRows) % G),
+                            first_keys);
         // what this op waits for: the op before it (QKV of layer 0: nothing in this launch)
         if (op == OP_QKV && layer > 0) wait_counter(p, op_counter(layer - 1, OP_DOWN), G);
         if (op == OP_O) wait_counter(p, op_counter(layer, OP_ATTN), (unsigned)p.kv_heads);
@@ -905,7 +1041,7 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
         if (op == OP_LM && p.n_layers > 0) wait_counter(p, op_counter(p.n_layers - 1, OP_DOWN), G);
         if (p.stamps && threadIdx.x == 0) p.stamps[((size_t)blockIdx.x * n_steps(p) + step) * 2] = global_ns();
         if (op == OP_ATTN) {
-            run_attention<DPL>(p, layer, offset, stage); // blocks without units go straight on
+            run_attention<DPL>(p, layer, offset, stage, first_keys); // blocks without units go on
             if (p.stamps && threadIdx.x == 0) p.stamps[((size_t)blockIdx.x * n_steps(p) + step) * 2 + 1] = global_ns();
             continue;
         }
@@ -914,6 +1050,7 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
         if constexpr (MMA) {
             const float2 resid = resid_prefetch_mma(q, offset); // before staging: overlaps it
             stage_input(p, q, xs, red, &sx, true);
+            if (op == OP_QKV) fetch_keys<DPL>(p, layer, first_keys); // table entries in by now
             if (q.w_scale)
                 run_projection_mma<true>(p, q, offset, xs, sx, resid, ring, full, empty, slot_page, page);
             else
@@ -921,6 +1058,7 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
         } else {
             const float resid = resid_prefetch(q, offset); // before staging: its round trip overlaps
             stage_input(p, q, xs, red, &sx, false);
+            if (op == OP_QKV) fetch_keys<DPL>(p, layer, first_keys); // table entries in by now
             if (q.w_scale)
                 run_projection<true>(p, q, offset, xs, sx, resid, ring, full, empty, page);
             else
@@ -1044,7 +1182,8 @@ extern "C" int vox_k_pdecode(const vox_k_pdecode_args *a, cudaStream_t stream) {
     // launch from their own threads at the same time)
     static const int experiment = [] {
         const char *e = getenv("VOX_PDECODE_EXPERIMENT");
-        return !e ? 0 : strcmp(e, "nocompute") == 0 ? 1 : strcmp(e, "nowait") == 0 ? 2 : 0;
+        return !e ? 0 : strcmp(e, "nocompute") == 0 ? 1 : strcmp(e, "nowait") == 0 ? 2
+                          : strcmp(e, "nofence") == 0 ? 3 : 0;
     }();
     static const double watchdog_s = [] {
         const char *e = getenv("VOX_PDECODE_WATCHDOG_S");

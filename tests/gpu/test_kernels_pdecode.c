@@ -442,12 +442,24 @@ static void time_full_size(int fp8, int consumer) {
     printf("timing: full size%s, %s, one row at position %d: %.1f us a step, %.0f GB/s of weights\n",
            fp8 ? " FP8" : "", kConsumerName[consumer], pos, us, (double)wbytes / (us * 1e3));
     /* one stamped run */
-    size_t nst = (size_t)sms * steps * 2;
+    size_t nst = (size_t)sms * steps * 2 + (size_t)sms * layers * 8; /* + the attention marks */
     a.stamps = gtu_dev_alloc(nst * sizeof(unsigned long long));
+    GTU_CUDA(cudaMemset(a.stamps, 0, nst * sizeof(unsigned long long)));
     vox_k_pdecode(&a, 0);
     GTU_SYNC_CHECK();
     unsigned long long *st = gtu_malloc(nst * sizeof *st);
     gtu_download(st, a.stamps, nst * sizeof *st);
+    /* VOX_PDECODE_STAMPS_DIR: the raw stamps too, for analysis offline (u64 nanoseconds,
+     * [block][step][begin, end], steps = layers x 5 ops + lm_head) */
+    const char *dir = getenv("VOX_PDECODE_STAMPS_DIR");
+    if (dir && *dir) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/stamps-%s-%s-%dsm.u64", dir, fp8 ? "fp8" : "bf16",
+                 consumer == 1 ? "mma" : "row", sms);
+        FILE *f = fopen(path, "wb");
+        if (!f || fwrite(st, sizeof *st, nst, f) != nst) printf("timing: could not write %s\n", path);
+        if (f) fclose(f);
+    }
     unsigned long long t0 = ~0ull, t1 = 0;
     double wait[6] = {0}, busy[6] = {0};
     int count[6] = {0};
@@ -517,6 +529,14 @@ int main(int argc, char **argv) {
         CHECK(vox_k_pdecode_supported(&a) == 0);
         printf("sm_%d0: the persistent decode kernel is not taken here (checked)\n", major);
         return test_finish("test_kernels_pdecode");
+    }
+    { /* more than 4 query heads a kv head (pdecode.cu's kMaxGroup): refused, the caller goes op
+       * by op; 4 (Voxtral's 32 / 8) taken */
+        vox_k_pdecode_args a = {.n_layers = 1, .hidden = 128, .heads = 8, .kv_heads = 1,
+                                .head_dim = 32, .ffn = 256, .vocab = 1400, .block_size = 16};
+        CHECK(vox_k_pdecode_supported(&a) == 0);
+        a.heads = 4;
+        CHECK(vox_k_pdecode_supported(&a) == 1);
     }
     gtu_rng rng = gtu_rng_seed(0x5eed2026);
     for (int consumer = 1; consumer <= 2; consumer++)
