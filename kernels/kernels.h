@@ -298,7 +298,7 @@ typedef struct {
     void *workspace;
     /* for profiling, or NULL: per block (SM) and op (5 a layer, then the lm_head), the
      * %globaltimer ns when its wait ended and when its share was done: 2 x SMs x ops words;
-     * then 8 x SMs x n_layers words of marks inside the attention units (pdecode.cu) */
+     * then 10 x SMs x n_layers words of marks inside the attention units (pdecode.cu) */
     unsigned long long *stamps;
     /* who sums a projection: 0 the default (2; VOX_PDECODE_CONSUMER=mma picks 1), 1 the tensor
      * cores, a warp a unit of 8 rows; 2 the CUDA cores, a warp a row */

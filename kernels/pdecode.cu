@@ -144,8 +144,9 @@ __device__ __forceinline__ long long global_ns() {
 }
 // Profiling marks inside an attention unit (stamps set): after the op's stamps, 8 words a block
 // and layer, k = 0 keys preloaded, 1 q|k|v seen, 2 queries staged, 3 keys done, 4 partials
-// written, 5 ticket taken, 6 merged, 7 signalled (0: the block had no unit or is not the merger).
-constexpr int kAttnMarks = 8;
+// written, 5 ticket taken, 6 merged, 7 signalled, 8 cache written and queries in registers, 9 first
+// key group's scores (0: the block had no unit or is not the merger).
+constexpr int kAttnMarks = 10;
 #define ATTN_MARK(p, layer, k)                                                                       \
     do {                                                                                             \
         if ((p).stamps && threadIdx.x == 0)                                                          \
@@ -449,6 +450,14 @@ __device__ __forceinline__ float resid_prefetch(const Proj &q, int offset) {
     return q.resid && u < q.n / kUnitRows ? vk_f(__ldcg(q.resid + u * kUnitRows + warp)) : 0.0f;
 }
 
+// FP8: the weight rows' scales, loaded the same way (each layer's scales are read once a step,
+// from HBM: loaded in the epilogue, every unit waited ~2 us for its row's scale).
+__device__ __forceinline__ float scale_prefetch(const Proj &q, int offset) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, G = gridDim.x;
+    const int64_t u = (blockIdx.x - offset + G) % G + (int64_t)lane * G;
+    return q.w_scale && u < q.n / kUnitRows ? __ldg(q.w_scale + u * kUnitRows + warp) : 1.0f;
+}
+
 // ---- a projection (consumers) ------------------------------------------------------------------
 __device__ __forceinline__ float dot_vec(uint4 w, const bf16 *x, bool fp8) {
     if (fp8) {
@@ -464,7 +473,7 @@ __device__ __forceinline__ float dot_vec(uint4 w, const bf16 *x, bool fp8) {
 
 template <bool FP8>
 __device__ void run_projection(const Params &p, const Proj &q, int offset, const bf16 *xs, float sx,
-                               float resid, const unsigned char *ring, uint64_t *full,
+                               float resid, float wscale, const unsigned char *ring, uint64_t *full,
                                uint64_t *empty, uint32_t &page) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, G = gridDim.x;
     const int pc = page_cols(FP8), ve = vec_elems(FP8);
@@ -496,8 +505,9 @@ __device__ void run_projection(const Params &p, const Proj &q, int offset, const
         float acc = vk_warp_sum((part[0] + part[1]) + (part[2] + part[3]));
         const int64_t r = u * kUnitRows + warp;
         const float res = __shfl_sync(0xffffffffu, resid, nth & 31); // resid_prefetch's
+        const float ws = FP8 ? __shfl_sync(0xffffffffu, wscale, nth & 31) : 1.0f; // scale_prefetch's
         if (lane == 0) {
-            if (FP8) acc *= sx * q.w_scale[r];
+            if (FP8) acc *= sx * (nth < 32 ? ws : q.w_scale[r]);
             if (q.resid)
                 q.y[r] = vk_bf((nth < 32 ? res : vk_f(__ldcg(q.resid + r))) + vk_round(acc));
             else
@@ -525,6 +535,16 @@ __device__ __forceinline__ float2 resid_prefetch_mma(const Proj &q, int offset) 
     if (!q.resid || lane >= 4 || u >= q.n / kUnitRows) return make_float2(0.0f, 0.0f);
     const int64_t r = u * kUnitRows + 2 * lane;
     return make_float2(vk_f(__ldcg(q.resid + r)), vk_f(__ldcg(q.resid + r + 1)));
+}
+
+// FP8: the scales of rows 2t, 2t + 1 of this warp's k-th unit in lane 4k + t (k < 8), loaded
+// before staging as the residuals are.
+__device__ __forceinline__ float2 scale_prefetch_mma(const Proj &q, int offset) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, G = gridDim.x;
+    const int64_t u = (blockIdx.x - offset + G) % G + (int64_t)(warp + (lane >> 2) * kConsumerWarps) * G;
+    if (!q.w_scale || u >= q.n / kUnitRows) return make_float2(1.0f, 1.0f);
+    const int64_t r = u * kUnitRows + 2 * (lane & 3);
+    return make_float2(__ldg(q.w_scale + r), __ldg(q.w_scale + r + 1));
 }
 
 // One 16-byte vector of each of the 8 rows (b) against the same vector of x (x: row 0 of A):
@@ -580,7 +600,7 @@ __device__ __forceinline__ void mma_vectors(float (&acc)[8][4], const unsigned c
 
 template <bool FP8>
 __device__ void run_projection_mma(const Params &p, const Proj &q, int offset, const bf16 *xs, float sx,
-                                   float2 resid, const unsigned char *ring, uint64_t *full,
+                                   float2 resid, float2 wscale, const unsigned char *ring, uint64_t *full,
                                    uint64_t *empty, unsigned *slot_page, uint32_t &page) {
     constexpr int kVecsInFlight = FP8 ? 2 : 4; // vectors a lane loads at once: 8 accumulators
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, G = gridDim.x;
@@ -617,6 +637,9 @@ __device__ void run_projection_mma(const Params &p, const Proj &q, int offset, c
             __syncwarp();
             if (lane == 0 || p.handover) vk_mbar_arrive(vk_smem_u32(&empty[slot]));
         }
+        const int k = (int)(nth / kConsumerWarps); // this unit's place among the warp's
+        const float ws0 = FP8 ? __shfl_sync(0xffffffffu, wscale.x, (k & 7) * 4 + t) : 1.0f;
+        const float ws1 = FP8 ? __shfl_sync(0xffffffffu, wscale.y, (k & 7) * 4 + t) : 1.0f;
         if (g == 0) { // D[0][2t], D[0][2t + 1]: rows 2t, 2t + 1 of the unit
             float s[2];
 #pragma unroll
@@ -626,7 +649,7 @@ __device__ void run_projection_mma(const Params &p, const Proj &q, int offset, c
             const int64_t r = u * kUnitRows + 2 * t;
 #pragma unroll
             for (int c = 0; c < 2; c++) {
-                if (FP8) s[c] *= sx * q.w_scale[r + c];
+                if (FP8) s[c] *= sx * (k < 8 ? (c ? ws1 : ws0) : q.w_scale[r + c]);
                 if (q.resid) {
                     const float res = nth == warp ? (c ? resid.y : resid.x) : vk_f(__ldcg(q.resid + r + c));
                     q.y[r + c] = vk_bf(res + vk_round(s[c]));
@@ -871,6 +894,7 @@ __device__ __forceinline__ void attention_unit(const Params &p, int layer, int g
 #pragma unroll
         for (int j = 0; j < DPL; j++) q[h][j] = h < GQ ? s.q[h * D + lane * DPL + j] : 0.0f, o[h][j] = 0.0f;
     }
+    ATTN_MARK(p, layer, 8);
     const int k_begin = split * chunk, k_end = min(L, k_begin + chunk);
     const bf16 *kg = (const bf16 *)Ly.k_cache + (int64_t)g * D + lane * DPL;
     const bf16 *vg = (const bf16 *)Ly.v_cache + (int64_t)g * D + lane * DPL;
@@ -919,6 +943,7 @@ __device__ __forceinline__ void attention_unit(const Params &p, int layer, int g
             }
             l[h] = l[h] * alpha + sum;
         }
+        if (j0 == k_begin + warp * KB) ATTN_MARK(p, layer, 9);
     }
     // merge the warps (attention.cu's order: max, then the scaled sums in warp order)
     ATTN_MARK(p, layer, 3);
@@ -1049,20 +1074,22 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
         bf16 *xs = reinterpret_cast<bf16 *>(stage);
         if constexpr (MMA) {
             const float2 resid = resid_prefetch_mma(q, offset); // before staging: overlaps it
+            const float2 wscale = scale_prefetch_mma(q, offset);
             stage_input(p, q, xs, red, &sx, true);
             if (op == OP_QKV) fetch_keys<DPL>(p, layer, first_keys); // table entries in by now
             if (q.w_scale)
-                run_projection_mma<true>(p, q, offset, xs, sx, resid, ring, full, empty, slot_page, page);
+                run_projection_mma<true>(p, q, offset, xs, sx, resid, wscale, ring, full, empty, slot_page, page);
             else
-                run_projection_mma<false>(p, q, offset, xs, 0.0f, resid, ring, full, empty, slot_page, page);
+                run_projection_mma<false>(p, q, offset, xs, 0.0f, resid, wscale, ring, full, empty, slot_page, page);
         } else {
             const float resid = resid_prefetch(q, offset); // before staging: its round trip overlaps
+            const float wscale = scale_prefetch(q, offset);
             stage_input(p, q, xs, red, &sx, false);
             if (op == OP_QKV) fetch_keys<DPL>(p, layer, first_keys); // table entries in by now
             if (q.w_scale)
-                run_projection<true>(p, q, offset, xs, sx, resid, ring, full, empty, page);
+                run_projection<true>(p, q, offset, xs, sx, resid, wscale, ring, full, empty, page);
             else
-                run_projection<false>(p, q, offset, xs, 0.0f, resid, ring, full, empty, page);
+                run_projection<false>(p, q, offset, xs, 0.0f, resid, wscale, ring, full, empty, page);
         }
         offset = (int)((offset + q.n / kUnitRows) % G);
         if (p.stamps && threadIdx.x == 0) p.stamps[((size_t)blockIdx.x * n_steps(p) + step) * 2 + 1] = global_ns();

@@ -288,8 +288,8 @@ struct vox_backend {
     /* The decoder layers and the lm_head of a decode step of one row (the current batch: one
      * sequence, decoding), as one operation: the same results as the layers run op by op, up
      * to the order of fp32 sums. Returns false, enqueuing nothing, when the backend does not
-     * take it (the cuda backend: a persistent kernel on sm_90 for bf16 decoders; VOX_DECODE=graph
-     * switches it off, VOX_DECODE=persistent takes FP8 decoders too); the caller then runs the
+     * take it (the cuda backend: a persistent kernel on sm_90 for bf16 and FP8 decoders;
+     * VOX_DECODE=graph switches it off); the caller then runs the
      * layers op by op. */
     bool (*decode_fused)(vox_backend *be, const vox_fused_decode *f);
 

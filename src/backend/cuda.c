@@ -147,7 +147,6 @@ typedef struct {
     bool no_matvec;          /* VOX_NO_MATVEC=1: projections as separate operations */
     /* the persistent decode kernel's workspace (kernels/pdecode.cu) */
     bool no_pdecode;         /* VOX_DECODE=graph: decode steps of one row op by op */
-    bool force_pdecode;      /* VOX_DECODE=persistent: also FP8 decoders through the kernel */
     void *pdecode_ws;
     size_t pdecode_ws_bytes;
     /* GEMMs of 5..64 rows (bf16 or FP8 weights) on kernels/skinny_gemm.cu instead of cuBLASLt
@@ -1386,11 +1385,8 @@ static bool cu_decode_fused(vox_backend *be, const vox_fused_decode *f) {
     VOX_ASSERT(b->n_rows == 1 && b->n_decode == 1 && b->n_seqs == 1 && b->n_logits == 1);
     const vox_fused_layer *L0 = &f->layers[0];
     bool fp8 = L0->qkv->dtype == VOX_DTYPE_F8_E4M3;
-    /* FP8 decoders stay op by op unless VOX_DECODE=persistent: the kernel takes them (and its
-     * test checks them), but at batch 1 on the H200 it measured 2.626 ms a token against
-     * 2.393 op by op (it is bound by its waits, not by the halved bytes; bench/NOTES-2026-12-01-
-     * pdecode.md) */
-    if (fp8 && !s->force_pdecode) return false;
+    /* FP8 decoders too, since the kernel prefetches the rows' scales: 2.207 ms a token against
+     * 2.388 op by op on the H200 (bench/NOTES-2026-12-03e.md; 2.626 against 2.393 before) */
     for (int l = 0; l < f->n_layers; l++) { /* every projection of the same type, and the kernel's */
         const vox_fused_layer *L = &f->layers[l];
         const vox_tensor *w[] = {L->qkv, L->o, L->gate_up, L->down};
@@ -1696,7 +1692,6 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
     s->fp8_separate = vox_env_flag("VOX_FP8_SEPARATE");
     const char *decode = getenv("VOX_DECODE");
     s->no_pdecode = decode && strcmp(decode, "graph") == 0;
-    s->force_pdecode = decode && strcmp(decode, "persistent") == 0;
     s->plain_malloc = vox_env_flag("VOX_CUDA_PLAIN_MALLOC");
     s->host_trace_ms = (double)vox_env_size("VOX_TRACE_HOST_MS", 0, 0, 1000000);
     s->host_last_ms = vox_wall_ms();

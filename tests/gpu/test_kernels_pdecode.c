@@ -396,11 +396,13 @@ static void time_full_size(int fp8, int consumer) {
     }
     char *w = gtu_dev_alloc(wbytes);
     GTU_CUDA(cudaMemset(w, 0x3c, wbytes)); /* bf16 0x3c3c = 0.0115, E4M3 0x3c = 1.5 */
-    float *scale = NULL; /* FP8: every row's scale 0.01 */
+    /* FP8: every row's scale 0.01, each layer's own (as in a model: read from HBM once a step) */
+    const size_t scales_a_layer = (size_t)(QD + 2 * KD) + H + 2 * F + H;
+    float *scale = NULL;
     if (fp8) {
-        float *h = gtu_malloc((size_t)2 * F * sizeof *h);
-        for (int i = 0; i < 2 * F; i++) h[i] = 0.01f;
-        scale = gtu_dev_upload(h, (size_t)2 * F * sizeof *h);
+        float *h = gtu_malloc(scales_a_layer * layers * sizeof *h);
+        for (size_t i = 0; i < scales_a_layer * layers; i++) h[i] = 0.01f;
+        scale = gtu_dev_upload(h, scales_a_layer * layers * sizeof *h);
         free(h);
     }
     size_t pool = (size_t)(width + 1) * kBlock * KD * 2;
@@ -414,7 +416,11 @@ static void time_full_size(int fp8, int consumer) {
         L[l].o = at, at += (size_t)H * QD * esz;
         L[l].gate_up = at, at += (size_t)2 * F * H * esz;
         L[l].down = at, at += (size_t)H * F * esz;
-        L[l].qkv_scale = L[l].o_scale = L[l].gate_up_scale = L[l].down_scale = scale;
+        if (fp8) {
+            float *sl = scale + (size_t)l * scales_a_layer;
+            L[l].qkv_scale = sl, L[l].o_scale = sl + QD + 2 * KD;
+            L[l].gate_up_scale = sl + QD + 2 * KD + H, L[l].down_scale = sl + QD + 2 * KD + H + 2 * F;
+        }
         L[l].attn_norm = L[l].ffn_norm = w; /* any bf16 values */
         L[l].k_cache = kv + (size_t)l * 2 * pool, L[l].v_cache = kv + (size_t)l * 2 * pool + pool;
     }
@@ -442,7 +448,7 @@ static void time_full_size(int fp8, int consumer) {
     printf("timing: full size%s, %s, one row at position %d: %.1f us a step, %.0f GB/s of weights\n",
            fp8 ? " FP8" : "", kConsumerName[consumer], pos, us, (double)wbytes / (us * 1e3));
     /* one stamped run */
-    size_t nst = (size_t)sms * steps * 2 + (size_t)sms * layers * 8; /* + the attention marks */
+    size_t nst = (size_t)sms * steps * 2 + (size_t)sms * layers * 10; /* + the attention marks */
     a.stamps = gtu_dev_alloc(nst * sizeof(unsigned long long));
     GTU_CUDA(cudaMemset(a.stamps, 0, nst * sizeof(unsigned long long)));
     vox_k_pdecode(&a, 0);
