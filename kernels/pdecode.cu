@@ -142,10 +142,11 @@ __device__ __forceinline__ long long global_ns() {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     return t;
 }
-// Profiling marks inside an attention unit (stamps set): after the op's stamps, 8 words a block
-// and layer, k = 0 keys preloaded, 1 q|k|v seen, 2 queries staged, 3 keys done, 4 partials
-// written, 5 ticket taken, 6 merged, 7 signalled, 8 cache written and queries in registers, 9 first
-// key group's scores (0: the block had no unit or is not the merger).
+// Profiling marks inside an attention unit (stamps set; scripts/pdecode_stamps.py reads them):
+// after the ops' stamps, kAttnMarks words a block and layer, k = 0 unit begun (before its wait),
+// 1 q|k|v seen, 2 queries staged, 3 keys done, 4 partials written, 5 ticket taken, 6 merged,
+// 7 signalled, 8 cache written and queries in registers, 9 first key group's scores (0: the block
+// had no unit, or is not its group's merger).
 constexpr int kAttnMarks = 10;
 #define ATTN_MARK(p, layer, k)                                                                       \
     do {                                                                                             \

@@ -455,8 +455,8 @@ static void time_full_size(int fp8, int consumer) {
     GTU_SYNC_CHECK();
     unsigned long long *st = gtu_malloc(nst * sizeof *st);
     gtu_download(st, a.stamps, nst * sizeof *st);
-    /* VOX_PDECODE_STAMPS_DIR: the raw stamps too, for analysis offline (u64 nanoseconds,
-     * [block][step][begin, end], steps = layers x 5 ops + lm_head) */
+    /* VOX_PDECODE_STAMPS_DIR: the raw stamps too, for scripts/pdecode_stamps.py (u64 ns,
+     * [block][step][begin, end], steps = layers x 5 ops + lm_head; then the attention marks) */
     const char *dir = getenv("VOX_PDECODE_STAMPS_DIR");
     if (dir && *dir) {
         char path[1024];
