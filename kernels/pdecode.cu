@@ -334,7 +334,6 @@ __device__ void producer(const Params &p, unsigned char *ring, uint64_t *full, u
         const unsigned char *src = page_row(c, lane & (kUnitRows - 1), &bytes);
         if (lane == 0 || (p.handover && lane < kUnitRows))
             vk_mbar_wait(vk_smem_u32(&empty[slot]), ((page / kPages) & 1) ^ 1);
-
         if (lane == 0) {
             vk_mbar_expect_tx(vk_smem_u32(&full[slot]), bytes * kUnitRows);
             if (MMA) atomicExch(&slot_page[slot], page); // an atomic: ordered for racecheck, no data
@@ -1054,8 +1053,8 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
         const int layer = step / kOpsPerLayer;
         const bool last_step = step == n_steps(p) - 1;
         const int op = last_step ? OP_LM : step % kOpsPerLayer;
-        // the attention's first keys: table entries before the wait, rows after it (the attention
-        // of this layer runs at offset + q|k|v's units)
+        // the attention's first keys: table entries before the wait, rows after the staging (the
+        // attention of this layer runs at offset + q|k|v's units)
         if (op == OP_QKV)
             begin_keys<DPL>(p, (int)((offset + (p.heads + 2 * p.kv_heads) * p.head_dim / kUnitRows) % G),
                             first_keys);
