@@ -291,8 +291,8 @@ int main(int argc, char **argv) {
     compare_batched(cc, cg, N_BATCH, NULL);  /* all at once */
     compare_batched(cc, cg, 3, "23");        /* slots reused, prompts in chunks of 23 rows */
     /* One file's decode steps, the persistent kernel against the op-by-op path: they run
-     * through the persistent kernel where the GPU takes it (sm_90, bf16, one backend on the
-     * device), else op by op; a context made with VOX_DECODE=graph runs them op by op. Both are
+     * through the persistent kernel where the GPU takes it (sm_90, bf16 or FP8 decoder, one
+     * backend on the device), else op by op; a context made with VOX_DECODE=graph runs them op by op. Both are
      * teacher forced with the CPU's ids, and every step's log-probabilities of one are held
      * against the other's with the CPU comparison's bounds (the two differ by the order of fp32
      * sums and the basis P is rounded against in attention). The contexts take turns: while two
