@@ -1,8 +1,6 @@
 # Set-up shared by the voxtral_runner CLI tests; sourced after they set $build and $fixtures.
 # Skips (exit 77) when voxtral_runner, voxtral_export or the tiny checkpoint is missing, and
-# defines the check counters and helpers:
-#   fail TEXT                 counts a failure
-#   check DESCRIPTION CMD...  counts a check, fails when the command fails
+# defines the check counters and helpers (fail, check, has: checks.sh) and:
 #   run WANT NAME ARGS...     runs "${R[@]}" ARGS (R set by the test), checks the exit status;
 #                             stdout in $tmp/NAME.out, stderr in $tmp/NAME.err
 #   export_tiny_model DIR     exports the tiny fixture model, or stops the test
@@ -11,7 +9,6 @@
 #   wait_exit PID SECONDS     waits for background process PID to end: its exit status, or 124
 #                             (after killing it) when it still runs after SECONDS: a hang
 #   same_json A B             files A and B hold the same json apart from the latency numbers
-#   has FILE TEXT             counts a check, fails when FILE does not hold TEXT (fixed string)
 exe=$build/voxtral_runner
 if [ ! -x "$exe" ] || [ ! -x "$build/voxtral_export" ]; then
     echo "SKIPPED: voxtral_runner or voxtral_export is not built in $build"
@@ -21,18 +18,7 @@ if [ ! -d "$fixtures/tiny/checkpoint_hf" ]; then
     echo "SKIPPED: no tiny checkpoint in $fixtures/tiny (scripts/make_reference.py makes it)"
     exit 77
 fi
-failures=0
-checks=0
-fail() {
-    echo "FAILED: $*" >&2
-    failures=$((failures + 1))
-}
-check() {
-    local what=$1
-    shift
-    checks=$((checks + 1))
-    "$@" || fail "$what"
-}
+source "$(dirname "${BASH_SOURCE[0]}")/checks.sh"
 run() {
     local want=$1 name=$2
     shift 2
@@ -69,10 +55,6 @@ wait_exit() {
         return 124
     fi
     wait "$pid"
-}
-has() {
-    checks=$((checks + 1))
-    grep -qF -- "$2" "$1" || fail "$1 lacks '$2': $(head -c 2000 "$1")"
 }
 same_json() {
     [ "$(sed -E 's/"latency_ms":\{[^}]*\}//' "$1")" = "$(sed -E 's/"latency_ms":\{[^}]*\}//' "$2")" ]

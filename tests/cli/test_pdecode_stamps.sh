@@ -15,16 +15,7 @@ fi
 script=$(cd "$(dirname "$0")/../.." && pwd)/scripts/pdecode_stamps.py
 tmp=$(mktemp -d /tmp/vox_pdecode_stamps_XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-failures=0
-checks=0
-fail() {
-    echo "FAILED: $*" >&2
-    failures=$((failures + 1))
-}
-has() { # has FILE TEXT
-    checks=$((checks + 1))
-    grep -qF -- "$2" "$1" || fail "$1 does not hold '$2': $(cat "$1")"
-}
+source "$(dirname "$0")/checks.sh"
 
 python3 - "$tmp" <<'EOF'
 import array, sys

@@ -12,13 +12,7 @@ if [ ! -x "$exe" ]; then
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-failures=0
-checks=0
-
-fail() {
-    echo "FAILED: $*" >&2
-    failures=$((failures + 1))
-}
+source "$(dirname "$0")/checks.sh"
 
 # expect_exit CODE STDERR_SUBSTRING CMD...: the exit status, and a message on stderr
 expect_exit() {
