@@ -138,21 +138,36 @@ static __device__ __forceinline__ float vk_dot8_bf16(uint4 w, const float x[8]) 
     return s;
 }
 
-// Element d of the merge of n flash-decoding partials at slots slot0 .. slot0 + n - 1: ml holds
-// each slot's (max in log2 units, sum), o its unnormalised output [D]. sum 2^(m - M) o over
-// sum 2^(m - M) l (0 when that is 0), read through L2 (other blocks wrote them), in slot order.
+// The merge of n flash-decoding partials: m(s) and l(s) are slot s's max (log2 units) and sum,
+// o(s) its unnormalised output element; sum 2^(m - M) o over sum 2^(m - M) l (0 when that is 0),
+// in slot order. MAXN > 0: n <= MAXN, and the loops run over constant indices (callers that hold
+// the partials in registers index them with constants).
+template <int MAXN, class M, class L, class O>
+static __device__ __forceinline__ float vk_merge(int n, M m, L l, O o) {
+    float mx = -INFINITY;
+#pragma unroll
+    for (int s = 0; s < (MAXN > 0 ? MAXN : n); s++)
+        if (s < n) mx = fmaxf(mx, m(s));
+    const float base = mx == -INFINITY ? 0.0f : mx;
+    float acc = 0.0f, sum = 0.0f;
+#pragma unroll
+    for (int s = 0; s < (MAXN > 0 ? MAXN : n); s++) {
+        if (s >= n) break;
+        const float f = exp2f(m(s) - base);
+        acc += f * o(s);
+        sum += f * l(s);
+    }
+    return sum > 0.0f ? acc / sum : 0.0f;
+}
+
+// Element d of the merge of the partials at slots slot0 .. slot0 + n - 1: ml holds each slot's
+// (max, sum), o its output [D], read through L2 (other blocks wrote them).
 static __device__ __forceinline__ float vk_merge_partials(const float *ml, const float *o,
                                                           int64_t slot0, int n, int D, int d) {
-    float mx = -INFINITY;
-    for (int s = 0; s < n; s++) mx = fmaxf(mx, __ldcg(&ml[(slot0 + s) * 2]));
-    const float base = mx == -INFINITY ? 0.0f : mx;
-    float acc = 0.0f, l = 0.0f;
-    for (int s = 0; s < n; s++) {
-        const float f = exp2f(__ldcg(&ml[(slot0 + s) * 2]) - base);
-        acc += f * __ldcg(&o[(slot0 + s) * D + d]);
-        l += f * __ldcg(&ml[(slot0 + s) * 2 + 1]);
-    }
-    return l > 0.0f ? acc / l : 0.0f;
+    return vk_merge<0>(
+        n, [&](int s) { return __ldcg(&ml[(slot0 + s) * 2]); },
+        [&](int s) { return __ldcg(&ml[(slot0 + s) * 2 + 1]); },
+        [&](int s) { return __ldcg(&o[(slot0 + s) * D + d]); });
 }
 
 // 2^x by the hardware's approximation (ex2.approx, about 2 ulp, as exp2f), flushing results

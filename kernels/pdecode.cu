@@ -264,6 +264,12 @@ __device__ __forceinline__ bool step_is_attention(const Params &p, int step) {
 __device__ __forceinline__ int vec_elems(bool fp8) { return fp8 ? 16 : 8; }
 __device__ __forceinline__ int page_cols(bool fp8) { return kRowBytes / (fp8 ? 1 : 2); }
 
+// Units are dealt round robin: unit u of an op goes to block (u + offset) % G, offset carried
+// from op to op. This block's first unit of an op dealt from offset (then + G, + 2G, ...).
+__device__ __forceinline__ int first_unit(int offset) {
+    return (int)((blockIdx.x - offset + gridDim.x) % gridDim.x);
+}
+
 // ---- the producer --------------------------------------------------------------------------------
 // The pages of this block's units in the order the consumers take them: ops in order, a
 // projection's units u = first, first + G, ... (unit u of an op goes to block (u + offset) % G,
@@ -281,7 +287,7 @@ __device__ void cursor_op(const Params &p, PageCursor &c) { // the first page fr
         if (step_is_attention(p, c.step)) continue;
         c.q = proj_of(p, c.step);
         c.units = c.q.n / kUnitRows;
-        c.u = (blockIdx.x - c.offset + G) % G;
+        c.u = first_unit(c.offset);
         c.c0 = 0;
         if (c.u < c.units) return;
         c.offset = (int)((c.offset + c.units) % G);
@@ -440,22 +446,26 @@ __device__ void stage_input(const Params &p, const Proj &q, bf16 *xs, float *red
     consumers_sync();
 }
 
+// Row w of the block's nth unit of q, -1 if the block has no such unit.
+__device__ __forceinline__ int64_t unit_row(const Proj &q, int offset, int nth, int w) {
+    const int64_t u = first_unit(offset) + (int64_t)nth * gridDim.x;
+    return u < q.n / kUnitRows ? u * kUnitRows + w : -1;
+}
+
 // The residual values an ADD projection adds, loaded before its staging so that no epilogue
 // waits on L2: lane j of warp w holds row w of the block's j-th unit (units past 32 are loaded
 // in the epilogue). The residual is complete before the op's own wait (it is the input of an
 // op this one already waited for).
 __device__ __forceinline__ float resid_prefetch(const Proj &q, int offset) {
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, G = gridDim.x;
-    const int64_t u = (blockIdx.x - offset + G) % G + (int64_t)lane * G;
-    return q.resid && u < q.n / kUnitRows ? vk_f(__ldcg(q.resid + u * kUnitRows + warp)) : 0.0f;
+    const int64_t r = unit_row(q, offset, threadIdx.x & 31, threadIdx.x >> 5);
+    return q.resid && r >= 0 ? vk_f(__ldcg(q.resid + r)) : 0.0f;
 }
 
 // FP8: the weight rows' scales, loaded the same way (each layer's scales are read once a step,
 // from HBM: loaded in the epilogue, every unit waited ~2 us for its row's scale).
 __device__ __forceinline__ float scale_prefetch(const Proj &q, int offset) {
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, G = gridDim.x;
-    const int64_t u = (blockIdx.x - offset + G) % G + (int64_t)lane * G;
-    return q.w_scale && u < q.n / kUnitRows ? __ldg(q.w_scale + u * kUnitRows + warp) : 1.0f;
+    const int64_t r = unit_row(q, offset, threadIdx.x & 31, threadIdx.x >> 5);
+    return q.w_scale && r >= 0 ? __ldg(q.w_scale + r) : 1.0f;
 }
 
 // ---- a projection (consumers) ------------------------------------------------------------------
@@ -479,7 +489,7 @@ __device__ void run_projection(const Params &p, const Proj &q, int offset, const
     const int pc = page_cols(FP8), ve = vec_elems(FP8);
     const int64_t units = q.n / kUnitRows;
     int nth = 0; // the unit's place among this block's units
-    for (int64_t u = (blockIdx.x - offset + G) % G; u < units; u += G, nth++) {
+    for (int64_t u = first_unit(offset); u < units; u += G, nth++) {
         // four partial sums (lane's vectors i, i + 32, ... of each page in turn): a full page's
         // four loads go out together and its products form four independent chains
         float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -530,20 +540,18 @@ __device__ void run_projection(const Params &p, const Proj &q, int offset, const
 // The residuals of rows 2t, 2t + 1 of this warp's first unit, loaded before staging (o and down
 // have at most 3 units a block, so every warp's first unit is its only one there).
 __device__ __forceinline__ float2 resid_prefetch_mma(const Proj &q, int offset) {
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, G = gridDim.x;
-    const int64_t u = (blockIdx.x - offset + G) % G + (int64_t)warp * G;
-    if (!q.resid || lane >= 4 || u >= q.n / kUnitRows) return make_float2(0.0f, 0.0f);
-    const int64_t r = u * kUnitRows + 2 * lane;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int64_t r = unit_row(q, offset, warp, 2 * lane);
+    if (!q.resid || lane >= 4 || r < 0) return make_float2(0.0f, 0.0f);
     return make_float2(vk_f(__ldcg(q.resid + r)), vk_f(__ldcg(q.resid + r + 1)));
 }
 
 // FP8: the scales of rows 2t, 2t + 1 of this warp's k-th unit in lane 4k + t (k < 8), loaded
 // before staging as the residuals are.
 __device__ __forceinline__ float2 scale_prefetch_mma(const Proj &q, int offset) {
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, G = gridDim.x;
-    const int64_t u = (blockIdx.x - offset + G) % G + (int64_t)(warp + (lane >> 2) * kConsumerWarps) * G;
-    if (!q.w_scale || u >= q.n / kUnitRows) return make_float2(1.0f, 1.0f);
-    const int64_t r = u * kUnitRows + 2 * (lane & 3);
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int64_t r = unit_row(q, offset, warp + (lane >> 2) * kConsumerWarps, 2 * (lane & 3));
+    if (!q.w_scale || r < 0) return make_float2(1.0f, 1.0f);
     return make_float2(__ldg(q.w_scale + r), __ldg(q.w_scale + r + 1));
 }
 
@@ -607,7 +615,7 @@ __device__ void run_projection_mma(const Params &p, const Proj &q, int offset, c
     const int g = lane >> 2, t = lane & 3;
     const int pc = page_cols(FP8), ve = vec_elems(FP8);
     const int ppu = (q.k + pc - 1) / pc; // pages a unit
-    const int64_t units = q.n / kUnitRows, first = (blockIdx.x - offset + G) % G;
+    const int64_t units = q.n / kUnitRows, first = first_unit(offset);
     const int64_t mine = first < units ? (units - first + G - 1) / G : 0; // this block's units
     const uint32_t page0 = page;
     for (int64_t nth = warp; nth < mine; nth += kConsumerWarps) {
@@ -727,6 +735,11 @@ __shared__ float rope_cs[64], rope_sn[64];
 // two of them in a row (length, then the block table) before they could be issued.
 __shared__ int step_pos, step_len, step_slot;
 
+// Key j's row in the layer's cache (through the sequence's block table).
+__device__ __forceinline__ int cache_row(const Params &p, int j) {
+    return p.table[j / p.block_size] * p.block_size + j % p.block_size;
+}
+
 // K/V rows of keys j0 .. j0 + KB - 1 (zeros past k_end; the new key's are filled in later).
 template <int DPL, int KB>
 __device__ __forceinline__ void load_keys(const Params &p, const bf16 *kg, const bf16 *vg, int KD,
@@ -739,7 +752,7 @@ __device__ __forceinline__ void load_keys(const Params &p, const bf16 *kg, const
 #pragma unroll
             for (int e = 0; e < DPL; e++) kf[b][e] = vf[b][e] = 0.0f;
         } else {
-            const int64_t row = (int64_t)p.table[j / p.block_size] * p.block_size + j % p.block_size;
+            const int64_t row = cache_row(p, j);
             load_dims<DPL>(kg + row * KD, kf[b]);
             load_dims<DPL>(vg + row * KD, vf[b]);
         }
@@ -765,18 +778,16 @@ __device__ __forceinline__ int attention_units(const Params &p, int *chunk, int 
 
 template <int DPL>
 __device__ __forceinline__ void begin_keys(const Params &p, int offset, FirstKeys<DPL> &f) {
-    const int G = gridDim.x, warp = threadIdx.x >> 5;
+    const int warp = threadIdx.x >> 5;
     int chunk, n_active;
     const int units = attention_units(p, &chunk, &n_active);
-    f.u = (blockIdx.x - offset + G) % G;
+    f.u = first_unit(offset);
     const int split = f.u % n_active;
     const int k_begin = split * chunk, k_end = min(step_len, k_begin + chunk);
 #pragma unroll
     for (int b = 0; b < kAttnKB; b++) {
         const int j = k_begin + warp * kAttnKB + b;
-        f.row[b] = f.u < units && j < k_end && j != step_pos
-                       ? p.table[j / p.block_size] * p.block_size + j % p.block_size
-                       : -1;
+        f.row[b] = f.u < units && j < k_end && j != step_pos ? cache_row(p, j) : -1;
     }
 }
 
@@ -799,9 +810,10 @@ __device__ __forceinline__ void fetch_keys(const Params &p, int layer, FirstKeys
     }
 }
 
-// The group's split partials merged (vk_merge_partials' arithmetic and order) with every read
-// in flight at once: each thread's partial outputs to registers, the (max, sum) pairs through
-// shared memory (ml_s), one L2 round trip in all (the loop over splits took one per load).
+// The group's split partials merged (vk_merge, the op-by-op path's arithmetic and order) with
+// every read in flight at once: each thread's partial outputs to registers, the (max, sum)
+// pairs through shared memory (ml_s), one L2 round trip in all (a loop over the splits' loads
+// took one a split).
 __device__ __forceinline__ void merge_group(const Params &p, int g, int GQ, int D, int n_active,
                                             float *ml_s) {
     const int t = threadIdx.x;
@@ -830,20 +842,11 @@ __device__ __forceinline__ void merge_group(const Params &p, int g, int GQ, int 
             const int i = i0 + e * kConsumers, h = i / D, d = i % D;
             if (i >= GQ * D) break;
             const float *ml = ml_s + h * kMaxSplits * 2;
-            float mx = -INFINITY;
-#pragma unroll
-            for (int sp = 0; sp < kMaxSplits; sp++)
-                if (sp < n_active) mx = fmaxf(mx, ml[sp * 2]);
-            const float base = mx == -INFINITY ? 0.0f : mx;
-            float acc = 0.0f, l = 0.0f;
-#pragma unroll
-            for (int sp = 0; sp < kMaxSplits; sp++) {
-                if (sp >= n_active) break;
-                const float f = exp2f(ml[sp * 2] - base);
-                acc += f * ov[e][sp];
-                l += f * ml[sp * 2 + 1];
-            }
-            p.attn[(int64_t)(g * GQ + h) * D + d] = vk_bf(l > 0.0f ? acc / l : 0.0f);
+            const float *o = ov[e];
+            const float v = vk_merge<kMaxSplits>(
+                n_active, [&](int sp) { return ml[sp * 2]; }, [&](int sp) { return ml[sp * 2 + 1]; },
+                [&](int sp) { return o[sp]; });
+            p.attn[(int64_t)(g * GQ + h) * D + d] = vk_bf(v);
         }
     }
 }
@@ -999,7 +1002,7 @@ __device__ void run_attention(const Params &p, int layer, int offset, unsigned c
     const int G = gridDim.x;
     int chunk, n_active;
     const int units = attention_units(p, &chunk, &n_active);
-    int u = (blockIdx.x - offset + G) % G;
+    int u = first_unit(offset);
     if (u >= units) return;
     ATTN_MARK(p, layer, 0);
     wait_counter(p, op_counter(layer, OP_QKV), G);
