@@ -916,9 +916,11 @@ __device__ __forceinline__ void attention_unit(const Params &p, int layer, int g
 #pragma unroll
                 for (int e = 0; e < DPL; e++)
                     kf[b][e] = s.k_new[lane * DPL + e], vf[b][e] = s.v_new[lane * DPL + e];
+        // every head slot, also past GQ (their q is 0 and their state is never written out):
+        // without a branch between heads their chains interleave (a break at GQ ran them one
+        // after another)
 #pragma unroll
         for (int h = 0; h < kMaxGroup; h++) {
-            if (h >= GQ) break;
             float sc[KB], mx = -INFINITY;
 #pragma unroll
             for (int b = 0; b < KB; b++) {
