@@ -272,8 +272,7 @@ __device__ __forceinline__ int first_unit(int offset) {
 
 // ---- the producer --------------------------------------------------------------------------------
 // The pages of this block's units in the order the consumers take them: ops in order, a
-// projection's units u = first, first + G, ... (unit u of an op goes to block (u + offset) % G,
-// offset carried from op to op), each unit's pages by column.
+// projection's units first_unit(offset), + G, + 2G, ..., each unit's pages by column.
 struct PageCursor {
     int step, offset, c0;
     int64_t u, units;
