@@ -18,7 +18,11 @@
 //    w + 8, ... whole on the tensor cores (run_projection_mma: the unit's rows as mma's n side,
 //    the staged input row as its m side, room for more sequences), up to 8 pages in work at
 //    once: its projections' work time falls by a third, but the step is no faster, since the
-//    blocks then wait for each other instead (bench/NOTES-2026-12-03d.md).
+//    blocks then wait for each other instead (bench/NOTES-2026-12-03d.md). VOX_PDECODE_CONSUMER=
+//    split keeps the row consumer's page order (all 8 warps on each page) and gives warp w a
+//    column slice of all 8 rows on the tensor cores (run_projection_split): as fast as the row
+//    consumer at batch 1 and 5-10% faster than mma, with a quarter of the row consumer's
+//    instructions (bench/NOTES-2026-12-04.md), and the same room for more sequences.
 //  - Ops wait for each other through counters in global memory: a block that has finished its
 //    share of an op adds 1 (release); a block about to start an op that needs it polls until
 //    all blocks have (acquire). No grid-wide barrier, no second launch; the last block to
@@ -107,10 +111,21 @@ struct Params {
     int handover;
     // Who sums a projection's units (vox_k_pdecode_args.consumer; it picks the kernel instance):
     // CONSUMER_ROW (the default), a warp a row on the CUDA cores; CONSUMER_MMA, a warp a unit on
-    // the tensor cores (as fast at batch 1; the m side has room for more sequences).
+    // the tensor cores (the m side has room for more sequences); CONSUMER_SPLIT, a warp a column
+    // slice of every page on the tensor cores (same instance as CONSUMER_MMA).
     int consumer;
 };
-enum { CONSUMER_MMA = 1, CONSUMER_ROW = 2 };
+enum { CONSUMER_MMA = 1, CONSUMER_ROW = 2, CONSUMER_SPLIT = 3 };
+
+// The split consumer (CONSUMER_SPLIT, in the tensor-core instance): every page is read by all 8
+// warps, as by the row consumer, but warp w takes a column slice of all 8 rows (1/8 of the page)
+// on the tensor cores; the warps' sums of a unit meet in shared memory (kSplitSlots units at
+// once, an mbarrier each) and warp nth % 8 adds them up in warp order.
+constexpr int kSplitSlots = 16; // > kPages + 1: a warp is at most kPages pages (units) ahead
+constexpr int kSplitPartialsAt = kStageBytes / 2; // in the stage, above the staged input (K <= 8192)
+static_assert(kSplitSlots > kPages + 1, "a unit's slot is free again before any warp needs it");
+static_assert(kSplitPartialsAt + kSplitSlots * kConsumerWarps * kUnitRows * 4 <= kStageBytes,
+              "the split consumer's partial sums fit the stage");
 
 // ---- counters ------------------------------------------------------------------------------
 __device__ __forceinline__ unsigned *counter(const Params &p, int i) {
@@ -669,6 +684,87 @@ __device__ void run_projection_mma(const Params &p, const Proj &q, int offset, c
     page = page0 + (uint32_t)(mine * ppu);
 }
 
+// The split consumer's prefetched residuals and FP8 scales: lane 8k + r of warp w holds row r of
+// the block's unit w + 8k (k < 4), the unit whose sums warp w adds up.
+__device__ __forceinline__ float resid_prefetch_split(const Proj &q, int offset) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int64_t r = unit_row(q, offset, warp + (lane >> 3) * kConsumerWarps, lane & 7);
+    return q.resid && r >= 0 ? vk_f(__ldcg(q.resid + r)) : 0.0f;
+}
+__device__ __forceinline__ float scale_prefetch_split(const Proj &q, int offset) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int64_t r = unit_row(q, offset, warp + (lane >> 3) * kConsumerWarps, lane & 7);
+    return q.w_scale && r >= 0 ? __ldg(q.w_scale + r) : 1.0f;
+}
+
+// The split consumer (CONSUMER_SPLIT). Warp w sums vectors 16w .. 16w + 15 of each row of every
+// page (bf16: 128 columns, FP8: 256), lane (g, t) row g's vectors 16w + t, + 4, + 8, + 12, with
+// mma_vectors as run_projection_mma does; at a unit's end its lanes (0, t) hold the warp's sums
+// of rows 2t, 2t + 1 and put them in the unit's slot (unit_ord: the block's units so far, over
+// every op), and warp nth % 8 waits for the 8 warps' sums (the slot's mbarrier, 8 arrivals a
+// phase) and adds them in warp order: a row's sum does not depend on timing. Every warp releases
+// every page it has read, so a page leaves the ring as soon as its slowest slice is done.
+template <bool FP8>
+__device__ void run_projection_split(const Params &p, const Proj &q, int offset, const bf16 *xs, float sx,
+                                     float resid, float wscale, const unsigned char *ring, uint64_t *full,
+                                     uint64_t *empty, float *partials, uint64_t *unit_bar, uint32_t &page,
+                                     uint32_t &unit_ord) {
+    constexpr int kVecsInFlight = FP8 ? 2 : 4; // vectors a lane loads at once: 8 accumulators
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, G = gridDim.x;
+    const int g = lane >> 2, t = lane & 3;
+    const int pc = page_cols(FP8), ve = vec_elems(FP8);
+    const int v0 = warp * (kRowBytes / 16 / kConsumerWarps); // this warp's first vector of a row
+    const int64_t units = q.n / kUnitRows;
+    int nth = 0; // the unit's place among this block's units
+    for (int64_t u = first_unit(offset); u < units; u += G, nth++, unit_ord++) {
+        float acc[8][4];
+#pragma unroll
+        for (int i = 0; i < 8; i++) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
+        for (int c0 = 0; c0 < q.k; c0 += pc, page++) {
+            const int slot = page % kPages;
+            vk_mbar_wait(vk_smem_u32(&full[slot]), (page / kPages) & 1);
+            const unsigned char *row = ring + (size_t)slot * kPageBytes + g * kRowBytes;
+            const uint4 *xv = (const uint4 *)(xs + c0); // 16-byte vectors of x (FP8: two a vector)
+            const int nvec = min(pc, q.k - c0) / ve;
+            if (p.experiment != 1 && v0 < nvec) {
+#pragma unroll
+                for (int v = v0; v < v0 + kRowBytes / 16 / kConsumerWarps; v += 4 * kVecsInFlight)
+                    mma_vectors<FP8, kVecsInFlight>(acc, row, xv, v, nvec, g, t);
+            }
+            __syncwarp();
+            if (lane == 0 || p.handover) vk_mbar_arrive(vk_smem_u32(&empty[slot]));
+        }
+        const int us = (int)(unit_ord % kSplitSlots);
+        float *part = partials + ((size_t)us * kConsumerWarps + warp) * kUnitRows;
+        if (g == 0) {
+#pragma unroll
+            for (int c = 0; c < 2; c++)
+                part[2 * t + c] = ((acc[0][c] + acc[1][c]) + (acc[2][c] + acc[3][c])) +
+                                  ((acc[4][c] + acc[5][c]) + (acc[6][c] + acc[7][c]));
+        }
+        __syncwarp();
+        if (lane == 0) vk_mbar_arrive(vk_smem_u32(&unit_bar[us])); // releases the sums
+        if (warp != nth % kConsumerWarps) continue;
+        vk_mbar_wait(vk_smem_u32(&unit_bar[us]), (unit_ord / kSplitSlots) & 1);
+        const int src = ((nth / kConsumerWarps) & 3) * 8 + (lane & 7); // the prefetch's lane
+        float res = __shfl_sync(0xffffffffu, resid, src);
+        float ws = FP8 ? __shfl_sync(0xffffffffu, wscale, src) : 1.0f;
+        if (lane < kUnitRows) {
+            const int64_t r = u * kUnitRows + lane;
+            const float *pu = partials + (size_t)us * kConsumerWarps * kUnitRows + lane;
+            float sum = 0.0f;
+#pragma unroll
+            for (int w = 0; w < kConsumerWarps; w++) sum += pu[w * kUnitRows];
+            if (nth >= 4 * kConsumerWarps) { // past the prefetched units
+                if (q.resid) res = vk_f(__ldcg(q.resid + r));
+                if (FP8) ws = q.w_scale[r];
+            }
+            if (FP8) sum *= sx * ws;
+            q.y[r] = q.resid ? vk_bf(res + vk_round(sum)) : vk_bf(sum);
+        }
+    }
+}
+
 // ---- attention (consumers) -----------------------------------------------------------------------
 
 // How the keys are cut: splits of whole kSplitRound-key pieces, at most kMaxSplits, none empty.
@@ -1025,6 +1121,7 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
     unsigned char *ring = smem, *stage = smem + (size_t)kPages * kPageBytes;
     __shared__ __align__(8) uint64_t full[kPages], empty[kPages];
     __shared__ unsigned slot_page[kPages];
+    __shared__ __align__(8) uint64_t unit_bar[kSplitSlots]; // the split consumer's unit sums
     __shared__ float red[kConsumerWarps];
     __shared__ float sx;
     __shared__ int s_last;
@@ -1032,10 +1129,13 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
         for (int i = 0; i < kPages; i++) {
             slot_page[i] = ~0u;
             vk_mbar_init(vk_smem_u32(&full[i]), 1);
-            // the warps that read a page arrive: all 8 (a warp a row), or the one whose unit it is
-            const unsigned readers = MMA ? 1 : kConsumerWarps;
+            // the warps that read a page arrive: all 8 (a warp a row or a slice), or the one whose
+            // unit it is
+            const unsigned readers = MMA && p.consumer != CONSUMER_SPLIT ? 1 : kConsumerWarps;
             vk_mbar_init(vk_smem_u32(&empty[i]), p.handover ? readers * 32 : readers);
         }
+        if (MMA)
+            for (int i = 0; i < kSplitSlots; i++) vk_mbar_init(vk_smem_u32(&unit_bar[i]), kConsumerWarps);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     if (threadIdx.x == 0) step_pos = *p.pos, step_len = *p.len, step_slot = *p.slot;
@@ -1050,7 +1150,7 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
         return;
     }
     const int G = gridDim.x;
-    uint32_t page = 0;
+    uint32_t page = 0, unit_ord = 0;
     int offset = 0;
     FirstKeys<DPL> first_keys;
     for (int step = 0; step < n_steps(p); step++) {
@@ -1076,7 +1176,19 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
         }
         const Proj q = proj_of(p, step);
         bf16 *xs = reinterpret_cast<bf16 *>(stage);
-        if constexpr (MMA) {
+        if (MMA && p.consumer == CONSUMER_SPLIT) {
+            const float resid = resid_prefetch_split(q, offset);
+            const float wscale = scale_prefetch_split(q, offset);
+            stage_input(p, q, xs, red, &sx, true);
+            if (op == OP_QKV) fetch_keys<DPL>(p, layer, first_keys);
+            float *partials = reinterpret_cast<float *>(stage + kSplitPartialsAt);
+            if (q.w_scale)
+                run_projection_split<true>(p, q, offset, xs, sx, resid, wscale, ring, full, empty, partials,
+                                           unit_bar, page, unit_ord);
+            else
+                run_projection_split<false>(p, q, offset, xs, 0.0f, resid, wscale, ring, full, empty, partials,
+                                            unit_bar, page, unit_ord);
+        } else if constexpr (MMA) {
             const float2 resid = resid_prefetch_mma(q, offset); // before staging: overlaps it
             const float2 wscale = scale_prefetch_mma(q, offset);
             stage_input(p, q, xs, red, &sx, true);
@@ -1188,6 +1300,14 @@ extern "C" int vox_k_pdecode_supported(const vox_k_pdecode_args *a) {
     return device_ok();
 }
 
+// The split consumer's partial sums sit above the staged input: every K at most 8192.
+static bool split_fits(const vox_k_pdecode_args *a) {
+    const int ks[] = {a->hidden, a->heads * a->head_dim, a->ffn};
+    for (int k : ks)
+        if ((size_t)k * 2 > (size_t)kSplitPartialsAt) return false;
+    return true;
+}
+
 extern "C" size_t vox_k_pdecode_workspace_bytes(const vox_k_pdecode_args *a) { return layout_of(a).total; }
 
 extern "C" int vox_k_pdecode(const vox_k_pdecode_args *a, cudaStream_t stream) {
@@ -1226,13 +1346,15 @@ extern "C" int vox_k_pdecode(const vox_k_pdecode_args *a, cudaStream_t stream) {
     }();
     static const int consumer = [] {
         const char *e = getenv("VOX_PDECODE_CONSUMER");
-        return e && strcmp(e, "mma") == 0 ? CONSUMER_MMA : CONSUMER_ROW;
+        return !e ? CONSUMER_ROW : strcmp(e, "mma") == 0 ? CONSUMER_MMA
+                                   : strcmp(e, "split") == 0 ? CONSUMER_SPLIT : CONSUMER_ROW;
     }();
-    p.consumer = a->consumer == 1 ? CONSUMER_MMA : a->consumer == 2 ? CONSUMER_ROW : consumer;
+    p.consumer = a->consumer >= 1 && a->consumer <= 3 ? a->consumer : consumer;
+    if (p.consumer == CONSUMER_SPLIT && !split_fits(a)) p.consumer = CONSUMER_MMA;
     p.experiment = experiment;
     p.handover = handover;
     p.watchdog_ns = (long long)(watchdog_s * 1e9);
-    const bool mma = p.consumer == CONSUMER_MMA;
+    const bool mma = p.consumer == CONSUMER_MMA || p.consumer == CONSUMER_SPLIT;
     switch (a->head_dim) {
     case 32: mma ? launch<1, true>(p, stream) : launch<1, false>(p, stream); break;
     case 64: mma ? launch<2, true>(p, stream) : launch<2, false>(p, stream); break;

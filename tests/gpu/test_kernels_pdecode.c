@@ -19,8 +19,9 @@
  *    rms(ref) on most elements.
  *  - the argmax, wherever the reference's top-2 margin exceeds twice the bound;
  *  - every other cache row: unchanged, bit for bit.
- * Every shape runs with both consumers of the kernel's projections (vox_k_pdecode_args.consumer:
- * the tensor cores, a warp a unit; the CUDA cores, a warp a row).
+ * Every shape runs with each consumer of the kernel's projections (vox_k_pdecode_args.consumer:
+ * the tensor cores, a warp a unit; the CUDA cores, a warp a row; the tensor cores, a warp a
+ * column slice of every page).
  * At the end, on a GPU with room for it, the kernel's time at the full size, bf16 and FP8, with
  * each consumer (information).
  * Skips (exit 77) without a device, and passes without checking on GPUs the kernel does not
@@ -166,9 +167,9 @@ static void compare_scaled(const char *what, const float *got, const float *ref,
     free(bound);
 }
 
-static const char *const kConsumerName[] = {"", "tensor cores", "a warp a row"};
+static const char *const kConsumerName[] = {"", "tensor cores", "a warp a row", "a warp a slice"};
 
-/* consumer: vox_k_pdecode_args.consumer, 1 (tensor cores) or 2 (a warp a row) */
+/* consumer: vox_k_pdecode_args.consumer, 1 (tensor cores), 2 (a warp a row), 3 (a warp a slice) */
 static void run_shape(const shape *S, int consumer, gtu_rng *rng) {
     /* FP8 where attention spans many keys; at the first positions it is exact (P = 1 or nearly)
      * and FP8 must then meet the bf16 bounds */
@@ -461,7 +462,7 @@ static void time_full_size(int fp8, int consumer) {
     if (dir && *dir) {
         char path[1024];
         snprintf(path, sizeof path, "%s/stamps-%s-%s-%dsm.u64", dir, fp8 ? "fp8" : "bf16",
-                 consumer == 1 ? "mma" : "row", sms);
+                 consumer == 1 ? "mma" : consumer == 3 ? "split" : "row", sms);
         FILE *f = fopen(path, "wb");
         if (!f || fwrite(st, sizeof *st, nst, f) != nst) printf("timing: could not write %s\n", path);
         if (f) fclose(f);
@@ -508,7 +509,9 @@ int main(int argc, char **argv) {
     gtu_require_device();
     /* --no-timing: the checks alone (compute-sanitizer's runs), and a further argument runs only
      * the shapes whose name contains it (drawing other random data than a full run: the shapes
-     * share one generator); --timing-only: the full-size timing alone */
+     * share one generator); --timing-only: the full-size timing alone, and a further argument
+     * times only the configurations whose name (bf16-row, bf16-split, fp8-mma, ...) contains it
+     * (one kernel to find for a profiler: bench/NOTES-2026-12-04.md) */
     const int timing = !(argc > 1 && strcmp(argv[1], "--no-timing") == 0);
     const int checks = !(argc > 1 && strcmp(argv[1], "--timing-only") == 0);
     const char *only = argc > 2 ? argv[2] : NULL;
@@ -545,11 +548,18 @@ int main(int argc, char **argv) {
         CHECK(vox_k_pdecode_supported(&a) == 1);
     }
     gtu_rng rng = gtu_rng_seed(0x5eed2026);
-    for (int consumer = 1; consumer <= 2; consumer++)
+    for (int consumer = 1; consumer <= 3; consumer++)
         for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
             if (checks && (!only || strstr(shapes[i].name, only))) run_shape(&shapes[i], consumer, &rng);
     if (timing)
         for (int fp8 = 0; fp8 <= 1; fp8++)
-            for (int consumer = 2; consumer >= 1; consumer--) time_full_size(fp8, consumer);
+            for (int i = 0; i < 3; i++) { /* row (the default), split, mma */
+                static const int order[] = {2, 3, 1};
+                static const char *const short_name[] = {"", "mma", "row", "split"};
+                const int consumer = order[i];
+                char name[16];
+                snprintf(name, sizeof name, "%s-%s", fp8 ? "fp8" : "bf16", short_name[consumer]);
+                if (checks || !only || strstr(name, only)) time_full_size(fp8, consumer);
+            }
     return test_finish("test_kernels_pdecode");
 }
