@@ -21,8 +21,8 @@
 //    blocks then wait for each other instead (bench/NOTES-2026-12-03d.md). VOX_PDECODE_CONSUMER=
 //    split keeps the row consumer's page order (all 8 warps on each page) and gives warp w a
 //    column slice of all 8 rows on the tensor cores (run_projection_split): as fast as the row
-//    consumer at batch 1 and 5-10% faster than mma, with a quarter of the row consumer's
-//    instructions (bench/NOTES-2026-12-04.md), and the same room for more sequences.
+//    consumer at batch 1 and 5-10% faster than mma, with (by count) a quarter to a third of the
+//    row consumer's instructions (bench/NOTES-2026-12-04.md), and the same room for more sequences.
 //  - Ops wait for each other through counters in global memory: a block that has finished its
 //    share of an op adds 1 (release); a block about to start an op that needs it polls until
 //    all blocks have (acquire). No grid-wide barrier, no second launch; the last block to
