@@ -300,9 +300,9 @@ typedef struct {
      * %globaltimer ns when its wait ended and when its share was done: 2 x SMs x ops words;
      * then 10 x SMs x n_layers words of marks inside the attention units (pdecode.cu) */
     unsigned long long *stamps;
-    /* who sums a projection: 0 the default (2; VOX_PDECODE_CONSUMER=mma picks 1, =split 3), 1 the
-     * tensor cores, a warp a unit of 8 rows; 2 the CUDA cores, a warp a row; 3 the tensor cores,
-     * a warp a column slice of every page */
+    /* who sums a projection: 0 the default (2; VOX_PDECODE_CONSUMER=row picks 1), 1 the CUDA
+     * cores, a warp a row; 2 the tensor cores, a warp a column slice of every page (taken where
+     * every K is at most 8192, else 1) */
     int consumer;
 } vox_k_pdecode_args;
 int vox_k_pdecode_supported(const vox_k_pdecode_args *a);

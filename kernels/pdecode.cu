@@ -11,18 +11,16 @@
 //    waits for a dependency, only for a free page: while the consumers wait for the other
 //    blocks to finish an op, the next op's weights keep arriving.
 //  - The consumers run the ops in order. A projection's unit is 8 consecutive weight rows over
-//    the whole K (so each output row is summed by one warp, in a fixed order). Warp w sums row
-//    w of every unit on the CUDA cores, all 8 warps on the same page (run_projection), reading
-//    its 2 KB of each page and the staged input from shared memory; its lane 0 writes the
-//    row's epilogue. VOX_PDECODE_CONSUMER=mma instead has warp w sum the block's units w,
-//    w + 8, ... whole on the tensor cores (run_projection_mma: the unit's rows as mma's n side,
-//    the staged input row as its m side, room for more sequences), up to 8 pages in work at
-//    once: its projections' work time falls by a third, but the step is no faster, since the
-//    blocks then wait for each other instead (bench/NOTES-2026-12-03d.md). VOX_PDECODE_CONSUMER=
-//    split keeps the row consumer's page order (all 8 warps on each page) and gives warp w a
-//    column slice of all 8 rows on the tensor cores (run_projection_split): as fast as the row
-//    consumer at batch 1 and 5-10% faster than mma, with (by count) a quarter to a third of the
-//    row consumer's instructions (bench/NOTES-2026-12-04.md), and the same room for more sequences.
+//    the whole K, and all 8 warps read every page. By default (run_projection_split) warp w
+//    takes a column slice of all 8 rows on the tensor cores (the unit's rows as mma's n side,
+//    the staged input as its m side, which has room for more sequences); a unit's 8 warp sums
+//    meet in shared memory and one warp adds them in warp order, so every output row is summed
+//    in a fixed order. VOX_PDECODE_CONSUMER=row has warp w sum row w of every unit on the CUDA
+//    cores instead (run_projection), reading its 2 KB of each page; it is 1.3-2.6% slower
+//    (bench/NOTES-2026-12-04b.md) and is also taken where a staged input is too wide for the
+//    split consumer's partial sums (K > 8192). (A third consumer, a warp a whole unit on the
+//    tensor cores with up to 8 pages in work at once, was 5-10% slower than both and was
+//    removed: bench/NOTES-2026-12-03d.md, NOTES-2026-12-04.md.)
 //  - Ops wait for each other through counters in global memory: a block that has finished its
 //    share of an op adds 1 (release); a block about to start an op that needs it polls until
 //    all blocks have (acquire). No grid-wide barrier, no second launch; the last block to
@@ -48,6 +46,7 @@
 // s_x * s_w. Only the order of fp32 sums differs from that path.
 #include <string.h>
 
+#include <initializer_list>
 #include <type_traits>
 
 #include "common.cuh"
@@ -110,14 +109,13 @@ struct Params {
     // (bench/NOTES-2026-12-03b.md).
     int handover;
     // Who sums a projection's units (vox_k_pdecode_args.consumer; it picks the kernel instance):
-    // CONSUMER_ROW (the default), a warp a row on the CUDA cores; CONSUMER_MMA, a warp a unit on
-    // the tensor cores (the m side has room for more sequences); CONSUMER_SPLIT, a warp a column
-    // slice of every page on the tensor cores (same instance as CONSUMER_MMA).
+    // CONSUMER_SPLIT (the default where it fits), a warp a column slice of every page on the
+    // tensor cores; CONSUMER_ROW, a warp a row on the CUDA cores (each its own instance).
     int consumer;
 };
-enum { CONSUMER_MMA = 1, CONSUMER_ROW = 2, CONSUMER_SPLIT = 3 };
+enum { CONSUMER_ROW = 1, CONSUMER_SPLIT = 2 };
 
-// The split consumer (CONSUMER_SPLIT, in the tensor-core instance): every page is read by all 8
+// The split consumer (CONSUMER_SPLIT, its own kernel instance): every page is read by all 8
 // warps, as by the row consumer, but warp w takes a column slice of all 8 rows (1/8 of the page)
 // on the tensor cores; the warps' sums of a unit meet in shared memory (kSplitSlots units at
 // once, an mbarrier each) and warp nth % 8 adds them up in warp order.
@@ -338,13 +336,7 @@ __device__ __forceinline__ const unsigned char *page_row(const PageCursor &c, in
 // L2 for pages past the ring as well, cp.async.bulk.prefetch.L2 8 to 64 pages ahead, measured
 // 1.3-1.5x slower: bench/NOTES-2026-12-01-pdecode.md; and prefetch.global.L2 of 4 to 16 pages
 // past the ring only while the ring is full, 9-11% slower: bench/NOTES-2026-12-03d.md.)
-// slot_page[slot] (MMA only): the page the producer last began to copy into that slot, published
-// (after its expect_tx) for the tensor-core consumer, whose warps wait for pages up to ~24 apart: an
-// mbarrier's parity tells only whether its last phase is done, so a warp asking for a page two
-// phases ahead of its slot would find the slot's older phase done and read the wrong page.
-template <bool MMA>
-__device__ void producer(const Params &p, unsigned char *ring, uint64_t *full, uint64_t *empty,
-                         unsigned *slot_page) {
+__device__ void producer(const Params &p, unsigned char *ring, uint64_t *full, uint64_t *empty) {
     const int lane = threadIdx.x & 31;
     const uint64_t policy = evict_first_policy();
     PageCursor c = cursor_begin(p);
@@ -354,10 +346,7 @@ __device__ void producer(const Params &p, unsigned char *ring, uint64_t *full, u
         const unsigned char *src = page_row(c, lane & (kUnitRows - 1), &bytes);
         if (lane == 0 || (p.handover && lane < kUnitRows))
             vk_mbar_wait(vk_smem_u32(&empty[slot]), ((page / kPages) & 1) ^ 1);
-        if (lane == 0) {
-            vk_mbar_expect_tx(vk_smem_u32(&full[slot]), bytes * kUnitRows);
-            if (MMA) atomicExch(&slot_page[slot], page); // an atomic: ordered for racecheck, no data
-        }
+        if (lane == 0) vk_mbar_expect_tx(vk_smem_u32(&full[slot]), bytes * kUnitRows);
         __syncwarp();
         if (lane < kUnitRows)
             bulk_copy(ring + (size_t)slot * kPageBytes + lane * kRowBytes, src, bytes, &full[slot], policy);
@@ -466,20 +455,20 @@ __device__ __forceinline__ int64_t unit_row(const Proj &q, int offset, int nth, 
     return u < q.n / kUnitRows ? u * kUnitRows + w : -1;
 }
 
-// The residual values an ADD projection adds, loaded before its staging so that no epilogue
-// waits on L2: lane j of warp w holds row w of the block's j-th unit (units past 32 are loaded
-// in the epilogue). The residual is complete before the op's own wait (it is the input of an
-// op this one already waited for).
-__device__ __forceinline__ float resid_prefetch(const Proj &q, int offset) {
-    const int64_t r = unit_row(q, offset, threadIdx.x & 31, threadIdx.x >> 5);
-    return q.resid && r >= 0 ? vk_f(__ldcg(q.resid + r)) : 0.0f;
-}
-
-// FP8: the weight rows' scales, loaded the same way (each layer's scales are read once a step,
-// from HBM: loaded in the epilogue, every unit waited ~2 us for its row's scale).
-__device__ __forceinline__ float scale_prefetch(const Proj &q, int offset) {
-    const int64_t r = unit_row(q, offset, threadIdx.x & 31, threadIdx.x >> 5);
-    return q.w_scale && r >= 0 ? __ldg(q.w_scale + r) : 1.0f;
+// What an ADD projection adds to row w of the block's nth unit, and (FP8) that weight row's
+// scale, loaded before the op's staging so that no epilogue waits for them: the residual is
+// complete before the op's own wait (it is the input of an op this one already waited for); the
+// scales are read once a step, from HBM (loaded in the epilogue, every unit waited ~2 us for its
+// row's scale). Each consumer says which (unit, row) each lane holds.
+struct RowPrefetch {
+    float resid, wscale;
+};
+__device__ __forceinline__ RowPrefetch prefetch_row(const Proj &q, int offset, int nth, int w) {
+    const int64_t r = unit_row(q, offset, nth, w);
+    RowPrefetch f;
+    f.resid = q.resid && r >= 0 ? vk_f(__ldcg(q.resid + r)) : 0.0f;
+    f.wscale = q.w_scale && r >= 0 ? __ldg(q.w_scale + r) : 1.0f;
+    return f;
 }
 
 // ---- a projection (consumers) ------------------------------------------------------------------
@@ -528,8 +517,8 @@ __device__ void run_projection(const Params &p, const Proj &q, int offset, const
         }
         float acc = vk_warp_sum((part[0] + part[1]) + (part[2] + part[3]));
         const int64_t r = u * kUnitRows + warp;
-        const float res = __shfl_sync(0xffffffffu, resid, nth & 31); // resid_prefetch's
-        const float ws = FP8 ? __shfl_sync(0xffffffffu, wscale, nth & 31) : 1.0f; // scale_prefetch's
+        const float res = __shfl_sync(0xffffffffu, resid, nth & 31); // prefetch_row's
+        const float ws = FP8 ? __shfl_sync(0xffffffffu, wscale, nth & 31) : 1.0f; // prefetch_row's
         if (lane == 0) {
             if (FP8) acc *= sx * (nth < 32 ? ws : q.w_scale[r]);
             if (q.resid)
@@ -540,34 +529,14 @@ __device__ void run_projection(const Params &p, const Proj &q, int offset, const
     }
 }
 
-// The tensor-core consumer (CONSUMER_MMA): warp w sums the block's units w, w + 8, ... whole,
-// so up to 8 pages are in work at once and no unit needs the other warps. A unit's 8 weight
-// rows are the n side of mma.sync m16n8k16 and the staged input row is row 0 of the m side
-// (rows 1-15 zero; room for more sequences). The k order inside a 16-byte load is free, as long
-// as A and B agree: lane (g, t) loads the 16 bytes of row g at vector t of each group of four,
-// and the same vector of x, and each mma takes 4 consecutive elements of them as its k pairs
-// (2t, 2t + 1) and (2t + 8, 2t + 9). bf16: a vector is 8 elements, two mmas; FP8: 16 codes,
-// widened to fp16 in registers (exact), four fp16 mmas against x staged as fp16 values of its
-// codes. fp32 accumulation in eight independent accumulators; the row's sum is their sum.
-// Lane (0, t) ends with rows 2t and 2t + 1 of the unit.
-
-// The residuals of rows 2t, 2t + 1 of this warp's first unit, loaded before staging (o and down
-// have at most 3 units a block, so every warp's first unit is its only one there).
-__device__ __forceinline__ float2 resid_prefetch_mma(const Proj &q, int offset) {
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int64_t r = unit_row(q, offset, warp, 2 * lane);
-    if (!q.resid || lane >= 4 || r < 0) return make_float2(0.0f, 0.0f);
-    return make_float2(vk_f(__ldcg(q.resid + r)), vk_f(__ldcg(q.resid + r + 1)));
-}
-
-// FP8: the scales of rows 2t, 2t + 1 of this warp's k-th unit in lane 4k + t (k < 8), loaded
-// before staging as the residuals are.
-__device__ __forceinline__ float2 scale_prefetch_mma(const Proj &q, int offset) {
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int64_t r = unit_row(q, offset, warp + (lane >> 2) * kConsumerWarps, 2 * (lane & 3));
-    if (!q.w_scale || r < 0) return make_float2(1.0f, 1.0f);
-    return make_float2(__ldg(q.w_scale + r), __ldg(q.w_scale + r + 1));
-}
+// The tensor cores' dot products (the split consumer's). A unit's 8 weight rows are the n side of
+// mma.sync m16n8k16 and the staged input row is row 0 of the m side (rows 1-15 zero: room for
+// more sequences). The k order inside a 16-byte load is free, as long as A and B agree: lane
+// (g, t) loads the 16 bytes of row g at vector t of each group of four, and the same vector of
+// x, and each mma takes 4 consecutive elements of them as its k pairs (2t, 2t + 1) and (2t + 8,
+// 2t + 9). bf16: a vector is 8 elements, two mmas; FP8: 16 codes, widened to fp16 in registers
+// (exact), four fp16 mmas against x staged as fp16 values of its codes. fp32 accumulation in
+// eight independent accumulators; lane (0, t) ends with rows 2t and 2t + 1's sums.
 
 // One 16-byte vector of each of the 8 rows (b) against the same vector of x (x: row 0 of A):
 // two bf16 mmas or four fp16 ones, into accumulators acc[first ..].
@@ -620,95 +589,21 @@ __device__ __forceinline__ void mma_vectors(float (&acc)[8][4], const unsigned c
     for (int i = 0; i < N; i++) mma_vector<FP8>(acc + i * kPerVec, w[i], x[i]);
 }
 
-template <bool FP8>
-__device__ void run_projection_mma(const Params &p, const Proj &q, int offset, const bf16 *xs, float sx,
-                                   float2 resid, float2 wscale, const unsigned char *ring, uint64_t *full,
-                                   uint64_t *empty, unsigned *slot_page, uint32_t &page) {
-    constexpr int kVecsInFlight = FP8 ? 2 : 4; // vectors a lane loads at once: 8 accumulators
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, G = gridDim.x;
-    const int g = lane >> 2, t = lane & 3;
-    const int pc = page_cols(FP8), ve = vec_elems(FP8);
-    const int ppu = (q.k + pc - 1) / pc; // pages a unit
-    const int64_t units = q.n / kUnitRows, first = first_unit(offset);
-    const int64_t mine = first < units ? (units - first + G - 1) / G : 0; // this block's units
-    const uint32_t page0 = page;
-    for (int64_t nth = warp; nth < mine; nth += kConsumerWarps) {
-        const int64_t u = first + nth * G;
-        float acc[8][4];
-#pragma unroll
-        for (int i = 0; i < 8; i++) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
-        uint32_t pg = page0 + (uint32_t)(nth * ppu);
-        for (int c0 = 0; c0 < q.k; c0 += pc, pg++) {
-            const int slot = pg % kPages;
-            if (lane == 0) // until the producer has begun this page (slot_page, producer())
-                while (atomicAdd(&slot_page[slot], 0u) != pg) __nanosleep(20);
-            __syncwarp();
-            vk_mbar_wait(vk_smem_u32(&full[slot]), (pg / kPages) & 1);
-            const unsigned char *row = ring + (size_t)slot * kPageBytes + g * kRowBytes;
-            const uint4 *xv = (const uint4 *)(xs + c0); // 16-byte vectors of x (FP8: two a vector)
-            const int nvec = min(pc, q.k - c0) / ve;   // vectors of each row in this page
-            if (p.experiment == 1) {
-            } else if (nvec == kRowBytes / 16) { // a whole page: a constant trip count, unrolled
-#pragma unroll 2
-                for (int v0 = 0; v0 < kRowBytes / 16; v0 += 4 * kVecsInFlight)
-                    mma_vectors<FP8, kVecsInFlight>(acc, row, xv, v0, kRowBytes / 16, g, t);
-            } else {
-                for (int v0 = 0; v0 < nvec; v0 += 4 * kVecsInFlight)
-                    mma_vectors<FP8, kVecsInFlight>(acc, row, xv, v0, nvec, g, t);
-            }
-            __syncwarp();
-            if (lane == 0 || p.handover) vk_mbar_arrive(vk_smem_u32(&empty[slot]));
-        }
-        const int k = (int)(nth / kConsumerWarps); // this unit's place among the warp's
-        const float ws0 = FP8 ? __shfl_sync(0xffffffffu, wscale.x, (k & 7) * 4 + t) : 1.0f;
-        const float ws1 = FP8 ? __shfl_sync(0xffffffffu, wscale.y, (k & 7) * 4 + t) : 1.0f;
-        if (g == 0) { // D[0][2t], D[0][2t + 1]: rows 2t, 2t + 1 of the unit
-            float s[2];
-#pragma unroll
-            for (int c = 0; c < 2; c++)
-                s[c] = ((acc[0][c] + acc[1][c]) + (acc[2][c] + acc[3][c])) +
-                       ((acc[4][c] + acc[5][c]) + (acc[6][c] + acc[7][c]));
-            const int64_t r = u * kUnitRows + 2 * t;
-#pragma unroll
-            for (int c = 0; c < 2; c++) {
-                if (FP8) s[c] *= sx * (k < 8 ? (c ? ws1 : ws0) : q.w_scale[r + c]);
-                if (q.resid) {
-                    const float res = nth == warp ? (c ? resid.y : resid.x) : vk_f(__ldcg(q.resid + r + c));
-                    q.y[r + c] = vk_bf(res + vk_round(s[c]));
-                } else {
-                    q.y[r + c] = vk_bf(s[c]);
-                }
-            }
-        }
-    }
-    page = page0 + (uint32_t)(mine * ppu);
-}
-
-// The split consumer's prefetched residuals and FP8 scales: lane 8k + r of warp w holds row r of
-// the block's unit w + 8k (k < 4), the unit whose sums warp w adds up.
-__device__ __forceinline__ float resid_prefetch_split(const Proj &q, int offset) {
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int64_t r = unit_row(q, offset, warp + (lane >> 3) * kConsumerWarps, lane & 7);
-    return q.resid && r >= 0 ? vk_f(__ldcg(q.resid + r)) : 0.0f;
-}
-__device__ __forceinline__ float scale_prefetch_split(const Proj &q, int offset) {
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int64_t r = unit_row(q, offset, warp + (lane >> 3) * kConsumerWarps, lane & 7);
-    return q.w_scale && r >= 0 ? __ldg(q.w_scale + r) : 1.0f;
-}
-
 // The split consumer (CONSUMER_SPLIT). Warp w sums vectors 16w .. 16w + 15 of each row of every
 // page (bf16: 128 columns, FP8: 256), lane (g, t) row g's vectors 16w + t, + 4, + 8, + 12, with
-// mma_vectors as run_projection_mma does; at a unit's end its lanes (0, t) hold the warp's sums
-// of rows 2t, 2t + 1 and put them in the unit's slot (unit_ord: the block's units so far, over
-// every op), and warp nth % 8 waits for the 8 warps' sums (the slot's mbarrier, 8 arrivals a
-// phase) and adds them in warp order: a row's sum does not depend on timing. Every warp releases
-// every page it has read, so a page leaves the ring as soon as its slowest slice is done.
+// mma_vectors; at a unit's end its lanes (0, t) hold the warp's sums of rows 2t, 2t + 1 and put them in the unit's slot (unit_ord: the block's units so far, over
+// every op), and warp nth % 8 waits for the 8 warps' sums (unit_bar: each writing lane arrives,
+// 32 a phase) and adds them in warp order: a row's sum does not depend on timing; its reading
+// lanes then free the slot (slot_free, 8 arrivals), which the writers of the slot's next unit
+// wait for. (The ring alone keeps a warp within kPages units of the others, so that wait passes
+// at once; the barrier says so to compute-sanitizer's racecheck, which does not follow the
+// ordering through the producer, and keeps it true if the ring or the slots change.) Every warp
+// releases every page it has read, so a page leaves the ring as soon as its slowest slice is done.
 template <bool FP8>
 __device__ void run_projection_split(const Params &p, const Proj &q, int offset, const bf16 *xs, float sx,
                                      float resid, float wscale, const unsigned char *ring, uint64_t *full,
-                                     uint64_t *empty, float *partials, uint64_t *unit_bar, uint32_t &page,
-                                     uint32_t &unit_ord) {
+                                     uint64_t *empty, float *partials, uint64_t *unit_bar,
+                                     uint64_t *slot_free, uint32_t &page, uint32_t &unit_ord) {
     constexpr int kVecsInFlight = FP8 ? 2 : 4; // vectors a lane loads at once: 8 accumulators
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, G = gridDim.x;
     const int g = lane >> 2, t = lane & 3;
@@ -735,17 +630,19 @@ __device__ void run_projection_split(const Params &p, const Proj &q, int offset,
             if (lane == 0 || p.handover) vk_mbar_arrive(vk_smem_u32(&empty[slot]));
         }
         const int us = (int)(unit_ord % kSplitSlots);
+        const uint32_t round = unit_ord / kSplitSlots; // the slot's uses before this one
         float *part = partials + ((size_t)us * kConsumerWarps + warp) * kUnitRows;
         if (g == 0) {
+            // the slot's last unit has been added up (passes at once on its first use)
+            vk_mbar_wait(vk_smem_u32(&slot_free[us]), (round & 1) ^ 1);
 #pragma unroll
             for (int c = 0; c < 2; c++)
                 part[2 * t + c] = ((acc[0][c] + acc[1][c]) + (acc[2][c] + acc[3][c])) +
                                   ((acc[4][c] + acc[5][c]) + (acc[6][c] + acc[7][c]));
+            vk_mbar_arrive(vk_smem_u32(&unit_bar[us])); // releases this lane's sums
         }
-        __syncwarp();
-        if (lane == 0) vk_mbar_arrive(vk_smem_u32(&unit_bar[us])); // releases the sums
         if (warp != nth % kConsumerWarps) continue;
-        vk_mbar_wait(vk_smem_u32(&unit_bar[us]), (unit_ord / kSplitSlots) & 1);
+        vk_mbar_wait(vk_smem_u32(&unit_bar[us]), round & 1);
         const int src = ((nth / kConsumerWarps) & 3) * 8 + (lane & 7); // the prefetch's lane
         float res = __shfl_sync(0xffffffffu, resid, src);
         float ws = FP8 ? __shfl_sync(0xffffffffu, wscale, src) : 1.0f;
@@ -755,6 +652,7 @@ __device__ void run_projection_split(const Params &p, const Proj &q, int offset,
             float sum = 0.0f;
 #pragma unroll
             for (int w = 0; w < kConsumerWarps; w++) sum += pu[w * kUnitRows];
+            vk_mbar_arrive(vk_smem_u32(&slot_free[us])); // the slot can take its next unit
             if (nth >= 4 * kConsumerWarps) { // past the prefetched units
                 if (q.resid) res = vk_f(__ldcg(q.resid + r));
                 if (FP8) ws = q.w_scale[r];
@@ -1110,9 +1008,9 @@ __device__ void run_attention(const Params &p, int layer, int offset, unsigned c
 }
 
 // ---- the kernel ----------------------------------------------------------------------------------
-// MMA: the tensor-core consumer (its own instance, so that its registers do not press on the
-// other's attention state).
-template <int DPL, bool MMA>
+// SPLIT: the split consumer (its own instance, so that its registers do not press on the row
+// consumer's attention state).
+template <int DPL, bool SPLIT>
 // One block an SM: registers are given out for warps in fours, so 9 warps take what 12 would,
 // at most 168 registers a thread (head_dim 128 spills ~100 bytes of attention state).
 __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
@@ -1120,22 +1018,22 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
     extern __shared__ __align__(128) unsigned char smem[];
     unsigned char *ring = smem, *stage = smem + (size_t)kPages * kPageBytes;
     __shared__ __align__(8) uint64_t full[kPages], empty[kPages];
-    __shared__ unsigned slot_page[kPages];
-    __shared__ __align__(8) uint64_t unit_bar[kSplitSlots]; // the split consumer's unit sums
+    // the split consumer's unit sums: written (unit_bar) and added up (slot_free)
+    __shared__ __align__(8) uint64_t unit_bar[kSplitSlots], slot_free[kSplitSlots];
     __shared__ float red[kConsumerWarps];
     __shared__ float sx;
     __shared__ int s_last;
     if (threadIdx.x == 0) {
         for (int i = 0; i < kPages; i++) {
-            slot_page[i] = ~0u;
             vk_mbar_init(vk_smem_u32(&full[i]), 1);
-            // the warps that read a page arrive: all 8 (a warp a row or a slice), or the one whose
-            // unit it is
-            const unsigned readers = MMA && p.consumer != CONSUMER_SPLIT ? 1 : kConsumerWarps;
-            vk_mbar_init(vk_smem_u32(&empty[i]), p.handover ? readers * 32 : readers);
+            // every consumer warp reads every page and arrives
+            vk_mbar_init(vk_smem_u32(&empty[i]), p.handover ? kConsumers : kConsumerWarps);
         }
-        if (MMA)
-            for (int i = 0; i < kSplitSlots; i++) vk_mbar_init(vk_smem_u32(&unit_bar[i]), kConsumerWarps);
+        if (SPLIT)
+            for (int i = 0; i < kSplitSlots; i++) {
+                vk_mbar_init(vk_smem_u32(&unit_bar[i]), kConsumerWarps * 4); // lanes (0, t) a warp
+                vk_mbar_init(vk_smem_u32(&slot_free[i]), kUnitRows);        // the adder's lanes
+            }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     if (threadIdx.x == 0) step_pos = *p.pos, step_len = *p.len, step_slot = *p.slot;
@@ -1146,10 +1044,10 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
     }
     __syncthreads();
     if (threadIdx.x >= kConsumers) {
-        producer<MMA>(p, ring, full, empty, slot_page);
+        producer(p, ring, full, empty);
         return;
     }
-    const int G = gridDim.x;
+    const int G = gridDim.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     uint32_t page = 0, unit_ord = 0;
     int offset = 0;
     FirstKeys<DPL> first_keys;
@@ -1176,36 +1074,27 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
         }
         const Proj q = proj_of(p, step);
         bf16 *xs = reinterpret_cast<bf16 *>(stage);
-        if (MMA && p.consumer == CONSUMER_SPLIT) {
-            const float resid = resid_prefetch_split(q, offset);
-            const float wscale = scale_prefetch_split(q, offset);
+        if constexpr (SPLIT) {
+            // lane 8k + r of warp w: row r of the block's unit w + 8k (k < 4), whose sums warp w adds up
+            const RowPrefetch pre = prefetch_row(q, offset, warp + (lane >> 3) * kConsumerWarps, lane & 7);
             stage_input(p, q, xs, red, &sx, true);
             if (op == OP_QKV) fetch_keys<DPL>(p, layer, first_keys);
             float *partials = reinterpret_cast<float *>(stage + kSplitPartialsAt);
             if (q.w_scale)
-                run_projection_split<true>(p, q, offset, xs, sx, resid, wscale, ring, full, empty, partials,
-                                           unit_bar, page, unit_ord);
+                run_projection_split<true>(p, q, offset, xs, sx, pre.resid, pre.wscale, ring, full, empty,
+                                           partials, unit_bar, slot_free, page, unit_ord);
             else
-                run_projection_split<false>(p, q, offset, xs, 0.0f, resid, wscale, ring, full, empty, partials,
-                                            unit_bar, page, unit_ord);
-        } else if constexpr (MMA) {
-            const float2 resid = resid_prefetch_mma(q, offset); // before staging: overlaps it
-            const float2 wscale = scale_prefetch_mma(q, offset);
-            stage_input(p, q, xs, red, &sx, true);
-            if (op == OP_QKV) fetch_keys<DPL>(p, layer, first_keys); // table entries in by now
-            if (q.w_scale)
-                run_projection_mma<true>(p, q, offset, xs, sx, resid, wscale, ring, full, empty, slot_page, page);
-            else
-                run_projection_mma<false>(p, q, offset, xs, 0.0f, resid, wscale, ring, full, empty, slot_page, page);
+                run_projection_split<false>(p, q, offset, xs, 0.0f, pre.resid, pre.wscale, ring, full, empty,
+                                            partials, unit_bar, slot_free, page, unit_ord);
         } else {
-            const float resid = resid_prefetch(q, offset); // before staging: its round trip overlaps
-            const float wscale = scale_prefetch(q, offset);
+            // lane j of warp w: row w of the block's j-th unit (before staging: its round trip overlaps)
+            const RowPrefetch pre = prefetch_row(q, offset, lane, warp);
             stage_input(p, q, xs, red, &sx, false);
             if (op == OP_QKV) fetch_keys<DPL>(p, layer, first_keys); // table entries in by now
             if (q.w_scale)
-                run_projection<true>(p, q, offset, xs, sx, resid, wscale, ring, full, empty, page);
+                run_projection<true>(p, q, offset, xs, sx, pre.resid, pre.wscale, ring, full, empty, page);
             else
-                run_projection<false>(p, q, offset, xs, 0.0f, resid, wscale, ring, full, empty, page);
+                run_projection<false>(p, q, offset, xs, 0.0f, pre.resid, pre.wscale, ring, full, empty, page);
         }
         offset = (int)((offset + q.n / kUnitRows) % G);
         if (p.stamps && threadIdx.x == 0) p.stamps[((size_t)blockIdx.x * n_steps(p) + step) * 2 + 1] = global_ns();
@@ -1258,8 +1147,8 @@ int device_ok() {
     return vk_compute_capability() >= 90 && optin >= 0 && (size_t)optin >= kSmemBytes + 1024;
 }
 
-template <int DPL, bool MMA> void launch(const Params &p, cudaStream_t stream) {
-    auto kernel = pdecode_kernel<DPL, MMA>;
+template <int DPL, bool SPLIT> void launch(const Params &p, cudaStream_t stream) {
+    auto kernel = pdecode_kernel<DPL, SPLIT>;
     static std::atomic<uint64_t> smem_set{0};
     vk_ensure_smem(kernel, kSmemBytes, smem_set);
     int dev = 0, sms = 0;
@@ -1281,6 +1170,16 @@ template <int DPL, bool MMA> void launch(const Params &p, cudaStream_t stream) {
 
 } // namespace
 
+// Whether every projection's input (K values: hidden, heads x head_dim, ffn) is whole 16-byte
+// vectors of its weight rows (FP8: 16 codes) and fits, staged as bf16, in the first `bytes` of
+// the stage: the whole stage, or below the split consumer's partial sums.
+static bool staged_inputs_fit(const vox_k_pdecode_args *a, size_t bytes) {
+    const int kvec = a->fp8 ? 16 : 8;
+    for (int k : {a->hidden, a->heads * a->head_dim, a->ffn})
+        if (k % kvec || (size_t)k * 2 > bytes) return false;
+    return true;
+}
+
 extern "C" int vox_k_pdecode_supported(const vox_k_pdecode_args *a) {
     if (!a || a->n_layers < 0 || a->n_layers > VOX_K_PDECODE_MAX_LAYERS || a->hidden <= 0 || a->heads <= 0 || a->kv_heads <= 0 ||
         a->heads % a->kv_heads || a->heads / a->kv_heads > kMaxGroup || a->ffn <= 0 || a->vocab <= 0)
@@ -1288,24 +1187,13 @@ extern "C" int vox_k_pdecode_supported(const vox_k_pdecode_args *a) {
     const int D = a->head_dim, QD = a->heads * D, KD = a->kv_heads * D;
     if (D != 32 && D != 64 && D != 128) return 0;
     if (AttnSmem::bytes(a->heads / a->kv_heads, D) > (size_t)kStageBytes) return 0;
-    // whole units of 8 rows; rows of whole 16-byte vectors (FP8: 16 codes); staged inputs fit
-    const int kvec = a->fp8 ? 16 : 8;
+    // whole units of 8 rows; rows of whole 16-byte vectors; staged inputs fit
     const int64_t ns[] = {QD + 2 * KD, a->hidden, 2 * (int64_t)a->ffn, a->hidden, a->vocab};
     for (int64_t n : ns)
         if (n % kUnitRows) return 0;
-    const int ks[] = {a->hidden, QD, a->ffn};
-    for (int k : ks)
-        if (k % kvec || (size_t)k * 2 > (size_t)kStageBytes) return 0;
+    if (!staged_inputs_fit(a, kStageBytes)) return 0;
     if (a->block_size <= 0) return 0;
     return device_ok();
-}
-
-// The split consumer's partial sums sit above the staged input: every K at most 8192.
-static bool split_fits(const vox_k_pdecode_args *a) {
-    const int ks[] = {a->hidden, a->heads * a->head_dim, a->ffn};
-    for (int k : ks)
-        if ((size_t)k * 2 > (size_t)kSplitPartialsAt) return false;
-    return true;
 }
 
 extern "C" size_t vox_k_pdecode_workspace_bytes(const vox_k_pdecode_args *a) { return layout_of(a).total; }
@@ -1346,19 +1234,19 @@ extern "C" int vox_k_pdecode(const vox_k_pdecode_args *a, cudaStream_t stream) {
     }();
     static const int consumer = [] {
         const char *e = getenv("VOX_PDECODE_CONSUMER");
-        return !e ? CONSUMER_ROW : strcmp(e, "mma") == 0 ? CONSUMER_MMA
-                                   : strcmp(e, "split") == 0 ? CONSUMER_SPLIT : CONSUMER_ROW;
+        return e && strcmp(e, "row") == 0 ? CONSUMER_ROW : CONSUMER_SPLIT;
     }();
-    p.consumer = a->consumer >= 1 && a->consumer <= 3 ? a->consumer : consumer;
-    if (p.consumer == CONSUMER_SPLIT && !split_fits(a)) p.consumer = CONSUMER_MMA;
+    p.consumer = a->consumer == CONSUMER_ROW || a->consumer == CONSUMER_SPLIT ? a->consumer : consumer;
+    // the split consumer's partial sums sit above the staged input (every K at most 8192)
+    if (p.consumer == CONSUMER_SPLIT && !staged_inputs_fit(a, kSplitPartialsAt)) p.consumer = CONSUMER_ROW;
     p.experiment = experiment;
     p.handover = handover;
     p.watchdog_ns = (long long)(watchdog_s * 1e9);
-    const bool mma = p.consumer == CONSUMER_MMA || p.consumer == CONSUMER_SPLIT;
+    const bool split = p.consumer == CONSUMER_SPLIT;
     switch (a->head_dim) {
-    case 32: mma ? launch<1, true>(p, stream) : launch<1, false>(p, stream); break;
-    case 64: mma ? launch<2, true>(p, stream) : launch<2, false>(p, stream); break;
-    default: mma ? launch<4, true>(p, stream) : launch<4, false>(p, stream); break;
+    case 32: split ? launch<1, true>(p, stream) : launch<1, false>(p, stream); break;
+    case 64: split ? launch<2, true>(p, stream) : launch<2, false>(p, stream); break;
+    default: split ? launch<4, true>(p, stream) : launch<4, false>(p, stream); break;
     }
     VOX_K_LAUNCH_CHECK();
     return 1;

@@ -20,8 +20,7 @@
  *  - the argmax, wherever the reference's top-2 margin exceeds twice the bound;
  *  - every other cache row: unchanged, bit for bit.
  * Every shape runs with each consumer of the kernel's projections (vox_k_pdecode_args.consumer:
- * the tensor cores, a warp a unit; the CUDA cores, a warp a row; the tensor cores, a warp a
- * column slice of every page).
+ * the CUDA cores, a warp a row; the tensor cores, a warp a column slice of every page).
  * At the end, on a GPU with room for it, the kernel's time at the full size, bf16 and FP8, with
  * each consumer (information).
  * Skips (exit 77) without a device, and passes without checking on GPUs the kernel does not
@@ -167,9 +166,10 @@ static void compare_scaled(const char *what, const float *got, const float *ref,
     free(bound);
 }
 
-static const char *const kConsumerName[] = {"", "tensor cores", "a warp a row", "a warp a slice"};
+static const char *const kConsumerName[] = {"", "a warp a row", "a warp a slice"};
+static const char *const kConsumerShort[] = {"", "row", "split"}; /* --timing-only's names */
 
-/* consumer: vox_k_pdecode_args.consumer, 1 (tensor cores), 2 (a warp a row), 3 (a warp a slice) */
+/* consumer: vox_k_pdecode_args.consumer, 1 (a warp a row), 2 (a warp a slice) */
 static void run_shape(const shape *S, int consumer, gtu_rng *rng) {
     /* FP8 where attention spans many keys; at the first positions it is exact (P = 1 or nearly)
      * and FP8 must then meet the bf16 bounds */
@@ -462,7 +462,7 @@ static void time_full_size(int fp8, int consumer) {
     if (dir && *dir) {
         char path[1024];
         snprintf(path, sizeof path, "%s/stamps-%s-%s-%dsm.u64", dir, fp8 ? "fp8" : "bf16",
-                 consumer == 1 ? "mma" : consumer == 3 ? "split" : "row", sms);
+                 kConsumerShort[consumer], sms);
         FILE *f = fopen(path, "wb");
         if (!f || fwrite(st, sizeof *st, nst, f) != nst) printf("timing: could not write %s\n", path);
         if (f) fclose(f);
@@ -548,17 +548,14 @@ int main(int argc, char **argv) {
         CHECK(vox_k_pdecode_supported(&a) == 1);
     }
     gtu_rng rng = gtu_rng_seed(0x5eed2026);
-    for (int consumer = 1; consumer <= 3; consumer++)
+    for (int consumer = 1; consumer <= 2; consumer++)
         for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
             if (checks && (!only || strstr(shapes[i].name, only))) run_shape(&shapes[i], consumer, &rng);
     if (timing)
         for (int fp8 = 0; fp8 <= 1; fp8++)
-            for (int i = 0; i < 3; i++) { /* row (the default), split, mma */
-                static const int order[] = {2, 3, 1};
-                static const char *const short_name[] = {"", "mma", "row", "split"};
-                const int consumer = order[i];
+            for (int consumer = 2; consumer >= 1; consumer--) { /* split (the default), row */
                 char name[16];
-                snprintf(name, sizeof name, "%s-%s", fp8 ? "fp8" : "bf16", short_name[consumer]);
+                snprintf(name, sizeof name, "%s-%s", fp8 ? "fp8" : "bf16", kConsumerShort[consumer]);
                 if (checks || !only || strstr(name, only)) time_full_size(fp8, consumer);
             }
     return test_finish("test_kernels_pdecode");
