@@ -735,10 +735,12 @@ static void fp8_rows_free(cuda_state *s, fp8_rows *r) {
 /* The FP8 GEMMs of few rows: cuBLASLt's plain FP8 products (no scales, float32 out) stream the
  * weights at 44 us a decoder layer for 8 rows against 74 us for its outer-vector-scaled ones,
  * which have one algorithm (time_gemm_algos --fp8 / --fp8-fp32, NOTES-2026-12-02-fp8-fused.md).
- * End to end on the H200 (NOTES-2026-12-02-fp8-plain.md) the plain products won the decode
- * stage at 12 to 48 sequences (-18% to -3%) and lost it at 64 (+13%): up to 48 rows, then.
+ * End to end on the H200 the plain products won the decode stage at 12 to 48 sequences (-18% to
+ * -3%, NOTES-2026-12-02-fp8-plain.md) and, measured again on 2026-12-04 (NOTES-2026-12-04b.md),
+ * at 64 (-8.7%: a 64-row step 3.65 ms against 4.16-4.21) and 128 (-2%); at 256 sequences a
+ * limit of 128 or 256 is even with 48 (their steps of 129-256 rows gain nothing): up to 128 rows.
  * VOX_FP8_PLAIN_ROWS=N sets the limit (0: outer vectors at every size), for comparisons. */
-#define FP8_PLAIN_ROWS 48
+#define FP8_PLAIN_ROWS 128
 
 /* acc [M, N] float32 = x's codes times FP8 w [N, K]'s codes, unscaled, fp32 accumulation, in a
  * stream-ordered allocation of M * N floats (the caller frees it). NULL when cuBLASLt refused

@@ -447,8 +447,9 @@ static void run_matvec_case(const mv_case *c) {
  * 2^-7 |v|): one rounding of the result can land an ulp away (measured on the H200 with the
  * few-row kernel: up to one ulp, e.g. 8.0625 against 8). */
 static void test_backend_projection(vox_backend *gpu, const char *label) {
-    /* 5..48 rows: plain FP8 products scaled by the consumer; 49 and more: outer-vector scales */
-    static const int64_t ms[] = {5, 17, 48, 49, 388};
+    /* 5..128 rows: plain FP8 products scaled by the consumer; 129 and more: outer-vector scales
+     * (cuda.c's FP8_PLAIN_ROWS) */
+    static const int64_t ms[] = {5, 17, 128, 129, 388};
     static const struct { vox_projection_out out; int64_t n, k; bool norm; const char *name; } cs[] = {
         {VOX_PROJ_STORE, 6144, 3072, true, "store+norm"},
         {VOX_PROJ_ADD, 3072, 4096, false, "add"},
