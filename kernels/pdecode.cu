@@ -118,10 +118,10 @@ enum { CONSUMER_ROW = 1, CONSUMER_SPLIT = 2 };
 // The split consumer (CONSUMER_SPLIT, its own kernel instance): every page is read by all 8
 // warps, as by the row consumer, but warp w takes a column slice of all 8 rows (1/8 of the page)
 // on the tensor cores; the warps' sums of a unit meet in shared memory (kSplitSlots units at
-// once, an mbarrier each) and warp nth % 8 adds them up in warp order.
+// once, two mbarriers each) and warp nth % 8 adds them up in warp order.
 constexpr int kSplitSlots = 16; // > kPages + 1: a warp is at most kPages pages (units) ahead
 constexpr int kSplitPartialsAt = kStageBytes / 2; // in the stage, above the staged input (K <= 8192)
-static_assert(kSplitSlots > kPages + 1, "a unit's slot is free again before any warp needs it");
+static_assert(kSplitSlots > kPages + 1, "a slot is free again before any warp needs it (no wait)");
 static_assert(kSplitPartialsAt + kSplitSlots * kConsumerWarps * kUnitRows * 4 <= kStageBytes,
               "the split consumer's partial sums fit the stage");
 
@@ -591,14 +591,15 @@ __device__ __forceinline__ void mma_vectors(float (&acc)[8][4], const unsigned c
 
 // The split consumer (CONSUMER_SPLIT). Warp w sums vectors 16w .. 16w + 15 of each row of every
 // page (bf16: 128 columns, FP8: 256), lane (g, t) row g's vectors 16w + t, + 4, + 8, + 12, with
-// mma_vectors; at a unit's end its lanes (0, t) hold the warp's sums of rows 2t, 2t + 1 and put them in the unit's slot (unit_ord: the block's units so far, over
-// every op), and warp nth % 8 waits for the 8 warps' sums (unit_bar: each writing lane arrives,
-// 32 a phase) and adds them in warp order: a row's sum does not depend on timing; its reading
-// lanes then free the slot (slot_free, 8 arrivals), which the writers of the slot's next unit
-// wait for. (The ring alone keeps a warp within kPages units of the others, so that wait passes
-// at once; the barrier says so to compute-sanitizer's racecheck, which does not follow the
-// ordering through the producer, and keeps it true if the ring or the slots change.) Every warp
-// releases every page it has read, so a page leaves the ring as soon as its slowest slice is done.
+// mma_vectors. At a unit's end its lanes (0, t) hold the warp's sums of rows 2t, 2t + 1 and put
+// them in the unit's slot (unit_ord: the block's units so far, over every op), and warp nth % 8
+// waits for the 8 warps' sums (unit_bar: each writing lane arrives, 32 a phase) and adds them in
+// warp order: a row's sum does not depend on timing. Its reading lanes then free the slot
+// (slot_free, 8 arrivals), which the writers of the slot's next unit wait for. (The ring alone
+// keeps a warp within kPages units of the others, so that wait passes at once; the barrier says
+// so to compute-sanitizer's racecheck, which does not follow the ordering through the producer,
+// and keeps it true if the ring or the slots change.) Every warp releases every page it has
+// read, so a page leaves the ring as soon as its slowest slice is done.
 template <bool FP8>
 __device__ void run_projection_split(const Params &p, const Proj &q, int offset, const bf16 *xs, float sx,
                                      float resid, float wscale, const unsigned char *ring, uint64_t *full,

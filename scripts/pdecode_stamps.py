@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Reads the raw stamps of the persistent decode kernel (kernels/pdecode.cu) that
 `VOX_PDECODE_STAMPS_DIR=DIR build/tests/test_kernels_pdecode --timing-only` writes
-(DIR/stamps-{bf16,fp8}-{row,mma}-NNNsm.u64) and prints the step's critical path, layer by layer
+(DIR/stamps-{bf16,fp8}-{split,row}-NNNsm.u64) and prints the step's critical path, layer by layer
 (mean over the middle layers):
 - per op, when its blocks begin (their wait ended) and end, in us after the last block of the
   op before it ended: the gap before an op's first begin is what its boundary costs, and the
