@@ -11,8 +11,8 @@ Hugging Face transformers, on a random Voxtral Mini 3B (full size) or a small on
      transformers float32 (no TF32) is the reference; transformers bf16 (the same weights) is
      the yardstick; ours = voxtral_runner --force-tokens --dump-tensors. Relative L2 error of
      the audio embeddings and of the logits, top-1 agreement, |delta logprob| of the forced ids;
-  5. SPEED: voxtral_runner --ignore-eos -n 100 on the 30 s clip repeated (first run dropped),
-     the 45 s clip, batches of 8 and 32 clips; transformers eager bf16 (encoder+projector,
+  5. SPEED: voxtral_runner --ignore-eos -n 100 --batch-size 1 on the 30 s clip repeated (first
+     run dropped), the 45 s clip, batches of 8 and 32 clips; transformers eager bf16 (encoder+projector,
      prefill, decode per token, generate end to end), medians;
   6. results.md, results.json, fidelity_steps.md and logs.tar.gz (runner logs, latency JSONs,
      export log) under --out.
@@ -548,11 +548,17 @@ class Bench:
         return False
 
     # -- our speed ------------------------------------------------------------------------------
-    def runner_speed(self, label, files, n_new):
+    def runner_speed(self, label, files, n_new, one_at_a_time=False):
+        """One runner invocation over files. one_at_a_time: --batch-size 1, so that copies of one
+        clip are timed each on its own (without it they batch together, and each one's stage times
+        are its share of the batched work, not a single file's latency)."""
         lat = self.a.work / f"latency_{label}.json"
         lat.unlink(missing_ok=True)
         cmd = [str(self.runner), "-m", str(self.model_dir), "-d", self.a.runner_device, "--ignore-eos",
-               "-n", str(n_new), "-o", "json", "--latency-json", str(lat)] + [str(f) for f in files]
+               "-n", str(n_new), "-o", "json", "--latency-json", str(lat)]
+        if one_at_a_time:
+            cmd += ["--batch-size", "1"]
+        cmd += [str(f) for f in files]
         rc, stdout, wall = vr.run_cmd(cmd, self.logs / f"speed_{label}.log", self.a.runner_timeout)
         if rc != 0 or not lat.exists():
             self.error(f"speed {label}", f"voxtral_runner exit status {rc}, see logs/speed_{label}.log")
@@ -575,7 +581,7 @@ class Bench:
         n_new = self.a.new_tokens
         sp["weights_file_bytes"] = sum(p.stat().st_size for p in self.model_dir.glob("*.safetensors"))
         log(f"ours: 30 s clip x {self.a.repeats} (first dropped), {n_new} tokens each")
-        r = self.runner_speed("30s", [self.a.work / "clip30.wav"] * self.a.repeats, n_new)
+        r = self.runner_speed("30s", [self.a.work / "clip30.wav"] * self.a.repeats, n_new, one_at_a_time=True)
         if r:
             sp["30s"] = self.medians(r["lines"][1:])
             sp["30s"]["warmup_run"] = r["lines"][0]["latency_ms"]
@@ -592,7 +598,7 @@ class Bench:
         n45 = max(2, self.a.repeats // 2 + 1)
         if not self.over_budget("ours 45 s"):
             log(f"ours: 45 s clip x {n45} (first dropped)")
-            r = self.runner_speed("45s", [self.a.work / "clip45.wav"] * n45, n_new)
+            r = self.runner_speed("45s", [self.a.work / "clip45.wav"] * n45, n_new, one_at_a_time=True)
             if r:
                 sp["45s"] = self.medians(r["lines"][1:])
                 sp["45s"]["peak_device_bytes"] = r["latency"]["peak_device_bytes"]
@@ -730,7 +736,8 @@ def report(res, a):
         md += ["## Speed", ""]
         n_new = a.new_tokens
         md.append(f"30 s clip (480000 samples, 1 chunk) and 45 s clip (2 chunks), {n_new} tokens "
-                  f"decoded (--ignore-eos). Ours: medians over the runs after the first of one invocation "
+                  f"decoded (--ignore-eos). Ours: medians over the runs after the first of one invocation at "
+                  f"--batch-size 1 (each copy on its own) "
                   f"(latency_ms of each JSON line; GPU stages timed with CUDA events); transformers {hf.get('dtype', 'bf16')} eager "
                   f"({hf.get('attn_implementation', '?')} attention), medians of {a.hf_reps} runs after warm-up, "
                   f"timed with synchronize. Ours' end to end includes reading the WAV and the mel; transformers' "

@@ -511,10 +511,19 @@ int main(int argc, char **argv) {
      * the shapes whose name contains it (drawing other random data than a full run: the shapes
      * share one generator); --timing-only: the full-size timing alone, and a further argument
      * times only the configurations whose name (bf16-row, bf16-split, fp8-mma, ...) contains it
-     * (one kernel to find for a profiler: bench/NOTES-2026-12-04.md) */
+     * (one kernel to find for a profiler: bench/NOTES-2026-12-04.md); after --no-timing NAME, a
+     * consumer's short name (row, split) checks with that consumer alone (racecheck at the full
+     * width takes minutes a consumer) */
     const int timing = !(argc > 1 && strcmp(argv[1], "--no-timing") == 0);
     const int checks = !(argc > 1 && strcmp(argv[1], "--timing-only") == 0);
     const char *only = argc > 2 ? argv[2] : NULL;
+    const char *only_consumer = !timing && argc > 3 ? argv[3] : NULL;
+    if (only_consumer && strcmp(only_consumer, kConsumerShort[1]) != 0 &&
+        strcmp(only_consumer, kConsumerShort[2]) != 0) {
+        fprintf(stderr, "test_kernels_pdecode: unknown consumer '%s' (%s or %s)\n", only_consumer,
+                kConsumerShort[1], kConsumerShort[2]);
+        return 2;
+    }
     int major = 0;
     GTU_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
     static const shape shapes[] = {
@@ -550,7 +559,9 @@ int main(int argc, char **argv) {
     gtu_rng rng = gtu_rng_seed(0x5eed2026);
     for (int consumer = 1; consumer <= 2; consumer++)
         for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
-            if (checks && (!only || strstr(shapes[i].name, only))) run_shape(&shapes[i], consumer, &rng);
+            if (checks && (!only || strstr(shapes[i].name, only)) &&
+                (!only_consumer || strcmp(only_consumer, kConsumerShort[consumer]) == 0))
+                run_shape(&shapes[i], consumer, &rng);
     if (timing)
         for (int fp8 = 0; fp8 <= 1; fp8++)
             for (int consumer = 2; consumer >= 1; consumer--) { /* split (the default), row */
