@@ -61,8 +61,8 @@ TARGETS = {"decode_ms": 2.7, "e2e_ms": 285.0, "large_rtfx": 3000.0, "large_rtfx_
 # Before batching (issue 9, H200, 2026-12-01, main at 1d9547b): for the report's context.
 BEFORE = {"b64": "ours RTFx 105 stages / 93 wall; transformers RTFx 273 at batch 32, 596 at batch 64",
           "mixed": "ours RTFx 34 (wall)"}
+STAGES = bg.STAGES  # a run's stages in the JSON's latency_ms
 # Seconds each step may take at full size (a step does not start when it would pass --budget-s).
-STAGES = ("audio", "mel", "audio_encoder", "token_embedding", "text_decoder_prefill", "text_decoder_decode")
 COST = {"single": 25, "plain": 10, "large": 90, "b64": 45, "mixed": 90, "fidelity": 40}
 
 
