@@ -33,6 +33,7 @@
 
 #include "audio/audio.h"
 #include "engine/queue.h"
+#include "engine/schedule.h"
 #include "format/safetensors.h"
 #include "mel/mel.h"
 
@@ -84,10 +85,10 @@ static int blocks_for(int64_t positions) { return (int)((positions + VOX_KV_BLOC
 static void free_batch_arrays(vox_engine *e) {
     free(e->b_ids), free(e->b_pos), free(e->b_slot), free(e->b_row0), free(e->b_len);
     free(e->b_tables), free(e->b_logit_rows), free(e->b_chosen), free(e->b_logit_seq);
-    free(e->b_seq), free(e->b_stats), free(e->active);
+    free(e->b_seq), free(e->b_stats), free(e->active), free(e->prefilling);
     e->b_ids = e->b_pos = e->b_slot = e->b_row0 = e->b_len = e->b_tables = e->b_logit_rows =
         e->b_chosen = NULL;
-    e->b_logit_seq = e->b_seq = e->active = NULL;
+    e->b_logit_seq = e->b_seq = e->active = e->prefilling = NULL;
     e->b_stats = NULL;
 }
 
@@ -144,12 +145,14 @@ static vox_status size_for(vox_engine *e, int max_seqs, int64_t longest, int64_t
     e->b_seq = malloc(seqs * sizeof *e->b_seq);
     e->b_stats = malloc(seqs * sizeof *e->b_stats);
     e->active = calloc(seqs, sizeof *e->active);
+    e->prefilling = malloc(seqs * sizeof *e->prefilling);
     e->sized = true;
     e->committed_blocks = 0;
     e->stats.kv_bytes = (size_t)e->kv.n_blocks * VOX_KV_BLOCK * per_pos;
     e->stats.kv_block_size = VOX_KV_BLOCK;
     if (!e->b_ids || !e->b_pos || !e->b_slot || !e->b_row0 || !e->b_len || !e->b_tables ||
-        !e->b_logit_rows || !e->b_chosen || !e->b_logit_seq || !e->b_seq || !e->b_stats || !e->active) {
+        !e->b_logit_rows || !e->b_chosen || !e->b_logit_seq || !e->b_seq || !e->b_stats || !e->active ||
+        !e->prefilling) {
         unsize(e);
         return vox_fail(err, VOX_ERR_NOMEM, "out of memory");
     }
@@ -516,11 +519,12 @@ static vox_status step(vox_engine *e, vox_error *err) {
     vox_model *m = ctx->model;
     vox_backend *be = ctx->be;
     int rows = 0, n_seqs = 0, n_logits = 0, tw = e->table_width, k_ask = 2;
+    const int n_prefilling = vox_prefill_order(e->active, e->n_active, e->prefilling);
     /* decode rows first, then prompt chunks while the step has room */
     for (int pass = 0; pass < 2; pass++) {
-        for (int i = 0; i < e->n_active; i++) {
-            vox_seq *s = e->active[i];
-            if (pass == 0 ? !s->decoding : s->decoding || rows >= e->step_rows) continue;
+        for (int i = 0; i < (pass == 0 ? e->n_active : n_prefilling); i++) {
+            vox_seq *s = pass == 0 ? e->active[i] : e->prefilling[i];
+            if (pass == 0 ? !s->decoding : rows >= e->step_rows) continue;
             int64_t n = pass == 0 ? 1 : (int64_t)s->n_prompt - s->n_prefilled;
             if (n > e->step_rows - rows) n = e->step_rows - rows;
             seq_reserve(e, s, s->n_pos + n);

@@ -13,6 +13,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 
 #include "engine/context.h"
 #include "engine/fault.h"
@@ -54,8 +55,10 @@ typedef struct vox_engine {
     vox_kv_pool kv;
     vox_decoder_batch dec;
     int committed_blocks;          /* blocks promised to the sequences in flight */
-    vox_seq **active;
+    vox_seq **active;              /* in admission order */
     int n_active;
+    vox_seq **prefilling;          /* a step's scratch: the sequences with prompt left, in the
+                                    * order their chunks go in (prefill_order) */
     /* host side of a batch */
     int32_t *b_ids, *b_pos, *b_slot, *b_row0, *b_len, *b_tables, *b_logit_rows, *b_chosen;
     vox_seq **b_logit_seq, **b_seq;
