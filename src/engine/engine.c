@@ -11,6 +11,8 @@
  *   2. one decoder step over a batch of rows (decoder.c): one row for every decoding sequence,
  *      plus prompt chunks of sequences being prefilled, up to a row budget a step (chunked
  *      prefill, as Sarathi-Serve and vLLM do), so a newcomer's prompt never freezes the others;
+ *      the prompts of the largest token budgets go first (schedule.h: the run ends with its
+ *      longest sequence, so that one should start first);
  *   3. the logits of the decode rows and of completed prompts choose tokens (one host sync); a
  *      sequence that reaches </s> or its budget leaves at once and its blocks go back to the pool.
  * A request completes (callback) when its last piece has.
