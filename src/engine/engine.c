@@ -521,7 +521,7 @@ static vox_status step(vox_engine *e, vox_error *err) {
     vox_model *m = ctx->model;
     vox_backend *be = ctx->be;
     int rows = 0, n_seqs = 0, n_logits = 0, tw = e->table_width, k_ask = 2;
-    const int n_prefilling = vox_prefill_order(e->active, e->n_active, e->prefilling);
+    const int n_prefilling = vox_prefill_order(e->active, e->n_active, e->prefill_by_budget, e->prefilling);
     /* decode rows first, then prompt chunks while the step has room */
     for (int pass = 0; pass < 2; pass++) {
         for (int i = 0; i < (pass == 0 ? e->n_active : n_prefilling); i++) {
@@ -709,6 +709,10 @@ void vox_engine_init(vox_engine *e, voxtral_queue *q, voxtral_context *ctx, int 
     e->q = q;
     e->ctx = ctx;
     e->max_batch = max_batch;
+    /* VOX_PREFILL_ORDER=admission: prompts in admission order (the order before 2026-12-04c),
+     * for A/B runs of schedule.h's largest-budget-first */
+    const char *order = getenv("VOX_PREFILL_ORDER");
+    e->prefill_by_budget = !(order && strcmp(order, "admission") == 0);
     const char *trace = getenv("VOX_STEP_TRACE");
     if (trace && *trace) {
         e->trace = fopen(trace, "a"); /* several devices: lines interleave, named by device */

@@ -58,7 +58,8 @@ typedef struct vox_engine {
     vox_seq **active;              /* in admission order */
     int n_active;
     vox_seq **prefilling;          /* a step's scratch: the sequences with prompt left, in the
-                                    * order their chunks go in (prefill_order) */
+                                    * order their chunks go in (schedule.h) */
+    bool prefill_by_budget;        /* that order: the largest budget first (else admission's) */
     /* host side of a batch */
     int32_t *b_ids, *b_pos, *b_slot, *b_row0, *b_len, *b_tables, *b_logit_rows, *b_chosen;
     vox_seq **b_logit_seq, **b_seq;

@@ -2,7 +2,8 @@
  * sequences still prefilling, the largest token budget first, admission order among equal
  * budgets; decoding sequences left out. Checked on hand-made sequences: mixed budgets, ties,
  * decoding ones interleaved, none waiting, one alone, and a whole batch of 256 with random
- * budgets against a reference (a stable sort, written out separately). */
+ * budgets against a reference (a stable sort, written out separately); and admission order
+ * alone when asked (VOX_PREFILL_ORDER=admission). */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 
 static vox_seq seqs[MAX_SEQS];
 static vox_seq *active[MAX_SEQS], *out[MAX_SEQS];
+static bool by_budget = true;
 
 /* n sequences in admission order; budgets[i] < 0 marks a decoding one */
 static int make(const int64_t *budgets, int n) {
@@ -24,7 +26,7 @@ static int make(const int64_t *budgets, int n) {
         seqs[i].max_new = budgets[i] < 0 ? -budgets[i] : budgets[i];
         active[i] = &seqs[i];
     }
-    return vox_prefill_order(active, n, out);
+    return vox_prefill_order(active, n, by_budget, out);
 }
 
 /* out[0..n) is seqs[want[0]], seqs[want[1]], ... */
@@ -73,6 +75,13 @@ int main(void) {
             for (int i = 0; i < MAX_SEQS; i++)
                 if (b[i] == budget) want[k++] = i;
         CHECK(order_is(n, want, k));
+    }
+    { /* by_budget false (VOX_PREFILL_ORDER=admission): admission order, decoding ones left out */
+        by_budget = false;
+        const int64_t b[] = {56, -272, 100, 272, 8};
+        const int want[] = {0, 2, 3, 4};
+        CHECK(order_is(make(b, 5), want, 4));
+        by_budget = true;
     }
     return test_finish("test_engine_schedule");
 }
