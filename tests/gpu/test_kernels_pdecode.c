@@ -510,7 +510,7 @@ int main(int argc, char **argv) {
     /* --no-timing: the checks alone (compute-sanitizer's runs), and a further argument runs only
      * the shapes whose name contains it (drawing other random data than a full run: the shapes
      * share one generator); --timing-only: the full-size timing alone, and a further argument
-     * times only the configurations whose name (bf16-row, bf16-split, fp8-mma, ...) contains it
+     * times only the configurations whose name (bf16-row, bf16-split, fp8-row, fp8-split) contains it
      * (one kernel to find for a profiler: bench/NOTES-2026-12-04.md); after --no-timing NAME, a
      * consumer's short name (row, split) checks with that consumer alone (racecheck at the full
      * width takes minutes a consumer) */
