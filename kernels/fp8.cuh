@@ -6,6 +6,7 @@
 //   vk_fp8_scale      the scheme's row scale from a row's max |x|
 //   vk_fp8_quantize   the code of clamp(x / s, -448, 448), the division IEEE-rounded
 //   vk_dot16_e4m3     16 codes (one 16-byte word) times 16 floats, fp32 products and sums
+//   vk_mma_e4m3_16832 d += a * b on the FP8 tensor cores (sm_89+), mma.sync m16n8k32
 #ifndef VOX_KERNELS_FP8_CUH
 #define VOX_KERNELS_FP8_CUH
 
@@ -42,6 +43,26 @@ static __device__ __forceinline__ float vk_dot16_e4m3(uint4 w, const float x[16]
         s = fmaf(f.y, x[2 * i + 1], s);
     }
     return s;
+}
+
+// d += a (16x32, row) * b (32x8, col), E4M3 codes in, fp32 out. Fragment layout (g = lane/4,
+// t = lane%4), each register 4 codes of consecutive k: a0 (row g, k 4t..4t+3), a1 (row g+8, same
+// k), a2 (row g, k 16+4t..), a3 (row g+8, k 16+4t..); b0 (k 4t..4t+3, n g), b1 (k 16+4t.., n g);
+// d0,d1 (g, 2t..2t+1), d2,d3 (g+8, 2t..2t+1). The products are exact; Hopper's FP8 tensor cores
+// keep fewer mantissa bits than fp32 in the sum they add to d (about 13, as SageAttention2
+// measured on Ada and Hopper), so a caller that wants fp32 sums over a long k starts d from zero
+// for each instruction and adds the results itself. Traps below sm_89 (no FP8 mma).
+static __device__ __forceinline__ void vk_mma_e4m3_16832(float (&d)[4], const uint32_t (&a)[4],
+                                                         uint32_t b0, uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    asm("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+    (void)d, (void)a, (void)b0, (void)b1;
+    __trap();
+#endif
 }
 
 #endif

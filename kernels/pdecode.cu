@@ -121,9 +121,13 @@ enum { CONSUMER_ROW = 1, CONSUMER_SPLIT = 2 };
 // once, two mbarriers each) and warp nth % 8 adds them up in warp order.
 constexpr int kSplitSlots = 16; // > kPages + 1: a warp is at most kPages pages (units) ahead
 constexpr int kSplitPartialsAt = kStageBytes / 2; // in the stage, above the staged input (K <= 8192)
+constexpr int kSplitPartialsBytes = kSplitSlots * kConsumerWarps * kUnitRows * 4;
+// FP8 layers: the split consumer's input as E4M3 codes (a byte each, K <= 8192), above the
+// partial sums (staging writes them while it still reads the bf16 row below)
+constexpr int kSplitCodesAt = kSplitPartialsAt + kSplitPartialsBytes;
 static_assert(kSplitSlots > kPages + 1, "a slot is free again before any warp needs it (no wait)");
-static_assert(kSplitPartialsAt + kSplitSlots * kConsumerWarps * kUnitRows * 4 <= kStageBytes,
-              "the split consumer's partial sums fit the stage");
+static_assert(kSplitCodesAt + kSplitPartialsAt / 2 <= kStageBytes,
+              "the split consumer's partial sums and input codes fit the stage");
 
 // ---- counters ------------------------------------------------------------------------------
 __device__ __forceinline__ unsigned *counter(const Params &p, int i) {
@@ -371,13 +375,13 @@ constexpr int kStageBatch = 2; // 4 made ptxas spill more of the attention's sta
 
 // xs [k] = the op's input (RMSNorm'd as matvec.cuh's stage_input, copied, or SwiGLU of
 // gate|up as fused.cu rounds it); FP8: quantized, *sx its scale, the codes' values stored as
-// bf16, or as fp16 for the tensor-core consumer (fp16_codes; exact either way). Ends with a
-// barrier.
+// bf16 in xs (exact), or the codes themselves in codes [k] where codes is set (the split
+// consumer's FP8 mma takes them as they are). Ends with a barrier.
 // Thread t stages elements t * 8 + i * kConsumers * 8, loading kStageBatch vectors from L2 at
 // once (one round trip for K <= 4096; the loop loaded one vector a turn before). RMSNorm
 // keeps the raw row in xs for its second pass instead of reloading it from L2.
 __device__ void stage_input(const Params &p, const Proj &q, bf16 *xs, float *red, float *sx,
-                            bool fp16_codes) {
+                            unsigned char *codes) {
     const int t = threadIdx.x, K = q.k;
     constexpr int stride = kConsumers * 8;
     float ss = 0.0f, mx = 0.0f;
@@ -432,15 +436,14 @@ __device__ void stage_input(const Params &p, const Proj &q, bf16 *xs, float *red
         for (int e = t * 8; e < K; e += kConsumers * 8) {
             float xf[8];
             vk_load8(xs + e, xf);
+            if (codes) {
+                uint32_t c[2] = {0u, 0u};
 #pragma unroll
-            for (int j = 0; j < 8; j++) xf[j] = vk_e4m3_value(vk_fp8_quantize(xf[j], s));
-            if (fp16_codes) {
-                uint4 u;
-                __half2 *h = (__half2 *)&u;
-#pragma unroll
-                for (int j = 0; j < 4; j++) h[j] = __floats2half2_rn(xf[2 * j], xf[2 * j + 1]);
-                *(uint4 *)(xs + e) = u;
+                for (int j = 0; j < 8; j++) c[j >> 2] |= (uint32_t)vk_fp8_quantize(xf[j], s) << (8 * (j & 3));
+                *(uint2 *)(codes + e) = make_uint2(c[0], c[1]);
             } else {
+#pragma unroll
+                for (int j = 0; j < 8; j++) xf[j] = vk_e4m3_value(vk_fp8_quantize(xf[j], s));
                 vk_store8(xs + e, xf);
             }
         }
@@ -530,63 +533,50 @@ __device__ void run_projection(const Params &p, const Proj &q, int offset, const
 }
 
 // The tensor cores' dot products (the split consumer's). A unit's 8 weight rows are the n side of
-// mma.sync m16n8k16 and the staged input row is row 0 of the m side (rows 1-15 zero: room for
-// more sequences). The k order inside a 16-byte load is free, as long as A and B agree: lane
-// (g, t) loads the 16 bytes of row g at vector t of each group of four, and the same vector of
-// x, and each mma takes 4 consecutive elements of them as its k pairs (2t, 2t + 1) and (2t + 8,
-// 2t + 9). bf16: a vector is 8 elements, two mmas; FP8: 16 codes, widened to fp16 in registers
-// (exact), four fp16 mmas against x staged as fp16 values of its codes. fp32 accumulation in
-// eight independent accumulators; lane (0, t) ends with rows 2t and 2t + 1's sums.
+// the mma and the staged input row is row 0 of the m side (rows 1-15 zero: room for more
+// sequences). The k order inside a 16-byte load is free, as long as A and B agree: lane (g, t)
+// loads the 16 bytes of row g at vector t of each group of four, and the same vector of x, and
+// each mma takes two of its 4-byte words as its k slots of lane t. bf16: a vector is 8
+// elements, two mma.sync m16n8k16; FP8: 16 codes, two m16n8k32 E4M3 against x staged as its
+// codes, each from zero and added to its accumulator in fp32 (vk_mma_e4m3_16832: the FP8 tensor
+// cores sum with fewer bits than fp32, so they sum 32 products, not the row). Eight independent
+// accumulators; lane (0, t) ends with rows 2t and 2t + 1's sums.
 
-// One 16-byte vector of each of the 8 rows (b) against the same vector of x (x: row 0 of A):
-// two bf16 mmas or four fp16 ones, into accumulators acc[first ..].
+// One 16-byte vector of each of the 8 rows (b) against the same vector of x (x: row 0 of A),
+// into accumulators acc[0] and acc[1].
 template <bool FP8>
-__device__ __forceinline__ void mma_vector(float (*acc)[4], uint4 w, const uint32_t *x) {
-    const uint32_t *wv = (const uint32_t *)&w;
-    if (FP8) {
-        uint32_t h[8];
+__device__ __forceinline__ void mma_vector(float (*acc)[4], uint4 w, uint4 xv) {
+    const uint32_t wv[4] = {w.x, w.y, w.z, w.w}, x[4] = {xv.x, xv.y, xv.z, xv.w};
 #pragma unroll
-        for (int i = 0; i < 4; i++) { // 4 codes a word: two fp16 pairs
-            const __half2_raw lo = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(wv[i] & 0xffffu), __NV_E4M3);
-            const __half2_raw hi = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(wv[i] >> 16), __NV_E4M3);
-            h[2 * i] = (uint32_t)lo.x | ((uint32_t)lo.y << 16);
-            h[2 * i + 1] = (uint32_t)hi.x | ((uint32_t)hi.y << 16);
-        }
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            const uint32_t a[4] = {x[2 * i], 0u, x[2 * i + 1], 0u};
-            vk_mma_f16_16816(acc[i], a, h[2 * i], h[2 * i + 1]);
-        }
-    } else {
-#pragma unroll
-        for (int i = 0; i < 2; i++) {
-            const uint32_t a[4] = {x[2 * i], 0u, x[2 * i + 1], 0u};
+    for (int i = 0; i < 2; i++) {
+        const uint32_t a[4] = {x[2 * i], 0u, x[2 * i + 1], 0u};
+        if (FP8) {
+            float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            vk_mma_e4m3_16832(d, a, wv[2 * i], wv[2 * i + 1]);
+            acc[i][0] += d[0], acc[i][1] += d[1]; // row 0's sums (d2, d3: rows 8-15, zero)
+        } else {
             vk_mma_bf16_16816(acc[i], a, wv[2 * i], wv[2 * i + 1]);
         }
     }
 }
 
 // Lane (g, t)'s vectors v0 + t, v0 + 4 + t, ... (N of them) of row g and of x, loaded first,
-// then their mmas (a vector past nvec counts as zeros).
+// then their mmas (a vector past nvec counts as zeros). xv: x's 16-byte vectors (8 bf16 values,
+// or FP8's 16 codes), matching the rows' vectors one for one.
 template <bool FP8, int N>
 __device__ __forceinline__ void mma_vectors(float (&acc)[8][4], const unsigned char *row, const uint4 *xv,
                                             int v0, int nvec, int g, int t) {
-    constexpr int kPerVec = FP8 ? 4 : 2;
-    uint4 w[N];
-    uint32_t x[N][8];
+    uint4 w[N], x[N];
 #pragma unroll
     for (int i = 0; i < N; i++) {
         const int v = v0 + 4 * i + t;
         const bool ok = v < nvec;
         const uint4 z = make_uint4(0u, 0u, 0u, 0u);
         w[i] = ok ? *(const uint4 *)(row + v * 16) : z;
-        const uint4 x0 = ok && g == 0 ? xv[FP8 ? 2 * v : v] : z;
-        const uint4 x1 = FP8 && ok && g == 0 ? xv[2 * v + 1] : z;
-        x[i][0] = x0.x, x[i][1] = x0.y, x[i][2] = x0.z, x[i][3] = x0.w;
-        x[i][4] = x1.x, x[i][5] = x1.y, x[i][6] = x1.z, x[i][7] = x1.w;
+        x[i] = ok && g == 0 ? xv[v] : z;
     }
 #pragma unroll
-    for (int i = 0; i < N; i++) mma_vector<FP8>(acc + i * kPerVec, w[i], x[i]);
+    for (int i = 0; i < N; i++) mma_vector<FP8>(acc + i * 2, w[i], x[i]);
 }
 
 // The split consumer (CONSUMER_SPLIT). Warp w sums vectors 16w .. 16w + 15 of each row of every
@@ -601,11 +591,11 @@ __device__ __forceinline__ void mma_vectors(float (&acc)[8][4], const unsigned c
 // and keeps it true if the ring or the slots change.) Every warp releases every page it has
 // read, so a page leaves the ring as soon as its slowest slice is done.
 template <bool FP8>
-__device__ void run_projection_split(const Params &p, const Proj &q, int offset, const bf16 *xs, float sx,
+__device__ void run_projection_split(const Params &p, const Proj &q, int offset, const void *xs, float sx,
                                      float resid, float wscale, const unsigned char *ring, uint64_t *full,
                                      uint64_t *empty, float *partials, uint64_t *unit_bar,
                                      uint64_t *slot_free, uint32_t &page, uint32_t &unit_ord) {
-    constexpr int kVecsInFlight = FP8 ? 2 : 4; // vectors a lane loads at once: 8 accumulators
+    constexpr int kVecsInFlight = 4; // vectors a lane loads at once: 8 accumulators
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, G = gridDim.x;
     const int g = lane >> 2, t = lane & 3;
     const int pc = page_cols(FP8), ve = vec_elems(FP8);
@@ -620,7 +610,8 @@ __device__ void run_projection_split(const Params &p, const Proj &q, int offset,
             const int slot = page % kPages;
             vk_mbar_wait(vk_smem_u32(&full[slot]), (page / kPages) & 1);
             const unsigned char *row = ring + (size_t)slot * kPageBytes + g * kRowBytes;
-            const uint4 *xv = (const uint4 *)(xs + c0); // 16-byte vectors of x (FP8: two a vector)
+            // x's 16-byte vectors from column c0: bf16 values, or FP8's codes
+            const uint4 *xv = (const uint4 *)((const unsigned char *)xs + (size_t)c0 * (FP8 ? 1 : 2));
             const int nvec = min(pc, q.k - c0) / ve;
             if (p.experiment != 1 && v0 < nvec) {
 #pragma unroll
@@ -1078,11 +1069,12 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
         if constexpr (SPLIT) {
             // lane 8k + r of warp w: row r of the block's unit w + 8k (k < 4), whose sums warp w adds up
             const RowPrefetch pre = prefetch_row(q, offset, warp + (lane >> 3) * kConsumerWarps, lane & 7);
-            stage_input(p, q, xs, red, &sx, true);
+            unsigned char *codes = stage + kSplitCodesAt;
+            stage_input(p, q, xs, red, &sx, codes);
             if (op == OP_QKV) fetch_keys<DPL>(p, layer, first_keys);
             float *partials = reinterpret_cast<float *>(stage + kSplitPartialsAt);
             if (q.w_scale)
-                run_projection_split<true>(p, q, offset, xs, sx, pre.resid, pre.wscale, ring, full, empty,
+                run_projection_split<true>(p, q, offset, codes, sx, pre.resid, pre.wscale, ring, full, empty,
                                            partials, unit_bar, slot_free, page, unit_ord);
             else
                 run_projection_split<false>(p, q, offset, xs, 0.0f, pre.resid, pre.wscale, ring, full, empty,
@@ -1090,7 +1082,7 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
         } else {
             // lane j of warp w: row w of the block's j-th unit (before staging: its round trip overlaps)
             const RowPrefetch pre = prefetch_row(q, offset, lane, warp);
-            stage_input(p, q, xs, red, &sx, false);
+            stage_input(p, q, xs, red, &sx, nullptr);
             if (op == OP_QKV) fetch_keys<DPL>(p, layer, first_keys); // table entries in by now
             if (q.w_scale)
                 run_projection<true>(p, q, offset, xs, sx, pre.resid, pre.wscale, ring, full, empty, page);

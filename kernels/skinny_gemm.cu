@@ -40,6 +40,7 @@
 // chunk's sum (at most 256 codes) starts from zero in the tensor cores and is added to the
 // float32 total outside them, as DeepSeek-V3 promotes every 128.
 #include "common.cuh"
+#include "fp8.cuh"
 #include "kernels.h"
 
 namespace {
@@ -90,18 +91,10 @@ __device__ __forceinline__ void cp_async16_policy(uint32_t dst, const void *src,
 // only there) with the same fragment registers.
 template <bool FP8>
 __device__ __forceinline__ void mma_32b(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-    if constexpr (!FP8) {
+    if constexpr (!FP8)
         vk_mma_bf16_16816(d, a, b0, b1);
-    } else {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-        asm("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-            "{%8,%9}, {%0,%1,%2,%3};\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#else
-        __trap();
-#endif
-    }
+    else
+        vk_mma_e4m3_16832(d, a, b0, b1);
 }
 
 // The first block whose run holds unit u: the largest b with floor(b * units / grid) <= u.
