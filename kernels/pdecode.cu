@@ -539,8 +539,10 @@ __device__ void run_projection(const Params &p, const Proj &q, int offset, const
 // each mma takes two of its 4-byte words as its k slots of lane t. bf16: a vector is 8
 // elements, two mma.sync m16n8k16; FP8: 16 codes, two m16n8k32 E4M3 against x staged as its
 // codes, each from zero and added to its accumulator in fp32 (vk_mma_e4m3_16832: the FP8 tensor
-// cores sum with fewer bits than fp32, so they sum 32 products, not the row). Eight independent
-// accumulators; lane (0, t) ends with rows 2t and 2t + 1's sums.
+// cores sum with fewer bits than fp32, so they sum 32 products, not the row). On sm_90, which has
+// no FP8 mma.sync, ptxas widens both operands to fp16 and runs fp16 mmas: there the gain over
+// staging x as fp16 values is its loads, half the bytes (bench/NOTES-2026-12-04d.md). Eight
+// independent accumulators; lane (0, t) ends with rows 2t and 2t + 1's sums.
 
 // One 16-byte vector of each of the 8 rows (b) against the same vector of x (x: row 0 of A),
 // into accumulators acc[0] and acc[1].
