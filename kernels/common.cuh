@@ -287,15 +287,6 @@ static __device__ __forceinline__ void vk_mma_bf16_16816(float (&d)[4], const ui
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// The same with fp16 operands (E4M3 codes widened to fp16 are exact).
-static __device__ __forceinline__ void vk_mma_f16_16816(float (&d)[4], const uint32_t (&a)[4],
-                                                        uint32_t b0, uint32_t b1) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
 // ---- programmatic dependent launch (PDL, sm_90 and later) ----
 // A kernel launched by vk_launch may start while the kernel before it in the stream is still
 // running, as soon as every block of that one has called vk_pdl_trigger (or exited). Until it
