@@ -8,14 +8,8 @@
 # Also: a file that is not the SASS source page is refused, naming what it lacks.
 # Usage: test_ncu_loops.sh BUILD_DIR FIXTURES_DIR (neither is used)
 set -u
-if ! command -v python3 >/dev/null; then
-    echo "SKIPPED: scripts/ncu_loops.py needs python3"
-    exit 77
-fi
-script=$(cd "$(dirname "$0")/../.." && pwd)/scripts/ncu_loops.py
-tmp=$(mktemp -d /tmp/vox_ncu_loops_XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
 source "$(dirname "$0")/checks.sh"
+script_under_test ncu_loops.py
 
 cat >"$tmp/sass.csv" <<'CSV'
 "Kernel Name","void pdecode_kernel<4, 1>(Params)",

@@ -8,14 +8,8 @@
 # Also: a file with the ops' stamps alone prints no marks, and a short file is refused.
 # Usage: test_pdecode_stamps.sh BUILD_DIR FIXTURES_DIR (neither is used)
 set -u
-if ! command -v python3 >/dev/null; then
-    echo "SKIPPED: scripts/pdecode_stamps.py needs python3"
-    exit 77
-fi
-script=$(cd "$(dirname "$0")/../.." && pwd)/scripts/pdecode_stamps.py
-tmp=$(mktemp -d /tmp/vox_pdecode_stamps_XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
 source "$(dirname "$0")/checks.sh"
+script_under_test pdecode_stamps.py
 
 python3 - "$tmp" <<'EOF'
 import array, sys
