@@ -121,12 +121,13 @@ enum { CONSUMER_ROW = 1, CONSUMER_SPLIT = 2 };
 // once, two mbarriers each) and warp nth % 8 adds them up in warp order.
 constexpr int kSplitSlots = 16; // > kPages + 1: a warp is at most kPages pages (units) ahead
 constexpr int kSplitPartialsAt = kStageBytes / 2; // in the stage, above the staged input (K <= 8192)
+constexpr int kSplitMaxK = kSplitPartialsAt / 2; // the staged bf16 row fits below the partial sums
 constexpr int kSplitPartialsBytes = kSplitSlots * kConsumerWarps * kUnitRows * 4;
-// FP8 layers: the split consumer's input as E4M3 codes (a byte each, K <= 8192), above the
+// FP8 layers: the split consumer's input as E4M3 codes (a byte each, K <= kSplitMaxK), above the
 // partial sums (staging writes them while it still reads the bf16 row below)
 constexpr int kSplitCodesAt = kSplitPartialsAt + kSplitPartialsBytes;
 static_assert(kSplitSlots > kPages + 1, "a slot is free again before any warp needs it (no wait)");
-static_assert(kSplitCodesAt + kSplitPartialsAt / 2 <= kStageBytes,
+static_assert(kSplitCodesAt + kSplitMaxK <= kStageBytes,
               "the split consumer's partial sums and input codes fit the stage");
 
 // ---- counters ------------------------------------------------------------------------------
