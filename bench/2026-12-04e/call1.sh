@@ -7,8 +7,9 @@
 #     half=bench/2026-12-04d/pdecode-half-pages.patch \
 #     all=bench/2026-12-04e/pdecode-ring-padding.patch+bench/2026-12-04e/pdecode-stage-one-barrier.patch+bench/2026-12-04d/pdecode-half-pages.patch
 #   nvcc -arch=sm_90a -o build/tests/tma_layout_probe bench/2026-12-04e/tma_layout_probe.cu
-#   nvcc -arch=sm_90a -O3 -I kernels -o build/tests/page_consumer_probe bench/2026-12-04e/page_consumer_probe.cu
-#   EXTRA_BINS="$(ls build/tests/test_kernels_pdecode_* | tr '\n' ' ') build/tests/tma_layout_probe build/tests/page_consumer_probe" bash .devscripts/pack.sh
+#   P="nvcc -arch=sm_90a -O3 -I kernels -I include bench/2026-12-04e/page_consumer_probe.cu -o build/tests/page_consumer_probe"
+#   $P && git apply bench/2026-12-04e/pdecode-ring-padding.patch && ${P}_pad; git checkout kernels/pdecode.cu
+#   EXTRA_BINS="$(ls build/tests/test_kernels_pdecode_* build/tests/page_consumer_probe* | tr '\n' ' ') build/tests/tma_layout_probe" bash .devscripts/pack.sh
 # (pack.sh and common.sh: bench/2026-12-04c/, copied to .devscripts/). Then every variant's
 # checks (908 at HEAD), and three rounds of the full-size step timing, HEAD and the variants
 # interleaved. What each should gain: bench/NOTES-2026-12-04e.md section 2.
@@ -16,7 +17,9 @@ source .devscripts/common.sh
 t0=$(date +%s)
 T=build/tests/test_kernels_pdecode
 echo "== TMA layout probe (section 3)"; timeout 60 build/tests/tma_layout_probe; echo "rc $?"
-echo "== page consumer probe (section 4)"; timeout 120 build/tests/page_consumer_probe; echo "rc $?"
+for b in page_consumer_probe page_consumer_probe_pad; do # HEAD's mma_vectors, then the patch's
+  echo "== $b (section 4)"; timeout 120 build/tests/$b; echo "rc $?"
+done
 for v in pad onebar half all; do
   printf "== checks %-7s" $v; ${T}_$v --no-timing > $OUT/checks-$v.txt 2>&1; echo "rc $? $(tail -1 $OUT/checks-$v.txt)"
 done

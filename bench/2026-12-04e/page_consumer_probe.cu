@@ -1,15 +1,17 @@
 // What a ring page costs the persistent decode kernel's consumers, three ways, outside the kernel
-// (bench/NOTES-2026-12-04e.md section 4): the split consumer as it is (mma.sync over rows 2048
-// bytes apart: 8-way bank conflicts), the same with rows padded by 16 bytes and the loads of
-// pdecode-ring-padding.patch, and the wgmma consumer of section 4 (the page in the K-major
-// 128-byte-swizzle layout, B from shared memory by descriptor, the staged input as row 0 of A
-// from registers). No producer: every block loads kPages pages into shared memory once and its 8
-// consumer warps go over them again and again, so the time a page is the consumers' alone.
+// (bench/NOTES-2026-12-04e.md section 4): the split consumer's loads and mmas (pdecode.cu's
+// mma_vectors, compiled in) over rows 2048 bytes apart as the ring holds them today (8-way bank
+// conflicts), the same over rows padded to 2064 bytes (pdecode-ring-padding.patch; its lane
+// mapping only where the probe is built with that patch applied), and the wgmma consumer of
+// section 4 (the page in the K-major 128-byte-swizzle layout, B from shared memory by
+// descriptor, the staged input as row 0 of A from registers). No producer: every block loads
+// kProbePages pages into shared memory once and its 8 consumer warps go over them again and
+// again, so the time a page is the consumers' alone.
 //
 // Each block (one an SM) also checks its sums: the 8 rows' dot products with x over the pages,
 // against the host in double precision, every block and row (bound below, stated with the check).
 //
-// Build: nvcc -arch=sm_90a -O3 -I kernels -o page_consumer_probe bench/2026-12-04e/page_consumer_probe.cu
+// Build: nvcc -arch=sm_90a -O3 -I kernels -I include -o page_consumer_probe bench/2026-12-04e/page_consumer_probe.cu
 // Run:   ./page_consumer_probe   (one line a variant and type; exit 1 on a failed check)
 #include <cuda_runtime.h>
 #include <math.h>
@@ -18,15 +20,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.cuh"
-#include "fp8.cuh"
+#include "pdecode.cu" // its mma_vectors, kPageBytes, kRowBytes
 
-constexpr int kPages = 4;         // distinct pages in shared memory, visited in turn
-constexpr int kPageBytes = 16384; // 8 rows x 2048 bytes, as pdecode.cu's
-constexpr int kRowBytes = 2048;
-constexpr int kWarps = 8, kThreads = kWarps * 32;
+constexpr int kProbePages = 4; // distinct pages in shared memory, visited in turn
+constexpr int kWarps = 8, kProbeThreads = kWarps * 32; // the 8 consumer warps, no producer
 enum Variant { MMA, MMA_PAD, WGMMA };
-static const char *kNames[] = {"mma (HEAD)", "mma, padded rows", "wgmma"};
+static const char *kNames[] = {"mma, rows 2048 B", "mma, rows 2064 B", "wgmma"};
 
 __host__ __device__ constexpr int row_stride(int v) { return v == MMA_PAD ? kRowBytes + 16 : kRowBytes; }
 __host__ __device__ constexpr int page_stride(int v) { return v == WGMMA ? kPageBytes : 8 * row_stride(v); }
@@ -44,36 +43,14 @@ __host__ __device__ inline int x_offset(int v, int b) {
     return blk * 128 + t * 32 + m * 4 + (b & 3);
 }
 
-// ---- the split consumer's page (pdecode.cu's run_projection_split, one page) ------------------
-template <bool FP8> __device__ __forceinline__ void mma_vector(float (*acc)[4], uint4 w, uint4 xv) {
-    const uint32_t wv[4] = {w.x, w.y, w.z, w.w}, x[4] = {xv.x, xv.y, xv.z, xv.w};
-#pragma unroll
-    for (int i = 0; i < 2; i++) {
-        const uint32_t a[4] = {x[2 * i], 0u, x[2 * i + 1], 0u};
-        if (FP8) {
-            float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-            vk_mma_e4m3_16832(d, a, wv[2 * i], wv[2 * i + 1]);
-            acc[i][0] += d[0], acc[i][1] += d[1];
-        } else {
-            vk_mma_bf16_16816(acc[i], a, wv[2 * i], wv[2 * i + 1]);
-        }
-    }
-}
-
+// ---- the split consumer's page: pdecode.cu's own loads and mmas (mma_vectors), one page ------------
+// pdecode.cu is compiled into this file, so the probe times the kernel's code as it is in the
+// tree it is built from (HEAD, or a variant with a patch applied: build_variants.sh).
 template <bool FP8, int V>
 __device__ __forceinline__ void mma_page(float (&acc)[8][4], const unsigned char *page, const unsigned char *xs) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    const unsigned char *row = page + g * row_stride(V);
-    const uint4 *xv = (const uint4 *)xs;
-    uint4 w[4], x[4];
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        const int v = warp * 16 + (V == MMA_PAD ? 8 * (i >> 1) + 2 * t + (i & 1) : 4 * i + t);
-        w[i] = *(const uint4 *)(row + v * 16);
-        x[i] = g == 0 ? xv[v] : make_uint4(0u, 0u, 0u, 0u);
-    }
-#pragma unroll
-    for (int i = 0; i < 4; i++) mma_vector<FP8>(acc + i * 2, w[i], x[i]);
+    constexpr int kVecs = kRowBytes / 16; // 16-byte vectors of a page row
+    mma_vectors<FP8, 4>(acc, page + g * row_stride(V), (const uint4 *)xs, warp * (kVecs / kWarps), kVecs, g, t);
 }
 
 // ---- the wgmma consumer's page -------------------------------------------------------------------
@@ -162,12 +139,12 @@ __device__ __forceinline__ void wgmma_page(float (&acc)[4], float (&d)[2][4], in
 
 // out[block][8 warps][8 rows]: each warp's (mma) or warpgroup's (wgmma, in warps 0 and 4) partial sums.
 template <bool FP8, int V>
-__global__ void __launch_bounds__(kThreads, 1) consume(const unsigned char *w, const unsigned char *x, int passes,
+__global__ void __launch_bounds__(kProbeThreads, 1) consume(const unsigned char *w, const unsigned char *x, int passes,
                                                        float *out) {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     unsigned char *smem = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
-    unsigned char *xs = smem + kPages * page_stride(V);
-    for (int i = threadIdx.x; i < kPages * kPageBytes; i += blockDim.x) {
+    unsigned char *xs = smem + kProbePages * page_stride(V);
+    for (int i = threadIdx.x; i < kProbePages * kPageBytes; i += blockDim.x) {
         const int p = i / kPageBytes, r = (i / kRowBytes) % 8, b = i % kRowBytes;
         smem[p * page_stride(V) + page_offset(V, r, b)] = w[i];
     }
@@ -178,7 +155,7 @@ __global__ void __launch_bounds__(kThreads, 1) consume(const unsigned char *w, c
     if constexpr (V != WGMMA) {
         float acc[8][4] = {};
         for (int it = 0; it < passes; it++)
-            for (int p = 0; p < kPages; p++) {
+            for (int p = 0; p < kProbePages; p++) {
                 mma_page<FP8, V>(acc, smem + p * page_stride(V), xs);
                 __syncwarp();
             }
@@ -191,7 +168,7 @@ __global__ void __launch_bounds__(kThreads, 1) consume(const unsigned char *w, c
 #pragma unroll 1
         for (int it = 0; it < passes; it++)
 #pragma unroll 1
-            for (int p = 0; p < kPages; p++) wgmma_page<FP8>(acc, d, first, vk_smem_u32(smem + p * kPageBytes), xs);
+            for (int p = 0; p < kProbePages; p++) wgmma_page<FP8>(acc, d, first, vk_smem_u32(smem + p * kPageBytes), xs);
         sums[0] = acc[0], sums[1] = acc[1]; // row 0 of D: columns 2t, 2t + 1 in lanes t < 4 of warp 0 of the group
 #endif
     }
@@ -218,10 +195,10 @@ static float bf16_value(uint16_t b) {
 template <bool FP8, int V> static int run(const unsigned char *dw, const unsigned char *dx, const unsigned char *hw,
                                           const unsigned char *hx, float *dout, int sms) {
     auto k = consume<FP8, V>;
-    const size_t smem = 1024 + (size_t)kPages * page_stride(V) + kRowBytes;
+    const size_t smem = 1024 + (size_t)kProbePages * page_stride(V) + kRowBytes;
     cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     // check: one pass
-    k<<<sms, kThreads, smem>>>(dw, dx, 1, dout);
+    k<<<sms, kProbeThreads, smem>>>(dw, dx, 1, dout);
     float *out = (float *)malloc((size_t)sms * kWarps * 8 * sizeof(float));
     cudaError_t e = cudaMemcpy(out, dout, (size_t)sms * kWarps * 8 * sizeof(float), cudaMemcpyDeviceToHost);
     if (e != cudaSuccess) {
@@ -233,7 +210,7 @@ template <bool FP8, int V> static int run(const unsigned char *dw, const unsigne
     double worst = 0.0;
     for (int r = 0; r < 8; r++) {
         double ref = 0.0, mag = 0.0;
-        for (int p = 0; p < kPages; p++)
+        for (int p = 0; p < kProbePages; p++)
             for (int i = 0; i < (FP8 ? kRowBytes : kRowBytes / 2); i++) {
                 const size_t wi = (size_t)p * kPageBytes + (size_t)r * kRowBytes;
                 const double a = FP8 ? e4m3_value(hw[wi + i]) : bf16_value(((const uint16_t *)(hw + wi))[i]);
@@ -253,14 +230,14 @@ template <bool FP8, int V> static int run(const unsigned char *dw, const unsigne
     const int passes = 2000;
     cudaEvent_t a, b;
     cudaEventCreate(&a), cudaEventCreate(&b);
-    k<<<sms, kThreads, smem>>>(dw, dx, 10, dout); // warm
+    k<<<sms, kProbeThreads, smem>>>(dw, dx, 10, dout); // warm
     cudaEventRecord(a);
-    k<<<sms, kThreads, smem>>>(dw, dx, passes, dout);
+    k<<<sms, kProbeThreads, smem>>>(dw, dx, passes, dout);
     cudaEventRecord(b);
     cudaEventSynchronize(b);
     float ms = 0.0f;
     cudaEventElapsedTime(&ms, a, b);
-    const double ns_page = ms * 1e6 / ((double)passes * kPages);
+    const double ns_page = ms * 1e6 / ((double)passes * kProbePages);
     printf("%-18s %s: %6.1f ns a page an SM (%5.1f TB/s of weights over %d SMs); check: worst |err| %.3f of the bound: %s\n",
            kNames[V], FP8 ? "fp8 " : "bf16", ns_page, kPageBytes * (double)sms / ns_page * 1e-3, sms, worst,
            worst <= 1.0 ? "ok" : "FAILED");
@@ -276,10 +253,10 @@ int main(void) {
         printf("SKIPPED: needs a compute capability 9.x GPU\n");
         return 0;
     }
-    unsigned char *hw8 = (unsigned char *)malloc(kPages * kPageBytes), *hx8 = (unsigned char *)malloc(kRowBytes);
-    unsigned char *hw16 = (unsigned char *)malloc(kPages * kPageBytes), *hx16 = (unsigned char *)malloc(kRowBytes);
+    unsigned char *hw8 = (unsigned char *)malloc(kProbePages * kPageBytes), *hx8 = (unsigned char *)malloc(kRowBytes);
+    unsigned char *hw16 = (unsigned char *)malloc(kProbePages * kPageBytes), *hx16 = (unsigned char *)malloc(kRowBytes);
     srand(12345);
-    for (int i = 0; i < kPages * kPageBytes; i++) {
+    for (int i = 0; i < kProbePages * kPageBytes; i++) {
         uint8_t c = (uint8_t)(rand() & 0xff);
         if ((c & 0x7f) == 0x7f) c ^= 1; // no NaN codes
         hw8[i] = c;
@@ -289,15 +266,15 @@ int main(void) {
         if ((c & 0x7f) == 0x7f) c ^= 1;
         hx8[i] = c;
     }
-    for (int i = 0; i < kPages * kPageBytes / 2; i++) ((uint16_t *)hw16)[i] = (uint16_t)(0x3c00 + (rand() % 0x200) - 0x100) | (rand() & 1) << 15;
+    for (int i = 0; i < kProbePages * kPageBytes / 2; i++) ((uint16_t *)hw16)[i] = (uint16_t)(0x3c00 + (rand() % 0x200) - 0x100) | (rand() & 1) << 15;
     for (int i = 0; i < kRowBytes / 2; i++) ((uint16_t *)hx16)[i] = (uint16_t)(0x3c00 + (rand() % 0x200) - 0x100) | (rand() & 1) << 15;
     unsigned char *dw8, *dx8, *dw16, *dx16;
     float *dout;
-    cudaMalloc(&dw8, kPages * kPageBytes), cudaMalloc(&dx8, kRowBytes);
-    cudaMalloc(&dw16, kPages * kPageBytes), cudaMalloc(&dx16, kRowBytes);
+    cudaMalloc(&dw8, kProbePages * kPageBytes), cudaMalloc(&dx8, kRowBytes);
+    cudaMalloc(&dw16, kProbePages * kPageBytes), cudaMalloc(&dx16, kRowBytes);
     cudaMalloc(&dout, (size_t)sms * kWarps * 8 * sizeof(float));
-    cudaMemcpy(dw8, hw8, kPages * kPageBytes, cudaMemcpyHostToDevice), cudaMemcpy(dx8, hx8, kRowBytes, cudaMemcpyHostToDevice);
-    cudaMemcpy(dw16, hw16, kPages * kPageBytes, cudaMemcpyHostToDevice), cudaMemcpy(dx16, hx16, kRowBytes, cudaMemcpyHostToDevice);
+    cudaMemcpy(dw8, hw8, kProbePages * kPageBytes, cudaMemcpyHostToDevice), cudaMemcpy(dx8, hx8, kRowBytes, cudaMemcpyHostToDevice);
+    cudaMemcpy(dw16, hw16, kProbePages * kPageBytes, cudaMemcpyHostToDevice), cudaMemcpy(dx16, hx16, kRowBytes, cudaMemcpyHostToDevice);
     int failed = 0;
     failed += run<true, MMA>(dw8, dx8, hw8, hx8, dout, sms);
     failed += run<true, MMA_PAD>(dw8, dx8, hw8, hx8, dout, sms);
