@@ -72,10 +72,10 @@ template <bool FP8> __device__ __forceinline__ void wgmma_n8(float (&d)[4], cons
                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d)
                      : "memory");
 }
-__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int N> __device__ __forceinline__ void wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
-__device__ __forceinline__ void pin(float (&d)[4]) {
+__device__ __forceinline__ void probe_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void probe_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void probe_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
+__device__ __forceinline__ void probe_pin(float (&d)[4]) {
     asm volatile("" : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])::"memory");
 }
 
@@ -94,14 +94,14 @@ __device__ __forceinline__ void wgmma_atom(float (&d)[4], int &first, uint32_t a
     uint4 lo = xw[0], hi = xw[1];
     if (!holder) lo = hi = make_uint4(0u, 0u, 0u, 0u);
     const uint32_t words[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-    wg_fence();
+    probe_fence();
 #pragma unroll
     for (int s = 0; s < 4; s++) {
         const uint32_t a[4] = {words[2 * s], 0u, words[2 * s + 1], 0u};
         wgmma_n8<FP8>(d, a, desc_b(atom_addr + s * 32), FP8 ? s > 0 : !first);
         first = 0;
     }
-    wg_commit();
+    probe_commit();
 }
 
 // Warpgroup h takes atoms 8h..8h+7 (1024 bytes of each row). The input's row-0 fragment is held
@@ -119,20 +119,24 @@ __device__ __forceinline__ void wgmma_page(float (&acc)[4], float (&d)[2][4], in
 #pragma unroll
         for (int j = 1; j < 8; j++) {
             wgmma_atom<true>(d[j & 1], first, page_addr + (j0 + j) * 1024, xa + j * 128, holder);
-            wg_wait<1>(); // atom j - 1 is done: add its sums
-            pin(d[(j - 1) & 1]);
+            probe_wait<1>(); // atom j - 1 is done: add its sums
+            probe_pin(d[(j - 1) & 1]);
 #pragma unroll
             for (int i = 0; i < 4; i++) acc[i] += d[(j - 1) & 1][i];
         }
-        wg_wait<0>(); // the page can go back to the producer only when its wgmmas are done
-        pin(d[1]);
+        probe_wait<0>(); // the page can go back to the producer only when its wgmmas are done
+        probe_pin(d[1]);
 #pragma unroll
         for (int i = 0; i < 4; i++) acc[i] += d[1][i];
     } else {
 #pragma unroll
-        for (int j = 0; j < 8; j++) wgmma_atom<false>(acc, first, page_addr + (j0 + j) * 1024, xa + j * 128, holder);
-        wg_wait<0>();
-        pin(acc);
+        for (int j = 0; j < 8; j++) { // one group in flight besides (as pdecode-wgmma-consumer.patch's
+            // wg_page_bf16: a wgmma's A registers stay in use until its group is done)
+            wgmma_atom<false>(acc, first, page_addr + (j0 + j) * 1024, xa + j * 128, holder);
+            if (j > 0) probe_wait<1>();
+        }
+        probe_wait<0>();
+        probe_pin(acc);
     }
 }
 #endif
