@@ -1,5 +1,6 @@
 #!/bin/bash
-# Builds one test_kernels_pdecode (and, with VARIANT_RUNNER=1, one voxtral_runner) per kernel
+# Builds one test_kernels_pdecode (and, with VARIANT_RUNNER=1, one voxtral_runner and one
+# test_cuda_transcribe) per kernel
 # variant, for an A/B inside one device call: build/tests/test_kernels_pdecode_NAME for each
 # NAME=PATCH[+PATCH...] argument, the patches applied in place, built in build/, copied, then
 # reverted (the plain binaries are HEAD's again at the end).
@@ -9,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 targets=test_kernels_pdecode
-[ "${VARIANT_RUNNER:-0}" = 1 ] && targets="$targets voxtral_runner"
+[ "${VARIANT_RUNNER:-0}" = 1 ] && targets="$targets voxtral_runner test_cuda_transcribe"
 touched=()
 restore() { [ ${#touched[@]} -eq 0 ] || git checkout -q -- "${touched[@]}"; }
 trap restore EXIT
@@ -28,7 +29,10 @@ for spec in "$@"; do
     for p in "${patches[@]}"; do git apply "$p"; done
     cmake --build build -j2 --target $targets >/dev/null
     cp build/tests/test_kernels_pdecode "build/tests/test_kernels_pdecode_$name"
-    [ "${VARIANT_RUNNER:-0}" = 1 ] && cp build/voxtral_runner "build/voxtral_runner_$name"
+    if [ "${VARIANT_RUNNER:-0}" = 1 ]; then
+        cp build/voxtral_runner "build/voxtral_runner_$name"
+        cp build/tests/test_cuda_transcribe "build/tests/test_cuda_transcribe_$name"
+    fi
     echo "built $name: ${patches[*]}"
     restore
     touched=()

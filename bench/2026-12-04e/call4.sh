@@ -4,13 +4,13 @@
 # build and against HEAD's runner, then the tiny models end to end with it. Built on the CPU
 # machine first (the wgmma build's runner, HEAD's as build/voxtral_runner):
 #   VARIANT_RUNNER=1 bash bench/2026-12-04e/build_variants.sh wg=bench/2026-12-04e/pdecode-wgmma-consumer.patch
-#   EXTRA_BINS="build/voxtral_runner_wg build/tests/test_kernels_pdecode_wg" bash .devscripts/pack.sh
+#   EXTRA_BINS="build/voxtral_runner_wg build/tests/test_cuda_transcribe_wg build/tests/test_kernels_pdecode_wg" bash .devscripts/pack.sh
 # VOX_PDECODE_MAP_RANK=2 in the wg settings below if call 1's TMA probe refused the 3-D map.
 source .devscripts/common.sh
 t0=$(date +%s)
 W=build/voxtral_runner_wg
 echo "== tiny end to end, wgmma consumer"; for m in tiny_model tiny_model_fp8; do
-  printf "%s: " $m; VOX_PDECODE_CONSUMER=wg timeout 120 build/tests/test_cuda_transcribe build/$m 2>&1 | tail -1; done
+  printf "%s: " $m; VOX_PDECODE_CONSUMER=wg timeout 120 build/tests/test_cuda_transcribe_wg build/$m 2>&1 | tail -1; done
 python3 - <<'PY'
 import wave
 r = wave.open('tests/fixtures/tiny/audio/long.wav'); d = r.readframes(r.getnframes())
