@@ -37,7 +37,9 @@ __device__ __forceinline__ uint32_t smem_u32(const void *p) {
 __global__ void copy_page(const __grid_constant__ CUtensorMap map, int dims, int row0, int block0,
                           unsigned char *out, int *landed) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    extern __shared__ __align__(1024) unsigned char smem[];
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    // the swizzle's 1024-byte period counts from address 0: the page aligned by hand (+1024 bytes)
+    unsigned char *smem = (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     __shared__ __align__(8) uint64_t bar;
     if (threadIdx.x == 0) {
         asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_u32(&bar)));
@@ -97,7 +99,7 @@ int main(void) {
     cudaMalloc(&dev, kRows * kK);
     cudaMalloc(&out, kPage);
     cudaMemcpy(dev, host, kRows * kK, cudaMemcpyHostToDevice);
-    cudaFuncSetAttribute(copy_page, cudaFuncAttributeMaxDynamicSharedMemorySize, kPage);
+    cudaFuncSetAttribute(copy_page, cudaFuncAttributeMaxDynamicSharedMemorySize, kPage + 1024);
     int failures = 0;
     for (int dims = 3; dims >= 2; dims--) {
         CUtensorMap map;
@@ -125,7 +127,7 @@ int main(void) {
             const int row0 = cases[c][0], block0 = cases[c][1];
             unsigned char got[kPage];
             int ok = 0;
-            copy_page<<<1, 128, kPage>>>(map, dims, row0, block0, out, landed);
+            copy_page<<<1, 128, kPage + 1024>>>(map, dims, row0, block0, out, landed);
             cudaError_t e = cudaMemcpy(got, out, kPage, cudaMemcpyDeviceToHost);
             if (e == cudaSuccess) e = cudaMemcpy(&ok, landed, sizeof ok, cudaMemcpyDeviceToHost);
             if (e == cudaSuccess && !ok) printf("%d-D map: the barrier did not see %d bytes (the tx count of a box past the end?)\n", dims, kPage);
