@@ -23,7 +23,7 @@ for b in page_consumer_probe page_consumer_probe_pad; do # HEAD's mma_vectors, t
   echo "== $b (section 4)"; timeout 120 build/tests/$b; echo "rc $?"
 done
 for v in pad onebar half all; do
-  printf "== checks %-7s" $v; ${T}_$v --no-timing > $OUT/checks-$v.txt 2>&1; echo "rc $? $(tail -1 $OUT/checks-$v.txt)"
+  printf "== checks %-7s" $v; timeout 150 ${T}_$v --no-timing > $OUT/checks-$v.txt 2>&1; echo "rc $? $(tail -1 $OUT/checks-$v.txt)"
 done
 echo "t $(( $(date +%s) - t0 )) s"
 for r in 1 2 3; do
@@ -31,7 +31,7 @@ for r in 1 2 3; do
     for v in head pad onebar half all; do
       [ $cfg = bf16-split ] && [ $v = half ] && continue # half pages exist only in FP8 rows of K = 3072
       X=${T}_$v; [ $v = head ] && X=$T
-      printf "round %s %-10s %-7s " $r $cfg $v; $X --timing-only $cfg 2>&1 | grep -E "us a step" | head -1 | sed 's/.*position 440: //'
+      printf "round %s %-10s %-7s " $r $cfg $v; timeout 60 $X --timing-only $cfg 2>&1 | grep -E "us a step" | head -1 | sed 's/.*position 440: //'
     done
   done
 done
