@@ -11,12 +11,8 @@ t0=$(date +%s)
 W=build/voxtral_runner_wg
 echo "== tiny end to end, wgmma consumer"; for m in tiny_model tiny_model_fp8; do
   printf "%s: " $m; VOX_PDECODE_CONSUMER=wg timeout 120 build/tests/test_cuda_transcribe_wg build/$m 2>&1 | tail -1; done
-python3 - <<'PY'
-import wave
-r = wave.open('tests/fixtures/tiny/audio/long.wav'); d = r.readframes(r.getnframes())
-d = (d * 2)[:480000 * 2]
-w = wave.open('/tmp/clip30.wav', 'wb'); w.setnchannels(1); w.setsampwidth(2); w.setframerate(16000); w.writeframes(d); w.close()
-PY
+python3 -c 'import sys; sys.path.insert(0, "scripts"); import voxtral_random as vr
+vr.write_wav("/tmp/clip30.wav", vr.circular_slice(vr.read_wav_int16(vr.ROOT / "tests/fixtures/tiny/audio/long.wav"), 0, 480000))' # bench_gpu.py's clip30.wav
 for dt in fp8 bf16; do
   m=models/full_$dt; [ $dt = bf16 ] && m=models/full
   python3 scripts/make_random_model.py --size full $([ $dt = fp8 ] && echo --dtype fp8) --out $m --build build 2>&1 | tail -1
