@@ -67,6 +67,7 @@
 
 #include "attention_common.cuh"
 #include "common.cuh"
+#include "wgmma.cuh"
 
 namespace vk_attn {
 namespace {
@@ -100,53 +101,19 @@ __device__ __forceinline__ uint32_t tile_off(int r, int c, int rows) {
 
 /* ---- PTX wrappers (sm_90) -------------------------------------------------------------------- */
 
-/* vk_mbar_wait (common.cuh), then the warp together again: lanes leave the wait loop apart, and
- * the .aligned wgmma that follows needs them together (every lane of the warp calls it). */
-__device__ __forceinline__ void mbar_wait_warp(uint32_t bar, uint32_t parity) {
-    vk_mbar_wait(bar, parity);
-    __syncwarp();
-}
 /* One arrival on bar once every cp.async this thread issued so far has landed (the arrival is
  * one of the barrier's expected count: .noinc). */
 __device__ __forceinline__ void cp_async_arrive(uint32_t bar) {
     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 }
-/* Orders shared-memory writes seen through the generic proxy (cp.async) before the async
- * proxy's reads (wgmma operands). */
-__device__ __forceinline__ void fence_proxy_async() {
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
+/* The wgmma group protocol, the mbarrier wait before it and the K-major descriptor (Q, K):
+ * wgmma.cuh. */
 
-__device__ __forceinline__ void wgmma_fence() {
-    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ void wgmma_commit() {
-    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-template <int N> __device__ __forceinline__ void wgmma_wait() {
-    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
-/* The compiler sees a wgmma asm as done when it returns; these pin the registers it writes to
- * the program point after the matching wait, so no use moves above the wait. */
-template <int N> __device__ __forceinline__ void pin(float (&x)[N][4]) {
-#pragma unroll
-    for (int i = 0; i < N; i++)
-        asm volatile("" : "+f"(x[i][0]), "+f"(x[i][1]), "+f"(x[i][2]), "+f"(x[i][3])::"memory");
-}
-
-/* Shared-memory matrix descriptor, 128B swizzle, tile 1024-byte aligned (base offset 0). */
-__device__ __forceinline__ uint64_t desc_sw128(uint32_t addr, uint32_t lbo, uint32_t sbo) {
-    return (uint64_t)((addr & 0x3FFFFu) >> 4) | (uint64_t)((lbo >> 4) & 0x3FFFu) << 16 |
-           (uint64_t)((sbo >> 4) & 0x3FFFu) << 32 | 1ull << 62;
-}
-/* Q and K (K-major): the leading offset is unused with a swizzle (a K-step of 16 stays inside
- * the 128-byte row; CUTLASS sets 1); 8-row groups 1024 bytes apart. */
-__device__ __forceinline__ uint64_t desc_k_major(uint32_t addr) { return desc_sw128(addr, 16, 1024); }
 /* V (MN-major): 8-key groups 1024 bytes apart (stride offset), the 64-wide N blocks (panels of a
  * tile of kBN keys) kBN * 128 bytes apart (leading offset). d64 has one N block, so the leading
  * offset is unused there: 1024, the descriptor the d64-only kernel was measured with. */
 template <int D> __device__ __forceinline__ uint64_t desc_mn_major(uint32_t addr) {
-    return desc_sw128(addr, D == 64 ? 1024 : kBN * kRow, 1024);
+    return vk_desc_sw128(addr, D == 64 ? 1024 : kBN * kRow, 1024);
 }
 
 /* s = Q K^T (scale_d 0: overwrite) or += (1), 64 x 128, one k-step of 16. */
@@ -304,7 +271,7 @@ __global__ void __launch_bounds__(Sm90Cfg<D, CWG, STAGES>::THREADS, 1)
         cp_async_arrive(q_full);
         for (int it = 0; it < n_tiles; it++) {
             const int s = it % STAGES;
-            if (it >= STAGES) mbar_wait_warp(empty(s), (uint32_t)((it / STAGES - 1) & 1));
+            if (it >= STAGES) vk_mbar_wait_warp(empty(s), (uint32_t)((it / STAGES - 1) & 1));
             const int64_t n0 = (int64_t)it * kBN;
             /* unrolled: a paged cache's table reads are all issued before the copies */
 #pragma unroll
@@ -331,7 +298,7 @@ __global__ void __launch_bounds__(Sm90Cfg<D, CWG, STAGES>::THREADS, 1)
     const int row0 = sq.m0 + cw * 64 + warp * 16; /* this warp's first query row */
     /* this warpgroup's rows of Q's panel 0; the start address field takes the offsets of the
      * other K-steps (an 18-bit shared address, so the field never carries) */
-    const uint64_t dq = desc_k_major(sQ + cw * 64 * kRow);
+    const uint64_t dq = vk_desc_k_major(sQ + cw * 64 * kRow);
     /* the keys rows g, g + 8 see, and the warp's first row (the smallest limit) */
     const int lim[2] = {key_limit(sq, causal, row0 + g), key_limit(sq, causal, row0 + g + 8)};
     const int lim_warp = key_limit(sq, causal, row0);
@@ -344,16 +311,16 @@ __global__ void __launch_bounds__(Sm90Cfg<D, CWG, STAGES>::THREADS, 1)
     /* S = Q K^T of tile it into s (issued, not waited for). K-step ks: panel ks / 4. */
     auto issue_qk = [&](int it) {
         const int st = it % STAGES;
-        mbar_wait_warp(full(st), (uint32_t)((it / STAGES) & 1));
-        fence_proxy_async();
-        wgmma_fence();
+        vk_mbar_wait_warp(full(st), (uint32_t)((it / STAGES) & 1));
+        vk_fence_proxy_async();
+        vk_wgmma_fence();
 #pragma unroll
         for (int ks = 0; ks < D / 16; ks++) {
             const uint32_t k_off = (uint32_t)(ks * 16 / kPanel), in_row = (uint32_t)(ks % 4) * 32;
             wgmma_qk(s, dq + ((k_off * BM * kRow + in_row) >> 4),
-                     desc_k_major(sK + st * TILE + k_off * kBN * kRow + in_row), ks);
+                     vk_desc_k_major(sK + st * TILE + k_off * kBN * kRow + in_row), ks);
         }
-        wgmma_commit();
+        vk_wgmma_commit();
     };
     /* Mask keys at or past each row's limit (only tiles past the warp's first row's have any),
      * then the online-softmax step. */
@@ -376,22 +343,22 @@ __global__ void __launch_bounds__(Sm90Cfg<D, CWG, STAGES>::THREADS, 1)
     /* O += P V of tile it, issued (wgmma.fence: o was rescaled and pa rewritten by ordinary
      * instructions since the last wgmma). */
     auto issue_pv = [&](int it) {
-        wgmma_fence();
+        vk_wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < kBN / 16; kk++)
             wgmma_pv(o, pa[kk], desc_mn_major<D>(sV + (it % STAGES) * TILE + kk * 16 * kRow));
-        wgmma_commit();
+        vk_wgmma_commit();
     };
 
     /* No branch lies between a wgmma and its wait (a value merged from two paths would be
      * copied out of the accumulators while the MMA runs, and ptxas would then serialise every
      * wgmma): the last tile's P V is peeled off the loop. */
-    mbar_wait_warp(q_full, 0);
+    vk_mbar_wait_warp(q_full, 0);
     if (n_tiles > 0) {
         float alpha[2]; /* o is still 0: nothing to rescale */
         issue_qk(0);
-        wgmma_wait<0>();
-        pin(s);
+        vk_wgmma_wait<0>();
+        vk_wgmma_pin(s);
         softmax(0, alpha);
         pack_p();
     }
@@ -399,12 +366,12 @@ __global__ void __launch_bounds__(Sm90Cfg<D, CWG, STAGES>::THREADS, 1)
         issue_qk(it + 1);
         issue_pv(it);
         float alpha[2];
-        wgmma_wait<1>(); /* S of tile it + 1 */
-        pin(s);
+        vk_wgmma_wait<1>(); /* S of tile it + 1 */
+        vk_wgmma_pin(s);
         softmax(it + 1, alpha);
-        wgmma_wait<0>(); /* P V of tile it: its buffer and pa are free again */
-        pin(o);
-        pin(s);
+        vk_wgmma_wait<0>(); /* P V of tile it: its buffer and pa are free again */
+        vk_wgmma_pin(o);
+        vk_wgmma_pin(s);
         if (lane == 0) vk_mbar_arrive(empty(it % STAGES));
 #pragma unroll
         for (int dt = 0; dt < D / 8; dt++) {
@@ -417,8 +384,8 @@ __global__ void __launch_bounds__(Sm90Cfg<D, CWG, STAGES>::THREADS, 1)
     }
     if (n_tiles > 0) {
         issue_pv(n_tiles - 1);
-        wgmma_wait<0>();
-        pin(o);
+        vk_wgmma_wait<0>();
+        vk_wgmma_pin(o);
     }
 
 #pragma unroll
