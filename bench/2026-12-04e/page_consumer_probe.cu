@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "pdecode.cu" // its mma_vectors, kPageBytes, kRowBytes
+#include "wgmma.cuh"
 
 constexpr int kProbePages = 4; // distinct pages in shared memory, visited in turn
 constexpr int kWarps = 8, kProbeThreads = kWarps * 32; // the 8 consumer warps, no producer
@@ -55,9 +56,6 @@ __device__ __forceinline__ void mma_page(float (&acc)[8][4], const unsigned char
 
 // ---- the wgmma consumer's page -------------------------------------------------------------------
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-__device__ __forceinline__ uint64_t desc_b(uint32_t addr) { // K-major, 128-byte swizzle, 8-row groups 1024 apart
-    return (uint64_t)((addr & 0x3FFFFu) >> 4) | (uint64_t)(16u >> 4) << 16 | (uint64_t)(1024u >> 4) << 32 | 1ull << 62;
-}
 template <bool FP8> __device__ __forceinline__ void wgmma_n8(float (&d)[4], const uint32_t (&a)[4], uint64_t db, int scale_d) {
     if (FP8)
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
@@ -71,12 +69,6 @@ template <bool FP8> __device__ __forceinline__ void wgmma_n8(float (&d)[4], cons
                      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d)
                      : "memory");
-}
-__device__ __forceinline__ void probe_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void probe_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int N> __device__ __forceinline__ void probe_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
-__device__ __forceinline__ void probe_pin(float (&d)[4]) {
-    asm volatile("" : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])::"memory");
 }
 
 // Warpgroup h takes atoms 8h..8h+7 (1024 bytes of each row). The input's row-0 fragment is held
@@ -94,14 +86,14 @@ __device__ __forceinline__ void wgmma_atom(float (&d)[4], int &first, uint32_t a
     uint4 lo = xw[0], hi = xw[1];
     if (!holder) lo = hi = make_uint4(0u, 0u, 0u, 0u);
     const uint32_t words[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-    probe_fence();
+    vk_wgmma_fence();
 #pragma unroll
     for (int s = 0; s < 4; s++) {
         const uint32_t a[4] = {words[2 * s], 0u, words[2 * s + 1], 0u};
-        wgmma_n8<FP8>(d, a, desc_b(atom_addr + s * 32), FP8 ? s > 0 : !first);
+        wgmma_n8<FP8>(d, a, vk_desc_k_major(atom_addr + s * 32), FP8 ? s > 0 : !first);
         first = 0;
     }
-    probe_commit();
+    vk_wgmma_commit();
 }
 
 // Warpgroup h takes atoms 8h..8h+7 (1024 bytes of each row). The input's row-0 fragment is held
@@ -119,13 +111,13 @@ __device__ __forceinline__ void wgmma_page(float (&acc)[4], float (&d)[2][4], in
 #pragma unroll
         for (int j = 1; j < 8; j++) {
             wgmma_atom<true>(d[j & 1], first, page_addr + (j0 + j) * 1024, xa + j * 128, holder);
-            probe_wait<1>(); // atom j - 1 is done: add its sums
-            probe_pin(d[(j - 1) & 1]);
+            vk_wgmma_wait<1>(); // atom j - 1 is done: add its sums
+            vk_wgmma_pin(d[(j - 1) & 1]);
 #pragma unroll
             for (int i = 0; i < 4; i++) acc[i] += d[(j - 1) & 1][i];
         }
-        probe_wait<0>(); // the page can go back to the producer only when its wgmmas are done
-        probe_pin(d[1]);
+        vk_wgmma_wait<0>(); // the page can go back to the producer only when its wgmmas are done
+        vk_wgmma_pin(d[1]);
 #pragma unroll
         for (int i = 0; i < 4; i++) acc[i] += d[1][i];
     } else {
@@ -133,10 +125,10 @@ __device__ __forceinline__ void wgmma_page(float (&acc)[4], float (&d)[2][4], in
         for (int j = 0; j < 8; j++) { // one group in flight besides (as pdecode-wgmma-consumer.patch's
             // wg_page_bf16: a wgmma's A registers stay in use until its group is done)
             wgmma_atom<false>(acc, first, page_addr + (j0 + j) * 1024, xa + j * 128, holder);
-            if (j > 0) probe_wait<1>();
+            if (j > 0) vk_wgmma_wait<1>();
         }
-        probe_wait<0>();
-        probe_pin(acc);
+        vk_wgmma_wait<0>();
+        vk_wgmma_pin(acc);
     }
 }
 #endif
