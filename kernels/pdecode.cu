@@ -16,7 +16,7 @@
 //    the staged input as its m side, which has room for more sequences); a unit's 8 warp sums
 //    meet in shared memory and one warp adds them in warp order, so every output row is summed
 //    in a fixed order. VOX_PDECODE_CONSUMER=row has warp w sum row w of every unit on the CUDA
-//    cores instead (run_projection), reading its 2 KB of each page; it is 1.3-2.6% slower
+//    cores instead (run_projection), reading its 3 KB of each page; it is 1.3-2.6% slower
 //    (bench/NOTES-2026-12-04b.md) and is also taken where a staged input is too wide for the
 //    split consumer's partial sums (K > 8192). (A third consumer, a warp a whole unit on the
 //    tensor cores with up to 8 pages in work at once, was 5-10% slower than both and was
@@ -65,9 +65,14 @@ constexpr int kConsumerWarps = 8;
 constexpr int kConsumers = kConsumerWarps * 32;
 constexpr int kThreads = kConsumers + 32; // + the producer warp
 constexpr int kUnitRows = kConsumerWarps; // weight rows of a projection unit: a warp each
-constexpr int kPageBytes = 16384;
+// A page is 8 rows x 3072 bytes, so that a unit of K = 3072 (q|k|v, gate|up, lm_head) is one
+// FP8 page or two bf16 pages: a page turn (its barriers, a unit's loads) costs about the same
+// whatever its bytes, and 2 KB rows made those FP8 units a full and a half page. Against
+// 8 x 2048-byte pages (12 of them, the same 192 KB) the step went from 2080 to 1931 us (FP8) and
+// 2282 to 2243 us (bf16): bench/NOTES-2026-12-05.md.
+constexpr int kPageBytes = 24576;
 constexpr int kRowBytes = kPageBytes / kUnitRows; // one row's share of a page
-constexpr int kPages = 12;
+constexpr int kPages = 8;
 constexpr int kStageBytes = 32768; // the staged input (K <= 8192 bf16), or attention scratch
 constexpr int kSmemBytes = kPages * kPageBytes + kStageBytes;
 constexpr int kMaxSplits = 16;     // attention splits of a kv head
@@ -497,9 +502,10 @@ __device__ void run_projection(const Params &p, const Proj &q, int offset, const
     const int64_t units = q.n / kUnitRows;
     int nth = 0; // the unit's place among this block's units
     for (int64_t u = first_unit(offset); u < units; u += G, nth++) {
-        // four partial sums (lane's vectors i, i + 32, ... of each page in turn): a full page's
-        // four loads go out together and its products form four independent chains
-        float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        // kLaneVecs partial sums (lane's vectors i, i + 32, ... of each page in turn): a full page's
+        // loads go out together and its products form independent chains
+        constexpr int kLaneVecs = kRowBytes / 16 / 32; // a full page's vectors a lane
+        float part[kLaneVecs] = {};
         for (int c0 = 0; c0 < q.k; c0 += pc, page++) {
             const int slot = page % kPages;
             vk_mbar_wait(vk_smem_u32(&full[slot]), (page / kPages) & 1);
@@ -507,11 +513,11 @@ __device__ void run_projection(const Params &p, const Proj &q, int offset, const
             const int nvec = min(pc, q.k - c0) / ve;
             if (p.experiment == 1) {
             } else if (nvec == kRowBytes / 16) {
-                uint4 w[4];
+                uint4 w[kLaneVecs];
 #pragma unroll
-                for (int i = 0; i < 4; i++) w[i] = *(const uint4 *)(row + (i * 32 + lane) * 16);
+                for (int i = 0; i < kLaneVecs; i++) w[i] = *(const uint4 *)(row + (i * 32 + lane) * 16);
 #pragma unroll
-                for (int i = 0; i < 4; i++) part[i] += dot_vec(w[i], xs + c0 + (i * 32 + lane) * ve, FP8);
+                for (int i = 0; i < kLaneVecs; i++) part[i] += dot_vec(w[i], xs + c0 + (i * 32 + lane) * ve, FP8);
             } else {
                 for (int v = lane; v < nvec; v += 32)
                     part[0] += dot_vec(*(const uint4 *)(row + v * 16), xs + c0 + v * ve, FP8);
@@ -519,7 +525,10 @@ __device__ void run_projection(const Params &p, const Proj &q, int offset, const
             __syncwarp();
             if (lane == 0 || p.handover) vk_mbar_arrive(vk_smem_u32(&empty[slot]));
         }
-        float acc = vk_warp_sum((part[0] + part[1]) + (part[2] + part[3]));
+        float acc = 0.0f;
+#pragma unroll
+        for (int i = 0; i < kLaneVecs; i++) acc += part[i];
+        acc = vk_warp_sum(acc);
         const int64_t r = u * kUnitRows + warp;
         const float res = __shfl_sync(0xffffffffu, resid, nth & 31); // prefetch_row's
         const float ws = FP8 ? __shfl_sync(0xffffffffu, wscale, nth & 31) : 1.0f; // prefetch_row's
@@ -542,8 +551,8 @@ __device__ void run_projection(const Params &p, const Proj &q, int offset, const
 // codes, each from zero and added to its accumulator in fp32 (vk_mma_e4m3_16832: the FP8 tensor
 // cores sum with fewer bits than fp32, so they sum 32 products, not the row). On sm_90, which has
 // no FP8 mma.sync, ptxas widens both operands to fp16 and runs fp16 mmas: there the gain over
-// staging x as fp16 values is its loads, half the bytes (bench/NOTES-2026-12-04d.md). Eight
-// independent accumulators; lane (0, t) ends with rows 2t and 2t + 1's sums.
+// staging x as fp16 values is its loads, half the bytes (bench/NOTES-2026-12-04d.md). Two
+// independent accumulators a vector in flight; lane (0, t) ends with rows 2t and 2t + 1's sums.
 
 // One 16-byte vector of each of the 8 rows (b) against the same vector of x (x: row 0 of A),
 // into accumulators acc[0] and acc[1].
@@ -567,7 +576,7 @@ __device__ __forceinline__ void mma_vector(float (*acc)[4], uint4 w, uint4 xv) {
 // then their mmas (a vector past nvec counts as zeros). xv: x's 16-byte vectors (8 bf16 values,
 // or FP8's 16 codes), matching the rows' vectors one for one.
 template <bool FP8, int N>
-__device__ __forceinline__ void mma_vectors(float (&acc)[8][4], const unsigned char *row, const uint4 *xv,
+__device__ __forceinline__ void mma_vectors(float (&acc)[2 * N][4], const unsigned char *row, const uint4 *xv,
                                             int v0, int nvec, int g, int t) {
     uint4 w[N], x[N];
 #pragma unroll
@@ -582,9 +591,10 @@ __device__ __forceinline__ void mma_vectors(float (&acc)[8][4], const unsigned c
     for (int i = 0; i < N; i++) mma_vector<FP8>(acc + i * 2, w[i], x[i]);
 }
 
-// The split consumer (CONSUMER_SPLIT). Warp w sums vectors 16w .. 16w + 15 of each row of every
-// page (bf16: 128 columns, FP8: 256), lane (g, t) row g's vectors 16w + t, + 4, + 8, + 12, with
-// mma_vectors. At a unit's end its lanes (0, t) hold the warp's sums of rows 2t, 2t + 1 and put
+// The split consumer (CONSUMER_SPLIT). Warp w sums vectors 24w .. 24w + 23 of each row of every
+// page (bf16: 192 columns, FP8: 384), lane (g, t) row g's vectors 24w + t, + 4, ..., + 20, with
+// mma_vectors, three at a time (6 accumulators; all six at once spilled and measured 20 us a
+// FP8 step slower). At a unit's end its lanes (0, t) hold the warp's sums of rows 2t, 2t + 1 and put
 // them in the unit's slot (unit_ord: the block's units so far, over every op), and warp nth % 8
 // waits for the 8 warps' sums (unit_bar: each writing lane arrives, 32 a phase) and adds them in
 // warp order: a row's sum does not depend on timing. Its reading lanes then free the slot
@@ -598,7 +608,9 @@ __device__ void run_projection_split(const Params &p, const Proj &q, int offset,
                                      float resid, float wscale, const unsigned char *ring, uint64_t *full,
                                      uint64_t *empty, float *partials, uint64_t *unit_bar,
                                      uint64_t *slot_free, uint32_t &page, uint32_t &unit_ord) {
-    constexpr int kVecsInFlight = 4; // vectors a lane loads at once: 8 accumulators
+    constexpr int kWarpVecs = kRowBytes / 16 / kConsumerWarps; // a warp's vectors of a row
+    constexpr int kVecsInFlight = kWarpVecs / 8; // vectors a lane loads at once (half a page's)
+    static_assert(kWarpVecs % 8 == 0, "a page's vectors of a warp are two loads of a lane's");
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, G = gridDim.x;
     const int g = lane >> 2, t = lane & 3;
     const int pc = page_cols(FP8), ve = vec_elems(FP8);
@@ -606,9 +618,9 @@ __device__ void run_projection_split(const Params &p, const Proj &q, int offset,
     const int64_t units = q.n / kUnitRows;
     int nth = 0; // the unit's place among this block's units
     for (int64_t u = first_unit(offset); u < units; u += G, nth++, unit_ord++) {
-        float acc[8][4];
+        float acc[2 * kVecsInFlight][4];
 #pragma unroll
-        for (int i = 0; i < 8; i++) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
+        for (int i = 0; i < 2 * kVecsInFlight; i++) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
         for (int c0 = 0; c0 < q.k; c0 += pc, page++) {
             const int slot = page % kPages;
             vk_mbar_wait(vk_smem_u32(&full[slot]), (page / kPages) & 1);
@@ -618,7 +630,7 @@ __device__ void run_projection_split(const Params &p, const Proj &q, int offset,
             const int nvec = min(pc, q.k - c0) / ve;
             if (p.experiment != 1 && v0 < nvec) {
 #pragma unroll
-                for (int v = v0; v < v0 + kRowBytes / 16 / kConsumerWarps; v += 4 * kVecsInFlight)
+                for (int v = v0; v < v0 + kWarpVecs; v += 4 * kVecsInFlight)
                     mma_vectors<FP8, kVecsInFlight>(acc, row, xv, v, nvec, g, t);
             }
             __syncwarp();
@@ -631,9 +643,12 @@ __device__ void run_projection_split(const Params &p, const Proj &q, int offset,
             // the slot's last unit has been added up (passes at once on its first use)
             vk_mbar_wait(vk_smem_u32(&slot_free[us]), (round & 1) ^ 1);
 #pragma unroll
-            for (int c = 0; c < 2; c++)
-                part[2 * t + c] = ((acc[0][c] + acc[1][c]) + (acc[2][c] + acc[3][c])) +
-                                  ((acc[4][c] + acc[5][c]) + (acc[6][c] + acc[7][c]));
+            for (int c = 0; c < 2; c++) {
+                float s = 0.0f;
+#pragma unroll
+                for (int i = 0; i < 2 * kVecsInFlight; i++) s += acc[i][c];
+                part[2 * t + c] = s;
+            }
             vk_mbar_arrive(vk_smem_u32(&unit_bar[us])); // releases this lane's sums
         }
         if (warp != nth % kConsumerWarps) continue;
