@@ -72,6 +72,7 @@ constexpr int kUnitRows = kConsumerWarps; // weight rows of a projection unit: a
 // 2282 to 2243 us (bf16): bench/NOTES-2026-12-05.md.
 constexpr int kPageBytes = 24576;
 constexpr int kRowBytes = kPageBytes / kUnitRows; // one row's share of a page
+static_assert(kRowBytes % (16 * 32) == 0, "a full page row is whole 16-byte loads of every lane (row consumer)");
 constexpr int kPages = 8;
 constexpr int kStageBytes = 32768; // the staged input (K <= 8192 bf16), or attention scratch
 constexpr int kSmemBytes = kPages * kPageBytes + kStageBytes;
