@@ -28,6 +28,9 @@ typedef struct vox_audio_source vox_audio_source;
 struct vox_audio_source {
     int rate, channels;
     double expected_frames; /* what the header announces (0: unknown; an estimate for MP3, Ogg) */
+    /* Every frame `read` gives is finite by construction (16-bit PCM scaled by our own loop), so
+     * the decoder skips its search for NaN and infinity; false for decoders that give floats. */
+    bool finite;
     /* Reads up to n frames into buf; returns how many, 0 at the end. A decoding error ends the
      * stream: the frames read before it stand, and `error` says what went wrong. */
     size_t (*read)(vox_audio_source *s, float *buf, size_t n);
