@@ -10,8 +10,11 @@
  *   PY
  *   gcc -O2 -std=c11 -D_GNU_SOURCE -I src -I include bench/2026-12-05b/audio_load_bench.c \
  *       build/libvox_audio.a build/libvox_common.a -lsndfile -lsoxr -lmpg123 -lm -lpthread -o /tmp/abench/bench
- *   /tmp/abench/bench THREADS REUSE LOADS_A_THREAD      (e.g. 1 1 512)
+ *   /tmp/abench/bench THREADS REUSE LOADS_A_THREAD [FILE]   (e.g. 1 1 512)
  *
+ * FILE: load that file every time instead of the 64 clips (NOTES-2026-12-05b section 6 timed a
+ * 30 s 48 kHz stereo PCM16 WAV so, 40 loads a round: 2 x 1440000 samples of
+ * int(8000 sin(0.01 i)) + uniform integers in [-500, 500], written with Python's wave module).
  * REUSE 1 hands each load the previous one's buffer, as the reader threads do with their spares. */
 #include <pthread.h>
 #include <stdio.h>
@@ -27,14 +30,16 @@ static double now_ms(void) {
 }
 
 static int reuse_mode, per_thread;
+static const char *one_file; /* FILE, or NULL for the 64 clips */
 
 static void *run(void *arg) {
     double *total = arg;
     float *buf = NULL;
     size_t cap = 0;
     for (int i = 0; i < per_thread; i++) {
-        char path[64];
-        snprintf(path, sizeof path, "/tmp/abench/clip%02d.wav", i % 64);
+        char path[4096];
+        if (one_file) snprintf(path, sizeof path, "%s", one_file);
+        else snprintf(path, sizeof path, "/tmp/abench/clip%02d.wav", i % 64);
         vox_audio a;
         vox_error e;
         double t0 = now_ms();
@@ -51,10 +56,11 @@ static void *run(void *arg) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 4) {
-        fprintf(stderr, "usage: %s THREADS REUSE LOADS_A_THREAD\n", argv[0]);
+    if (argc != 4 && argc != 5) {
+        fprintf(stderr, "usage: %s THREADS REUSE LOADS_A_THREAD [FILE]\n", argv[0]);
         return 2;
     }
+    one_file = argc == 5 ? argv[4] : NULL;
     int threads = atoi(argv[1]);
     reuse_mode = atoi(argv[2]), per_thread = atoi(argv[3]);
     if (threads < 1 || threads > 64) return 2;
