@@ -1,4 +1,4 @@
-/* Time vox_audio_load_reusing on the CPU machine (NOTES-2026-12-05b section 7): the `audio` stage
+/* Time vox_audio_load_reusing on the CPU machine (NOTES-2026-12-05b section 6): the `audio` stage
  * of a batched run is the reader threads' time in it, summed over files, and counts in the stage
  * total that issue 9's RTFx is measured over.
  *
