@@ -594,9 +594,10 @@ static vox_status decode_source(vox_audio_source *src, const char *path, double 
                               "values near the float limit are not audio", path);
                 break;
             }
+        } else if (!src->finite) { /* mono: the samples as read (a mix was checked above) */
+            st = check_finite(path, x, n, total, 1, err);
+            if (st) break;
         }
-        if (!src->finite) st = check_finite(path, x, n, total, 1, err);
-        if (st) break;
         if (direct_read) {
             direct.n += n;
         } else if (resample) {
