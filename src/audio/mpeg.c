@@ -290,6 +290,15 @@ vox_status vox_mpeg_open(const vox_audio_input *in, vox_audio_source *src, char 
         mpeg_close(src);
         return VOX_ERR_FORMAT;
     }
+    /* soundfile.read (the reference) seeks a seekable file to frame 0 before reading it, which
+     * libsndfile passes on as mpg123_seek(0) (its MP3 is seekable when the length is known).
+     * That is not a no-op: after it, MPEG-2/2.5 Layer III streams (rates up to 24 kHz) decode
+     * to floats up to 3e-7 away from a fresh handle's (MPEG-1 ones are unchanged). */
+    if (length >= 0 && mpg123_seek(m->mh, 0, SEEK_SET) < 0) {
+        snprintf(why, n, "libmpg123: %s", mpg123_strerror(m->mh));
+        mpeg_close(src);
+        return VOX_ERR_FORMAT;
+    }
     src->rate = rate > 0 && rate <= INT32_MAX ? (int)rate : 0;
     src->channels = channels;
     src->expected_frames = length > 0 ? (double)length : 0;

@@ -532,6 +532,9 @@ static float *sndfile_reference(const char *path, size_t *n) {
     SNDFILE *s = sf_open(path, SFM_READ, &info);
     if (!s) return NULL;
     VOX_ASSERT(info.channels == 1);
+    /* as soundfile.read does before reading (the reference): for MP3 that is mpg123_seek(0),
+     * which changes the floats of MPEG-2/2.5 Layer III streams (src/audio/mpeg.c) */
+    if (info.seekable) CHECK(sf_seek(s, 0, SEEK_SET) == 0);
     size_t cap = 1 << 16, frames = 0;
     float *x = malloc(cap * sizeof(float));
     sf_count_t got;
