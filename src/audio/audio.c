@@ -407,6 +407,67 @@ static vox_status mpeg_open(const vox_audio_input *in, const char *path, vox_aud
     return VOX_OK;
 }
 
+/* Headerless audio that libsndfile opens by the file name's extension when it does not recognise
+ * the contents (sndfile.c, format_from_extension): u-law (.au, .snd), Dialogic VOX ADPCM (.vox,
+ * .vox8; .vox6 at 6 kHz) and GSM 6.10 (.gsm), mono, 8 kHz. soundfile.read (the reference) opens
+ * a path, so it gets this; sf_open_fd and virtual I/O have no name, so it is redone here. Sets
+ * the format, rate and channels in *info; false for other names. */
+static bool raw_by_extension(const char *name, SF_INFO *info) {
+    static const struct {
+        const char *ext;
+        int format, rate;
+    } raw[] = {{"au", SF_FORMAT_RAW | SF_FORMAT_ULAW, 8000},
+               {"snd", SF_FORMAT_RAW | SF_FORMAT_ULAW, 8000},
+               {"vox", SF_FORMAT_RAW | SF_FORMAT_VOX_ADPCM, 8000},
+               {"vox8", SF_FORMAT_RAW | SF_FORMAT_VOX_ADPCM, 8000},
+               {"vox6", SF_FORMAT_RAW | SF_FORMAT_VOX_ADPCM, 6000},
+               {"gsm", SF_FORMAT_RAW | SF_FORMAT_GSM610, 8000}};
+    const char *base = strrchr(name, '/'); /* libsndfile looks at the name, not the folders */
+    const char *dot = strrchr(base ? base + 1 : name, '.');
+    if (!dot) return false;
+    char ext[8];
+    size_t n = 0;
+    for (const char *c = dot + 1; *c; c++) {
+        if (n + 1 == sizeof ext) return false;
+        ext[n++] = (char)(*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
+    }
+    ext[n] = '\0';
+    for (size_t i = 0; i < sizeof raw / sizeof *raw; i++) {
+        if (strcmp(ext, raw[i].ext) != 0) continue;
+        memset(info, 0, sizeof *info);
+        info->format = raw[i].format;
+        info->samplerate = raw[i].rate;
+        info->channels = 1;
+        return true;
+    }
+    return false;
+}
+
+/* libsndfile on the input: a descriptor of its own, or virtual I/O over the bytes in memory. */
+static SNDFILE *sndfile_open_input(const vox_audio_input *in, sndfile_impl *f, SF_INFO *info,
+                                   int *dup_errno) {
+    *dup_errno = 0;
+    if (in->fd >= 0) {
+        /* on a copy that libsndfile owns (and closes, also when the open fails): when it does
+         * not recognise the file, libsndfile 1.2 closes the descriptor it was given even with
+         * close_desc false, so the caller's own close after that could close a file that another
+         * reader thread had just opened under the same number */
+        const int own = dup(in->fd);
+        if (own < 0) {
+            *dup_errno = errno;
+            return NULL;
+        }
+        /* from the start: the copy shares the offset, which an open that failed has moved, and
+         * libsndfile takes the offset it is given as where an embedded file starts (a device
+         * that cannot seek is read as it comes) */
+        (void)lseek(own, 0, SEEK_SET);
+        return sf_open_fd(own, SFM_READ, info, SF_TRUE);
+    }
+    static SF_VIRTUAL_IO io = {mem_get_filelen, mem_seek, mem_read, NULL, mem_tell};
+    f->mem = (mem_file){in->data, (sf_count_t)in->size, 0};
+    return sf_open_virtual(&io, SFM_READ, info, &f->mem);
+}
+
 /* Opens the input with libsndfile. MPEG audio it recognises where vox_mpeg_sniff did not (after
  * junk, or by a .mp3 name) is handed to libmpg123 before a frame is decoded; only damage within
  * the first frames of such a file could still make libsndfile's libmpg123 print. */
@@ -417,30 +478,25 @@ static vox_status sndfile_open(const vox_audio_input *in, const char *path, vox_
     if (!f) return vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", path);
     SF_INFO info;
     memset(&info, 0, sizeof info);
-    if (in->fd >= 0) {
-        /* on a copy that libsndfile owns (and closes, also when the open fails): when it does
-         * not recognise the file, libsndfile 1.2 closes the descriptor it was given even with
-         * close_desc false, so the caller's own close after that could close a file that another
-         * reader thread had just opened under the same number */
-        const int own = dup(in->fd);
-        if (own < 0) {
-            const int e = errno;
-            free(f);
-            return vox_fail(err, VOX_ERR_IO, "%s: cannot read: %s", path, strerror(e));
-        }
-        f->snd = sf_open_fd(own, SFM_READ, &info, SF_TRUE);
-    } else {
-        static SF_VIRTUAL_IO io = {mem_get_filelen, mem_seek, mem_read, NULL, mem_tell};
-        f->mem = (mem_file){in->data, (sf_count_t)in->size, 0};
-        f->snd = sf_open_virtual(&io, SFM_READ, &info, &f->mem);
+    int dup_errno = 0;
+    f->snd = sndfile_open_input(in, f, &info, &dup_errno);
+    char why[128] = "";
+    if (!f->snd && !dup_errno) {
+        snprintf(why, sizeof why, "%s", sf_strerror(NULL));
+        if (sf_error(NULL) == SF_ERR_UNRECOGNISED_FORMAT && raw_by_extension(path, &info))
+            f->snd = sndfile_open_input(in, f, &info, &dup_errno);
+    }
+    if (dup_errno) {
+        free(f);
+        return vox_fail(err, VOX_ERR_IO, "%s: cannot read: %s", path, strerror(dup_errno));
     }
     src->impl = f;
     src->read = sndfile_read;
     src->close = sndfile_close;
-    if (!f->snd) {
+    if (!f->snd) { /* the first open's reason: what a headerless fallback made of it is moot */
         sndfile_close(src);
         return vox_fail(err, VOX_ERR_FORMAT, "%s: not a supported audio file (libsndfile: %s)",
-                        path, sf_strerror(NULL));
+                        path, why);
     }
 #ifdef SF_FORMAT_MPEG
     if ((info.format & SF_FORMAT_TYPEMASK) == SF_FORMAT_MPEG) {

@@ -626,6 +626,58 @@ static void test_mpeg(void) {
     }
 }
 
+/* Headerless audio that libsndfile opens by its name's extension when it does not recognise the
+ * contents (u-law .au/.snd, Dialogic VOX ADPCM .vox, GSM 6.10 .gsm; 8 kHz mono, .vox6 6 kHz), as
+ * soundfile.read of a path does: it decodes to libsndfile's samples, from a file and from memory
+ * under that name (it was refused as "Format not recognised"); the same bytes named .wav are
+ * still not audio. */
+static void test_raw_by_extension(void) {
+    static const struct {
+        const char *name;
+        int format, rate;
+    } cases[] = {{"raw.au", SF_FORMAT_RAW | SF_FORMAT_ULAW, 8000},
+                 {"raw.VOX", SF_FORMAT_RAW | SF_FORMAT_VOX_ADPCM, 8000},
+                 {"raw.vox6", SF_FORMAT_RAW | SF_FORMAT_VOX_ADPCM, 6000},
+                 {"raw.gsm", SF_FORMAT_RAW | SF_FORMAT_GSM610, 8000}};
+    const size_t frames = 8000;
+    float *x = tone(440, 8000, frames, 0.5);
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        const char *path = tmp_path(cases[c].name);
+        CHECK(write_audio(path, cases[c].format, cases[c].rate, 1, x, frames));
+        vox_audio a, m;
+        vox_error err = {0};
+        vox_status st = vox_audio_load(path, 0, &a, &err);
+        CHECK_MSG(st == VOX_OK && a.source_rate == cases[c].rate && a.source_channels == 1,
+                  "%s: %s", path, err.msg);
+        size_t len = 0, n_ref = 0;
+        char *bytes = test_read_file(path, &len);
+        CHECK(bytes != NULL);
+        vox_status mst = bytes ? vox_audio_load_memory(bytes, len, path, 0, &m, &err) : VOX_ERR_IO;
+        CHECK_MSG(mst == VOX_OK, "%s from memory: %s", path, err.msg);
+        float *ref = sndfile_reference(path, &n_ref); /* sf_open: a path, so the fallback */
+        CHECK(ref != NULL);
+        if (!st && ref)
+            CHECK_MSG(n_ref == a.n_samples && memcmp(ref, a.samples, n_ref * sizeof(float)) == 0,
+                      "%s: %zu samples differ from libsndfile's %zu", path, a.n_samples, n_ref);
+        if (!st && !mst)
+            CHECK_MSG(m.n_samples == a.n_samples &&
+                          memcmp(m.samples, a.samples, a.n_samples * sizeof(float)) == 0,
+                      "%s: memory and file differ", path);
+        if (c == 0 && bytes) {
+            const char *as_wav = tmp_path("raw_ulaw.wav");
+            FILE *o = fopen(as_wav, "wb");
+            CHECK(o && fwrite(bytes, 1, len, o) == len);
+            if (o) fclose(o);
+            expect_error(as_wav, 0, VOX_ERR_FORMAT, "not a supported audio file");
+        }
+        free(ref);
+        free(bytes);
+        if (!st) vox_audio_free(&a);
+        if (!mst) vox_audio_free(&m);
+    }
+    free(x);
+}
+
 /* A 10-hour WAV (sparse: no disk used) is refused after decoding just past the limit. */
 static void test_long_file_stops_early(void) {
     const char *path = tmp_path("ten_hours.wav");
@@ -925,6 +977,7 @@ int main(void) {
     test_bad_files();
     test_long_file_stops_early();
     test_mpeg();
+    test_raw_by_extension();
     test_reusing();
     test_fifo();
     test_mpeg_after_junk();
