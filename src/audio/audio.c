@@ -457,10 +457,6 @@ static SNDFILE *sndfile_open_input(const vox_audio_input *in, sndfile_impl *f, S
             *dup_errno = errno;
             return NULL;
         }
-        /* from the start: the copy shares the offset, which an open that failed has moved, and
-         * libsndfile takes the offset it is given as where an embedded file starts (a device
-         * that cannot seek is read as it comes) */
-        (void)lseek(own, 0, SEEK_SET);
         return sf_open_fd(own, SFM_READ, info, SF_TRUE);
     }
     static SF_VIRTUAL_IO io = {mem_get_filelen, mem_seek, mem_read, NULL, mem_tell};
@@ -483,8 +479,24 @@ static vox_status sndfile_open(const vox_audio_input *in, const char *path, vox_
     char why[128] = "";
     if (!f->snd && !dup_errno) {
         snprintf(why, sizeof why, "%s", sf_strerror(NULL));
-        if (sf_error(NULL) == SF_ERR_UNRECOGNISED_FORMAT && raw_by_extension(path, &info))
-            f->snd = sndfile_open_input(in, f, &info, &dup_errno);
+        if (sf_error(NULL) == SF_ERR_UNRECOGNISED_FORMAT && raw_by_extension(path, &info)) {
+            /* A file: libsndfile's own open of the path decides as the reference's does (the
+             * name only when no format is recognised by content: an AU header it rejects is
+             * not read as headerless u-law). Bytes in memory have no path: taken as that raw
+             * format. */
+            if (in->fd >= 0) {
+                memset(&info, 0, sizeof info);
+                f->snd = sf_open(path, SFM_READ, &info);
+                /* u-law would be read on from where libsndfile's look at the header stopped
+                 * (12 bytes in); soundfile.read seeks a seekable file to frame 0 first */
+                if (f->snd && info.seekable && sf_seek(f->snd, 0, SEEK_SET) != 0) {
+                    sf_close(f->snd);
+                    f->snd = NULL;
+                }
+            } else {
+                f->snd = sndfile_open_input(in, f, &info, &dup_errno);
+            }
+        }
     }
     if (dup_errno) {
         free(f);

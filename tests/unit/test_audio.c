@@ -629,8 +629,8 @@ static void test_mpeg(void) {
 /* Headerless audio that libsndfile opens by its name's extension when it does not recognise the
  * contents (u-law .au/.snd, Dialogic VOX ADPCM .vox, GSM 6.10 .gsm; 8 kHz mono, .vox6 6 kHz), as
  * soundfile.read of a path does: it decodes to libsndfile's samples, from a file and from memory
- * under that name (it was refused as "Format not recognised"); the same bytes named .wav are
- * still not audio. */
+ * under that name (it was refused as "Format not recognised"); the same bytes named .wav, or
+ * behind an AU header that libsndfile rejects, are still not audio. */
 static void test_raw_by_extension(void) {
     static const struct {
         const char *name;
@@ -669,6 +669,16 @@ static void test_raw_by_extension(void) {
             CHECK(o && fwrite(bytes, 1, len, o) == len);
             if (o) fclose(o);
             expect_error(as_wav, 0, VOX_ERR_FORMAT, "not a supported audio file");
+            /* an AU header that libsndfile recognises and rejects (encoding 999): the name is
+             * not consulted, the file is refused as the reference refuses it */
+            static const unsigned char au[24] = {'.', 's', 'n', 'd', 0, 0, 0, 24, 0xff, 0xff,
+                                                 0xff, 0xff, 0, 0, 0x03, 0xe7, 0, 0, 0x1f, 0x40,
+                                                 0, 0, 0, 1};
+            const char *bad_au = tmp_path("bad_encoding.au");
+            o = fopen(bad_au, "wb");
+            CHECK(o && fwrite(au, 1, sizeof au, o) == sizeof au && fwrite(bytes, 1, len, o) == len);
+            if (o) fclose(o);
+            expect_error(bad_au, 0, VOX_ERR_FORMAT, "not a supported audio file");
         }
         free(ref);
         free(bytes);
