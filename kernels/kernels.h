@@ -263,20 +263,22 @@ int vox_k_skinny_gemm_variant(int variant, const vox_k_skinny_args *args, cudaSt
 int vox_k_skinny_gemm_variant_count(void);
 const char *vox_k_skinny_gemm_variant_name(int variant);
 
-/* ---- one decode step of one sequence as one persistent kernel (kernels/pdecode.cu) ---- */
-/* Every layer of the text decoder and the lm_head for one row, in one launch of one block per
- * SM (bench/DESIGN-persistent-decode.md): the same results as the op-by-op path (embed first,
- * then matvec QKV_ROPE_CACHE, decode attention, matvec ADD, SWIGLU, ADD per layer, the final
- * norm and the lm_head as STORE) up to the order of fp32 sums. x [hidden] is the embedded
- * token (read only); logits [vocab] bf16 are written; the new key and value go to the cache
- * rows at *slot; the sequence attends to keys 0 .. *len - 1 through its block table, key *pos
- * being the new one. Layers are FP8 when their scale pointers are set (fp8 = 1: all of them).
- * The workspace (vox_k_pdecode_workspace_bytes) must be zeroed once before the first launch;
- * every launch leaves it zeroed where that matters. One launch at a time per workspace.
+/* ---- one decode step of 1 to 4 sequences as one persistent kernel (kernels/pdecode.cu) ---- */
+/* Every layer of the text decoder and the lm_head for `rows` sequences, one row each, in one
+ * launch of one block per SM (bench/DESIGN-persistent-decode.md): the same results as the
+ * op-by-op path (embed first, then matvec QKV_ROPE_CACHE, decode attention, matvec ADD, SWIGLU,
+ * ADD per layer, the final norm and the lm_head as STORE) up to the order of fp32 sums.
+ * x [rows, hidden] are the embedded tokens (read only); logits [rows, vocab] bf16 are written;
+ * row b's new key and value go to the cache rows at slot[b]; it attends to keys 0 .. len[b] - 1
+ * through its block table (table + b * table_width), key pos[b] being the new one. Layers are
+ * FP8 when their scale pointers are set (fp8 = 1: all of them).
+ * The workspace (vox_k_pdecode_workspace_bytes, the same for any rows) must be zeroed once
+ * before the first launch; every launch leaves it zeroed where that matters. One launch at a
+ * time per workspace.
  * Returns 0, launching nothing, when the shape or the device is not supported (below sm_90,
- * head_dim other than 32/64/128, more than 8 query heads a kv head at head_dim 128, rows not
- * multiples of 8, K over 16384 or not whole 16-byte vectors); the caller then runs the
- * op-by-op path. */
+ * head_dim other than 32/64/128, more than 4 query heads a kv head, weight rows not multiples
+ * of 8, K not whole 16-byte vectors, K over 16384 at one row, over 8192 at 2 to 4 rows); the
+ * caller then runs the op-by-op path. */
 typedef struct {
     const void *qkv, *o, *gate_up, *down; /* bf16 [n, k], or F8_E4M3 codes with the scales: */
     const float *qkv_scale, *o_scale, *gate_up_scale, *down_scale; /* NULL for bf16 */
@@ -284,17 +286,20 @@ typedef struct {
     void *k_cache, *v_cache; /* bf16 pools of this layer [rows, kv_heads * head_dim] */
 } vox_k_pdecode_layer;
 #define VOX_K_PDECODE_MAX_LAYERS 64
+#define VOX_K_PDECODE_MAX_ROWS 4
 typedef struct {
     const vox_k_pdecode_layer *layers; /* host memory: n_layers entries (copied at the launch) */
     int n_layers, hidden, heads, kv_heads, head_dim, ffn;
+    int rows; /* sequences, 1 .. VOX_K_PDECODE_MAX_ROWS (0 counts as 1) */
     int64_t vocab;
     int fp8;
     float eps, attn_scale;
     double theta;
     const void *x, *final_norm, *lm_head; /* bf16 */
     void *logits;                         /* bf16 [vocab] */
-    const int32_t *pos, *slot, *len, *table; /* device scalars, and the block table */
-    int block_size;
+    const int32_t *pos, *slot, *len; /* device arrays: a value a row */
+    const int32_t *table;            /* device [rows, table_width] block ids */
+    int block_size, table_width;     /* table_width: read only where rows > 1 */
     void *workspace;
     /* for profiling, or NULL: per block (SM) and op (5 a layer, then the lm_head), the
      * %globaltimer ns when its wait ended and when its share was done: 2 x SMs x ops words;

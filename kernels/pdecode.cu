@@ -73,10 +73,20 @@ constexpr int kUnitRows = kConsumerWarps; // weight rows of a projection unit: a
 constexpr int kPageBytes = 24576;
 constexpr int kRowBytes = kPageBytes / kUnitRows; // one row's share of a page
 static_assert(kRowBytes % (16 * 32) == 0, "a full page row is whole 16-byte loads of every lane (row consumer)");
-constexpr int kPages = 8;
-constexpr int kStageBytes = 32768; // the staged input (K <= 8192 bf16), or attention scratch
-constexpr int kSmemBytes = kPages * kPageBytes + kStageBytes;
-constexpr int kMaxSplits = 16;     // attention splits of a kv head
+// Sequences a launch decodes at once (one row each): 1, or 2 .. kMaxRows in the batched
+// instance (ROWS = kMaxRows), whose every projection page serves all of them: the staged inputs
+// are the tensor cores' m side (rows 0 .. rows - 1 of A), so rows cost no more mmas than one.
+constexpr int kMaxRows = VOX_K_PDECODE_MAX_ROWS;
+// Shared memory an instance gives its ring and its stage (at most 227 KB with the static
+// variables, whose rows' RoPE tables the batched instance makes ~2.5 KB). One row: 8 pages and a
+// 32 KB stage (the staged row, K <= 8192 bf16, below the split consumer's partial sums). The
+// batched instance stages kMaxRows rows of K <= 8192 (64 KB), so it gives up two pages for them.
+template <int ROWS> struct Smem {
+    static constexpr int kPages = ROWS == 1 ? 8 : 6;
+    static constexpr int kStageBytes = ROWS == 1 ? 32768 : 77824;
+    static constexpr int kBytes = kPages * kPageBytes + kStageBytes;
+};
+constexpr int kMaxSplits = 16;     // attention splits of a kv head (of one row; rows share them)
 constexpr int kSplitRound = 16;    // split lengths are multiples of this many keys
 constexpr int kCounterStride = 32; // counters 128 bytes apart
 constexpr unsigned kBarConsumers = 1; // named barrier of the consumer warps
@@ -93,14 +103,15 @@ struct Params {
     int64_t vocab;
     float eps, scale_log2;
     double theta;
-    const bf16 *x_in, *final_norm, *lm_head;
+    int rows; // sequences (a row each), 1 .. the instance's ROWS
+    const bf16 *x_in, *final_norm, *lm_head; // x_in, logits: [rows, hidden], [rows, vocab]
     bf16 *logits;
-    const int32_t *pos, *slot, *len, *table;
-    int block_size;
+    const int32_t *pos, *slot, *len, *table; // [rows] each; table: [rows, table_width]
+    int block_size, table_width;
     unsigned *counters;
     int n_counters;
-    bf16 *xa, *xb, *qkv, *attn, *gu;
-    float *part_o, *part_ml;
+    bf16 *xa, *xb, *qkv, *attn, *gu; // [rows, their width] each
+    float *part_o, *part_ml;         // [kMaxRows, heads, kMaxSplits] slots
     unsigned long long *stamps;
     long long watchdog_ns; // a wait longer than this traps
     // timing experiments only (VOX_PDECODE_EXPERIMENT): 1 no dot products, 2 no waits, 3 no waits
@@ -123,29 +134,44 @@ enum { CONSUMER_ROW = 1, CONSUMER_SPLIT = 2 };
 
 // The split consumer (CONSUMER_SPLIT, its own kernel instance): every page is read by all 8
 // warps, as by the row consumer, but warp w takes a column slice of all 8 rows (1/8 of the page)
-// on the tensor cores; the warps' sums of a unit meet in shared memory (kSplitSlots units at
+// on the tensor cores; the warps' sums of a unit meet in shared memory (Split::kSlots units at
 // once, two mbarriers each) and warp nth % 8 adds them up in warp order.
-constexpr int kSplitSlots = 16; // > kPages + 1: a warp is at most kPages pages (units) ahead
-constexpr int kSplitPartialsAt = kStageBytes / 2; // in the stage, above the staged input (K <= 8192)
-constexpr int kSplitMaxK = kSplitPartialsAt / 2; // the staged bf16 row fits below the partial sums
-constexpr int kSplitPartialsBytes = kSplitSlots * kConsumerWarps * kUnitRows * 4;
-// FP8 layers: the split consumer's input as E4M3 codes (a byte each, K <= kSplitMaxK), above the
-// partial sums (staging writes them while it still reads the bf16 row below)
-constexpr int kSplitCodesAt = kSplitPartialsAt + kSplitPartialsBytes;
-static_assert(kSplitSlots > kPages + 1, "a slot is free again before any warp needs it (no wait)");
-static_assert(kSplitCodesAt + kSplitMaxK <= kStageBytes,
-              "the split consumer's partial sums and input codes fit the stage");
+// The stage of a projection: the staged input rows from 0 (bf16, Split::xstride elements apart),
+// the partial sums above them (Split::kPartialsAt), and FP8's input codes: one row above the
+// partial sums, or (batched) the rows' codes quantized in place over their bf16 values
+// (stage_rows), Split::cstride bytes apart.
+template <int ROWS> struct Split {
+    static constexpr int kPages = Smem<ROWS>::kPages, kStageBytes = Smem<ROWS>::kStageBytes;
+    static constexpr int kSlots = ROWS == 1 ? 16 : 8; // > kPages + 1: a warp is at most kPages units ahead
+    static constexpr int kPartialsBytes = kSlots * kConsumerWarps * ROWS * kUnitRows * 4;
+    static constexpr int kPartialsAt = ROWS == 1 ? kStageBytes / 2 : kStageBytes - kPartialsBytes;
+    static constexpr int kCodesAt = kPartialsAt + kPartialsBytes; // one row's codes (ROWS = 1)
+    // Rows 64 bytes apart in the banks (bf16 K + 32 elements, codes K + 64 bytes, K a multiple of
+    // 128): the lanes (g, t) of a quarter warp, two rows, read 128 different bytes.
+    static constexpr int kRowPad = ROWS == 1 ? 0 : 32;
+    __device__ __forceinline__ static int xstride(int k) { return k + kRowPad; }
+    __device__ __forceinline__ static int cstride(int k) { return k + 2 * kRowPad; }
+    static_assert(kSlots > kPages + 1, "a slot is free again before any warp needs it (no wait)");
+    static_assert(ROWS > 1 || kCodesAt + kPartialsAt / 2 <= kStageBytes,
+                  "the one-row consumer's partial sums and input codes fit the stage");
+    static_assert(kPartialsAt % 16 == 0, "the partial sums are aligned");
+};
+
+// The launch's rows: p.rows, known at compile time in the one-row instance.
+template <int ROWS> __device__ __forceinline__ int launch_rows(const Params &p) { return ROWS == 1 ? 1 : p.rows; }
 
 // ---- counters ------------------------------------------------------------------------------
 __device__ __forceinline__ unsigned *counter(const Params &p, int i) {
     return p.counters + (size_t)i * kCounterStride;
 }
 __device__ __forceinline__ int op_counter(int layer, int op) { return layer * kOpsPerLayer + op; }
-__device__ __forceinline__ int ticket_counter(const Params &p, int layer, int g) {
-    return p.n_layers * kOpsPerLayer + layer * p.kv_heads + g;
+// The tickets of row b's kv head g in a layer: at places that do not depend on the launch's rows,
+// so that the workspace (zeroed once) serves launches of any rows.
+__device__ __forceinline__ int ticket_counter(const Params &p, int layer, int b, int g) {
+    return p.n_layers * kOpsPerLayer + (layer * kMaxRows + b) * p.kv_heads + g;
 }
 __device__ __forceinline__ int lm_counter(const Params &p) {
-    return p.n_layers * (kOpsPerLayer + p.kv_heads);
+    return p.n_layers * (kOpsPerLayer + kMaxRows * p.kv_heads);
 }
 
 __device__ __forceinline__ unsigned ld_acquire(const unsigned *a) {
@@ -243,6 +269,7 @@ struct Proj {
     bool swiglu;
     const bf16 *resid; // ADD: y = resid + product; else STORE
     bf16 *y;
+    int64_t in_stride, y_stride; // elements from one row's input, output (and resid) to the next
 };
 
 __device__ __forceinline__ int n_steps(const Params &p) { return p.n_layers * kOpsPerLayer + 1; }
@@ -255,6 +282,7 @@ __device__ Proj proj_of(const Params &p, int step) {
     if (op == OP_LM) {
         q.w = p.lm_head, q.n = p.vocab, q.k = p.hidden, q.in = p.n_layers ? p.xb : p.x_in;
         q.norm = p.final_norm, q.y = p.logits;
+        q.in_stride = p.hidden, q.y_stride = p.vocab;
         return q;
     }
     const vox_k_pdecode_layer &L = p.layers[layer];
@@ -262,18 +290,22 @@ __device__ Proj proj_of(const Params &p, int step) {
     case OP_QKV:
         q.w = L.qkv, q.w_scale = L.qkv_scale, q.n = QD + 2 * KD, q.k = p.hidden;
         q.in = x_cur, q.norm = (const bf16 *)L.attn_norm, q.y = p.qkv;
+        q.in_stride = p.hidden, q.y_stride = QD + 2 * KD;
         break;
     case OP_O:
         q.w = L.o, q.w_scale = L.o_scale, q.n = p.hidden, q.k = QD, q.in = p.attn;
         q.resid = x_cur, q.y = p.xa;
+        q.in_stride = QD, q.y_stride = p.hidden;
         break;
     case OP_GU:
         q.w = L.gate_up, q.w_scale = L.gate_up_scale, q.n = 2 * (int64_t)p.ffn, q.k = p.hidden;
         q.in = p.xa, q.norm = (const bf16 *)L.ffn_norm, q.y = p.gu;
+        q.in_stride = p.hidden, q.y_stride = 2 * (int64_t)p.ffn;
         break;
     case OP_DOWN:
         q.w = L.down, q.w_scale = L.down_scale, q.n = p.hidden, q.k = p.ffn, q.in = p.gu;
         q.swiglu = true, q.resid = p.xa, q.y = p.xb;
+        q.in_stride = 2 * (int64_t)p.ffn, q.y_stride = p.hidden;
         break;
     default: break; // OP_ATTN has no weights
     }
@@ -347,7 +379,9 @@ __device__ __forceinline__ const unsigned char *page_row(const PageCursor &c, in
 // L2 for pages past the ring as well, cp.async.bulk.prefetch.L2 8 to 64 pages ahead, measured
 // 1.3-1.5x slower: bench/NOTES-2026-12-01-pdecode.md; and prefetch.global.L2 of 4 to 16 pages
 // past the ring only while the ring is full, 9-11% slower: bench/NOTES-2026-12-03d.md.)
+template <int PAGES>
 __device__ void producer(const Params &p, unsigned char *ring, uint64_t *full, uint64_t *empty) {
+    constexpr int kPages = PAGES;
     const int lane = threadIdx.x & 31;
     const uint64_t policy = evict_first_policy();
     PageCursor c = cursor_begin(p);
@@ -459,6 +493,135 @@ __device__ void stage_input(const Params &p, const Proj &q, bf16 *xs, float *red
     consumers_sync();
 }
 
+// consumers_reduce for ROWS values at once (one pair of barriers); red: kConsumerWarps x ROWS.
+template <bool MAX, int ROWS> __device__ void consumers_reduce_rows(float (&v)[ROWS], float *red) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+#pragma unroll
+    for (int b = 0; b < ROWS; b++) {
+        v[b] = MAX ? vk_warp_max(v[b]) : vk_warp_sum(v[b]);
+        if (lane == 0) red[warp * ROWS + b] = v[b];
+    }
+    consumers_sync();
+#pragma unroll
+    for (int b = 0; b < ROWS; b++) {
+        float t = 0.0f;
+        for (int w = 0; w < kConsumerWarps; w++) t = MAX ? fmaxf(t, red[w * ROWS + b]) : t + red[w * ROWS + b];
+        v[b] = t;
+    }
+    consumers_sync();
+}
+
+// The batched instance's staging (ROWS > 1, p.rows rows, K <= kMaxRowsK): stage_input's
+// arithmetic for each row, row b at xs + b * xstride(K). A thread takes the same elements of
+// every row as stage_input takes of one (so a row's sums do not depend on its place in the
+// batch), with the loads of all rows in flight at once and one reduction for all of them. FP8:
+// each row quantized with its own scale (sx[b]), its codes written over the bf16 values, row b's
+// at b * cstride(K) bytes (4 rows of bf16 values and of codes at K = 8192 would not fit beside
+// the partial sums): every thread quantizes its values of every row into registers, a barrier,
+// then the codes go in. Ends with a barrier.
+constexpr int kMaxRowsK = 8192;
+constexpr int kRowsVecs = kMaxRowsK / (kConsumers * 8); // a thread's vectors of a row, at most
+// Vectors of each row a thread loads at once: the rows already put ROWS loads in flight (2 a
+// row, as stage_input's kStageBatch, made ptxas spill 60 bytes a thread at head_dim 128; 1: 12).
+constexpr int kRowsBatch = 1;
+template <int ROWS>
+__device__ void stage_rows(const Params &p, const Proj &q, bf16 *xs, float *red, float *sx) {
+    const int t = threadIdx.x, K = q.k, rows = p.rows;
+    const int xst = Split<ROWS>::xstride(K);
+    constexpr int stride = kConsumers * 8;
+    float ss[ROWS], mx[ROWS];
+#pragma unroll
+    for (int b = 0; b < ROWS; b++) ss[b] = mx[b] = 0.0f;
+    for (int e0 = t * 8; e0 < K; e0 += kRowsBatch * stride) {
+        uint4 a[ROWS][kRowsBatch], u[ROWS][kRowsBatch]; // gate|up: u holds up
+#pragma unroll
+        for (int b = 0; b < ROWS; b++)
+#pragma unroll
+            for (int i = 0; i < kRowsBatch; i++) {
+                const int e = e0 + i * stride;
+                a[b][i] = u[b][i] = make_uint4(0u, 0u, 0u, 0u);
+                if (b < rows && e < K) {
+                    const bf16 *in = q.in + b * q.in_stride;
+                    a[b][i] = __ldcg((const uint4 *)(in + e));
+                    if (q.swiglu) u[b][i] = __ldcg((const uint4 *)(in + p.ffn + e));
+                }
+            }
+#pragma unroll
+        for (int b = 0; b < ROWS; b++)
+#pragma unroll
+            for (int i = 0; i < kRowsBatch; i++) {
+                const int e = e0 + i * stride;
+                if (b >= rows || e >= K) continue;
+                float xf[8];
+                vk_unpack8(a[b][i], xf);
+                if (q.swiglu) {
+                    float up[8];
+                    vk_unpack8(u[b][i], up);
+#pragma unroll
+                    for (int j = 0; j < 8; j++) xf[j] = vk_round(vk_swiglu(xf[j], up[j]));
+                }
+#pragma unroll
+                for (int j = 0; j < 8; j++) {
+                    ss[b] = fmaf(xf[j], xf[j], ss[b]);
+                    mx[b] = fmaxf(mx[b], fabsf(xf[j]));
+                }
+                vk_store8(xs + b * xst + e, xf);
+            }
+    }
+    if (q.norm) { // second pass over the raw rows this thread staged
+        consumers_reduce_rows<false, ROWS>(ss, red);
+        float inv[ROWS];
+#pragma unroll
+        for (int b = 0; b < ROWS; b++) inv[b] = rsqrtf(ss[b] / (float)K + p.eps), mx[b] = 0.0f;
+        for (int e = t * 8; e < K; e += stride)
+#pragma unroll
+            for (int b = 0; b < ROWS; b++) {
+                if (b >= rows) continue;
+                float xf[8], g[8];
+                vk_load8(xs + b * xst + e, xf);
+                vk_load8(q.norm + e, g);
+#pragma unroll
+                for (int j = 0; j < 8; j++) {
+                    xf[j] = vk_round(g[j] * vk_round(xf[j] * inv[b]));
+                    mx[b] = fmaxf(mx[b], fabsf(xf[j]));
+                }
+                vk_store8(xs + b * xst + e, xf);
+            }
+    }
+    if (q.w_scale) {
+        consumers_reduce_rows<true, ROWS>(mx, red);
+        const int cst = Split<ROWS>::cstride(K);
+        uint2 c[ROWS][kRowsVecs];
+#pragma unroll
+        for (int b = 0; b < ROWS; b++) {
+            const float s = vk_fp8_scale(mx[b]);
+            if (t == 0 && b < rows) sx[b] = s;
+#pragma unroll
+            for (int i = 0; i < kRowsVecs; i++) {
+                const int e = t * 8 + i * stride;
+                uint32_t w[2] = {0u, 0u};
+                if (b < rows && e < K) {
+                    float xf[8];
+                    vk_load8(xs + b * xst + e, xf);
+#pragma unroll
+                    for (int j = 0; j < 8; j++) w[j >> 2] |= (uint32_t)vk_fp8_quantize(xf[j], s) << (8 * (j & 3));
+                }
+                c[b][i] = make_uint2(w[0], w[1]);
+            }
+        }
+        consumers_sync(); // every bf16 value read before any code lands on it
+        unsigned char *codes = (unsigned char *)xs;
+#pragma unroll
+        for (int b = 0; b < ROWS; b++)
+#pragma unroll
+            for (int i = 0; i < kRowsVecs; i++) {
+                const int e = t * 8 + i * stride;
+                if (b < rows && e < K) *(uint2 *)(codes + (size_t)b * cst + e) = c[b][i];
+            }
+    }
+    consumers_sync();
+}
+
 // Row w of the block's nth unit of q, -1 if the block has no such unit.
 __device__ __forceinline__ int64_t unit_row(const Proj &q, int offset, int nth, int w) {
     const int64_t u = first_unit(offset) + (int64_t)nth * gridDim.x;
@@ -469,14 +632,18 @@ __device__ __forceinline__ int64_t unit_row(const Proj &q, int offset, int nth, 
 // scale, loaded before the op's staging so that no epilogue waits for them: the residual is
 // complete before the op's own wait (it is the input of an op this one already waited for); the
 // scales are read once a step, from HBM (loaded in the epilogue, every unit waited ~2 us for its
-// row's scale). Each consumer says which (unit, row) each lane holds.
-struct RowPrefetch {
-    float resid, wscale;
+// row's scale). Each consumer says which (unit, row) each lane holds; resid[b] is row b's (the
+// batched instance's rows past p.rows: 0).
+template <int ROWS> struct RowPrefetch {
+    float resid[ROWS], wscale;
 };
-__device__ __forceinline__ RowPrefetch prefetch_row(const Proj &q, int offset, int nth, int w) {
+template <int ROWS>
+__device__ __forceinline__ RowPrefetch<ROWS> prefetch_row(const Params &p, const Proj &q, int offset, int nth, int w) {
     const int64_t r = unit_row(q, offset, nth, w);
-    RowPrefetch f;
-    f.resid = q.resid && r >= 0 ? vk_f(__ldcg(q.resid + r)) : 0.0f;
+    RowPrefetch<ROWS> f;
+#pragma unroll
+    for (int b = 0; b < ROWS; b++)
+        f.resid[b] = q.resid && r >= 0 && b < launch_rows<ROWS>(p) ? vk_f(__ldcg(q.resid + b * q.y_stride + r)) : 0.0f;
     f.wscale = q.w_scale && r >= 0 ? __ldg(q.w_scale + r) : 1.0f;
     return f;
 }
@@ -498,6 +665,7 @@ template <bool FP8>
 __device__ void run_projection(const Params &p, const Proj &q, int offset, const bf16 *xs, float sx,
                                float resid, float wscale, const unsigned char *ring, uint64_t *full,
                                uint64_t *empty, uint32_t &page) {
+    constexpr int kPages = Smem<1>::kPages; // the row consumer is the one-row instance's only
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, G = gridDim.x;
     const int pc = page_cols(FP8), ve = vec_elems(FP8);
     const int64_t units = q.n / kUnitRows;
@@ -544,19 +712,20 @@ __device__ void run_projection(const Params &p, const Proj &q, int offset, const
 }
 
 // The tensor cores' dot products (the split consumer's). A unit's 8 weight rows are the n side of
-// the mma and the staged input row is row 0 of the m side (rows 1-15 zero: room for more
-// sequences). The k order inside a 16-byte load is free, as long as A and B agree: lane (g, t)
-// loads the 16 bytes of row g at vector t of each group of four, and the same vector of x, and
-// each mma takes two of its 4-byte words as its k slots of lane t. bf16: a vector is 8
-// elements, two mma.sync m16n8k16; FP8: 16 codes, two m16n8k32 E4M3 against x staged as its
-// codes, each from zero and added to its accumulator in fp32 (vk_mma_e4m3_16832: the FP8 tensor
-// cores sum with fewer bits than fp32, so they sum 32 products, not the row). On sm_90, which has
-// no FP8 mma.sync, ptxas widens both operands to fp16 and runs fp16 mmas: there the gain over
-// staging x as fp16 values is its loads, half the bytes (bench/NOTES-2026-12-04d.md). Two
-// independent accumulators a vector in flight; lane (0, t) ends with rows 2t and 2t + 1's sums.
+// the mma and the staged input rows are rows 0 .. rows - 1 of the m side (the rest zero: room
+// for up to 16 sequences at the same cost). The k order inside a 16-byte load is free, as long
+// as A and B agree: lane (g, t) loads the 16 bytes of weight row g at vector t of each group of
+// four, and the same vector of input row g, and each mma takes two of its 4-byte words as its k
+// slots of lane t. bf16: a vector is 8 elements, two mma.sync m16n8k16; FP8: 16 codes, two
+// m16n8k32 E4M3 against x staged as its codes, each from zero and added to its accumulator in
+// fp32 (vk_mma_e4m3_16832: the FP8 tensor cores sum with fewer bits than fp32, so they sum 32
+// products, not the row). On sm_90, which has no FP8 mma.sync, ptxas widens both operands to
+// fp16 and runs fp16 mmas: there the gain over staging x as fp16 values is its loads, half the
+// bytes (bench/NOTES-2026-12-04d.md). Two independent accumulators a vector in flight; lane
+// (g, t) ends with input row g's sums of weight rows 2t and 2t + 1.
 
-// One 16-byte vector of each of the 8 rows (b) against the same vector of x (x: row 0 of A),
-// into accumulators acc[0] and acc[1].
+// One 16-byte vector of each of the 8 weight rows (b) against the same vector of the lane's
+// input row (A's row g), into accumulators acc[0] and acc[1].
 template <bool FP8>
 __device__ __forceinline__ void mma_vector(float (*acc)[4], uint4 w, uint4 xv) {
     const uint32_t wv[4] = {w.x, w.y, w.z, w.w}, x[4] = {xv.x, xv.y, xv.z, xv.w};
@@ -566,19 +735,20 @@ __device__ __forceinline__ void mma_vector(float (*acc)[4], uint4 w, uint4 xv) {
         if (FP8) {
             float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
             vk_mma_e4m3_16832(d, a, wv[2 * i], wv[2 * i + 1]);
-            acc[i][0] += d[0], acc[i][1] += d[1]; // row 0's sums (d2, d3: rows 8-15, zero)
+            acc[i][0] += d[0], acc[i][1] += d[1]; // row g's sums (d2, d3: rows 8-15, zero)
         } else {
             vk_mma_bf16_16816(acc[i], a, wv[2 * i], wv[2 * i + 1]);
         }
     }
 }
 
-// Lane (g, t)'s vectors v0 + t, v0 + 4 + t, ... (N of them) of row g and of x, loaded first,
-// then their mmas (a vector past nvec counts as zeros). xv: x's 16-byte vectors (8 bf16 values,
-// or FP8's 16 codes), matching the rows' vectors one for one.
+// Lane (g, t)'s vectors v0 + t, v0 + 4 + t, ... (N of them) of weight row g and of its input
+// row, loaded first, then their mmas (a vector past nvec counts as zeros). xv: the lane's input
+// row's 16-byte vectors (8 bf16 values, or FP8's 16 codes), matching the weight rows' vectors
+// one for one, or NULL (an input row past the launch's rows: zeros).
 template <bool FP8, int N>
 __device__ __forceinline__ void mma_vectors(float (&acc)[2 * N][4], const unsigned char *row, const uint4 *xv,
-                                            int v0, int nvec, int g, int t) {
+                                            int v0, int nvec, int t) {
     uint4 w[N], x[N];
 #pragma unroll
     for (int i = 0; i < N; i++) {
@@ -586,7 +756,7 @@ __device__ __forceinline__ void mma_vectors(float (&acc)[2 * N][4], const unsign
         const bool ok = v < nvec;
         const uint4 z = make_uint4(0u, 0u, 0u, 0u);
         w[i] = ok ? *(const uint4 *)(row + v * 16) : z;
-        x[i] = ok && g == 0 ? xv[v] : z;
+        x[i] = ok && xv ? xv[v] : z;
     }
 #pragma unroll
     for (int i = 0; i < N; i++) mma_vector<FP8>(acc + i * 2, w[i], x[i]);
@@ -595,20 +765,24 @@ __device__ __forceinline__ void mma_vectors(float (&acc)[2 * N][4], const unsign
 // The split consumer (CONSUMER_SPLIT). Warp w sums vectors 24w .. 24w + 23 of each row of every
 // page (bf16: 192 columns, FP8: 384), lane (g, t) row g's vectors 24w + t, + 4, ..., + 20, with
 // mma_vectors, three at a time (6 accumulators; all six at once spilled and measured 20 us a
-// FP8 step slower). At a unit's end its lanes (0, t) hold the warp's sums of rows 2t, 2t + 1 and put
-// them in the unit's slot (unit_ord: the block's units so far, over every op), and warp nth % 8
-// waits for the 8 warps' sums (unit_bar: each writing lane arrives, 32 a phase) and adds them in
-// warp order: a row's sum does not depend on timing. Its reading lanes then free the slot
-// (slot_free, 8 arrivals), which the writers of the slot's next unit wait for. (The ring alone
-// keeps a warp within kPages units of the others, so that wait passes at once; the barrier says
-// so to compute-sanitizer's racecheck, which does not follow the ordering through the producer,
-// and keeps it true if the ring or the slots change.) Every warp releases every page it has
-// read, so a page leaves the ring as soon as its slowest slice is done.
-template <bool FP8>
-__device__ void run_projection_split(const Params &p, const Proj &q, int offset, const void *xs, float sx,
-                                     float resid, float wscale, const unsigned char *ring, uint64_t *full,
+// FP8 step slower). At a unit's end its lanes (b, t), b < rows, hold the warp's sums of input row
+// b and weight rows 2t, 2t + 1 and put them in the unit's slot (unit_ord: the block's units so
+// far, over every op), and warp nth % 8 waits for the 8 warps' sums (unit_bar: each writing lane
+// arrives, 32 a row and phase) and adds them in warp order: a sum does not depend on timing. Its
+// lanes (b, r), lane 8b + r, then free the slot (slot_free, 8 arrivals a row), which the writers
+// of the slot's next unit wait for. (The ring alone keeps a warp within kPages units of the
+// others, so that wait passes at once; the barrier says so to compute-sanitizer's racecheck,
+// which does not follow the ordering through the producer, and keeps it true if the ring or the
+// slots change.) Every warp releases every page it has read, so a page leaves the ring as soon as
+// its slowest slice is done. xs: the staged rows (bf16 values, or FP8's codes), sx: FP8's input
+// scales, a row each.
+template <bool FP8, int ROWS>
+__device__ void run_projection_split(const Params &p, const Proj &q, int offset, const void *xs, const float *sx,
+                                     const RowPrefetch<ROWS> &pre, const unsigned char *ring, uint64_t *full,
                                      uint64_t *empty, float *partials, uint64_t *unit_bar,
                                      uint64_t *slot_free, uint32_t &page, uint32_t &unit_ord) {
+    typedef Split<ROWS> S;
+    constexpr int kPages = S::kPages;
     constexpr int kWarpVecs = kRowBytes / 16 / kConsumerWarps; // a warp's vectors of a row
     constexpr int kVecsInFlight = kWarpVecs / 8; // vectors a lane loads at once (half a page's)
     static_assert(kWarpVecs % 8 == 0, "a page's vectors of a warp are two loads of a lane's");
@@ -617,6 +791,10 @@ __device__ void run_projection_split(const Params &p, const Proj &q, int offset,
     const int pc = page_cols(FP8), ve = vec_elems(FP8);
     const int v0 = warp * (kRowBytes / 16 / kConsumerWarps); // this warp's first vector of a row
     const int64_t units = q.n / kUnitRows;
+    // this lane's input row (row g), or none; rows S::xstride / S::cstride apart (ROWS = 1: one)
+    const unsigned char *xrow =
+        g < launch_rows<ROWS>(p) ? (const unsigned char *)xs + (size_t)g * (FP8 ? S::cstride(q.k) : 2 * S::xstride(q.k))
+                   : nullptr;
     int nth = 0; // the unit's place among this block's units
     for (int64_t u = first_unit(offset); u < units; u += G, nth++, unit_ord++) {
         float acc[2 * kVecsInFlight][4];
@@ -626,21 +804,21 @@ __device__ void run_projection_split(const Params &p, const Proj &q, int offset,
             const int slot = page % kPages;
             vk_mbar_wait(vk_smem_u32(&full[slot]), (page / kPages) & 1);
             const unsigned char *row = ring + (size_t)slot * kPageBytes + g * kRowBytes;
-            // x's 16-byte vectors from column c0: bf16 values, or FP8's codes
-            const uint4 *xv = (const uint4 *)((const unsigned char *)xs + (size_t)c0 * (FP8 ? 1 : 2));
+            // the input row's 16-byte vectors from column c0: bf16 values, or FP8's codes
+            const uint4 *xv = xrow ? (const uint4 *)(xrow + (size_t)c0 * (FP8 ? 1 : 2)) : nullptr;
             const int nvec = min(pc, q.k - c0) / ve;
             if (p.experiment != 1 && v0 < nvec) {
 #pragma unroll
                 for (int v = v0; v < v0 + kWarpVecs; v += 4 * kVecsInFlight)
-                    mma_vectors<FP8, kVecsInFlight>(acc, row, xv, v, nvec, g, t);
+                    mma_vectors<FP8, kVecsInFlight>(acc, row, xv, v, nvec, t);
             }
             __syncwarp();
             if (lane == 0 || p.handover) vk_mbar_arrive(vk_smem_u32(&empty[slot]));
         }
-        const int us = (int)(unit_ord % kSplitSlots);
-        const uint32_t round = unit_ord / kSplitSlots; // the slot's uses before this one
-        float *part = partials + ((size_t)us * kConsumerWarps + warp) * kUnitRows;
-        if (g == 0) {
+        const int us = (int)(unit_ord % S::kSlots);
+        const uint32_t round = unit_ord / S::kSlots; // the slot's uses before this one
+        if (g < launch_rows<ROWS>(p)) {
+            float *part = partials + (((size_t)us * kConsumerWarps + warp) * ROWS + g) * kUnitRows;
             // the slot's last unit has been added up (passes at once on its first use)
             vk_mbar_wait(vk_smem_u32(&slot_free[us]), (round & 1) ^ 1);
 #pragma unroll
@@ -654,31 +832,38 @@ __device__ void run_projection_split(const Params &p, const Proj &q, int offset,
         }
         if (warp != nth % kConsumerWarps) continue;
         vk_mbar_wait(vk_smem_u32(&unit_bar[us]), round & 1);
-        const int src = ((nth / kConsumerWarps) & 3) * 8 + (lane & 7); // the prefetch's lane
-        float res = __shfl_sync(0xffffffffu, resid, src);
-        float ws = FP8 ? __shfl_sync(0xffffffffu, wscale, src) : 1.0f;
-        if (lane < kUnitRows) {
-            const int64_t r = u * kUnitRows + lane;
-            const float *pu = partials + (size_t)us * kConsumerWarps * kUnitRows + lane;
+        const int b = ROWS == 1 ? 0 : lane >> 3, r = lane & 7; // input row b, weight row r of the unit
+        const int src = ((nth / kConsumerWarps) & 3) * 8 + r; // the prefetch's lane
+        float res = 0.0f;
+#pragma unroll
+        for (int bb = 0; bb < ROWS; bb++) { // every lane takes part; each keeps its row's
+            const float v = __shfl_sync(0xffffffffu, pre.resid[bb], src);
+            if (bb == b) res = v;
+        }
+        float ws = FP8 ? __shfl_sync(0xffffffffu, pre.wscale, src) : 1.0f;
+        if (lane < launch_rows<ROWS>(p) * kUnitRows) {
+            const int64_t rw = u * kUnitRows + r;
+            const float *pu = partials + ((size_t)us * kConsumerWarps * ROWS + b) * kUnitRows + r;
             float sum = 0.0f;
 #pragma unroll
-            for (int w = 0; w < kConsumerWarps; w++) sum += pu[w * kUnitRows];
+            for (int w = 0; w < kConsumerWarps; w++) sum += pu[w * ROWS * kUnitRows];
             vk_mbar_arrive(vk_smem_u32(&slot_free[us])); // the slot can take its next unit
             if (nth >= 4 * kConsumerWarps) { // past the prefetched units
-                if (q.resid) res = vk_f(__ldcg(q.resid + r));
-                if (FP8) ws = q.w_scale[r];
+                if (q.resid) res = vk_f(__ldcg(q.resid + b * q.y_stride + rw));
+                if (FP8) ws = q.w_scale[rw];
             }
-            if (FP8) sum *= sx * ws;
-            q.y[r] = q.resid ? vk_bf(res + vk_round(sum)) : vk_bf(sum);
+            if (FP8) sum *= sx[b] * ws;
+            q.y[b * q.y_stride + rw] = q.resid ? vk_bf(res + vk_round(sum)) : vk_bf(sum);
         }
     }
 }
 
 // ---- attention (consumers) -----------------------------------------------------------------------
 
-// How the keys are cut: splits of whole kSplitRound-key pieces, at most kMaxSplits, none empty.
-__device__ __forceinline__ void split_plan(int L, int *chunk, int *n_active) {
-    const int per = (L + kMaxSplits - 1) / kMaxSplits;
+// How a row's keys are cut: splits of whole kSplitRound-key pieces, at most max_splits (kMaxSplits
+// shared by the launch's rows), none empty.
+__device__ __forceinline__ void split_plan(int L, int max_splits, int *chunk, int *n_active) {
+    const int per = (L + max_splits - 1) / max_splits;
     *chunk = (per + kSplitRound - 1) / kSplitRound * kSplitRound;
     *n_active = (L + *chunk - 1) / *chunk;
 }
@@ -732,33 +917,49 @@ struct AttnSmem {
     }
 };
 
-// This step's RoPE cos and sin (bf16 values) of each pair index, made once at the kernel's start.
-__shared__ float rope_cs[64], rope_sn[64];
-// This step's position, cache length and cache slot, read once at the kernel's start: under the
-// weights' stream a load from global memory takes ~2 us, and the attention's cache reads needed
-// two of them in a row (length, then the block table) before they could be issued.
-__shared__ int step_pos, step_len, step_slot;
+// What the step is for each row, in shared memory from the kernel's start: its position, cache
+// length and cache slot (under the weights' stream a load from global memory takes ~2 us, and
+// the attention's cache reads needed two of them in a row, length then block table, before they
+// could be issued); its attention units (row b's: units_before[b] .. units_before[b + 1] - 1, a
+// kv head's n_active[b] splits of chunk[b] keys after another; past p.rows: none); RoPE's cos
+// and sin (bf16 values) of each pair index at its position; FP8's staged input scales.
+template <int ROWS> struct StepRows {
+    int pos[ROWS], len[ROWS], slot[ROWS], chunk[ROWS], n_active[ROWS], units_before[ROWS + 1];
+    float cs[ROWS][64], sn[ROWS][64];
+    float sx[ROWS];
+};
 
-// Key j's row in the layer's cache (through the sequence's block table).
-__device__ __forceinline__ int cache_row(const Params &p, int j) {
-    return p.table[j / p.block_size] * p.block_size + j % p.block_size;
+// Key j's row in the layer's cache (through row b's block table).
+__device__ __forceinline__ int cache_row(const Params &p, int b, int j) {
+    return p.table[(size_t)b * p.table_width + j / p.block_size] * p.block_size + j % p.block_size;
 }
 
-// K/V rows of keys j0 .. j0 + KB - 1 (zeros past k_end; the new key's are filled in later).
+// Attention unit u: row b, kv head g, split.
+template <int ROWS>
+__device__ __forceinline__ void attention_unit_of(const StepRows<ROWS> &st, int u, int *b, int *g, int *split) {
+    int r = 0;
+#pragma unroll
+    for (int i = 1; i < ROWS; i++)
+        if (u >= st.units_before[i]) r = i;
+    const int local = u - st.units_before[r];
+    *b = r, *g = local / st.n_active[r], *split = local % st.n_active[r];
+}
+
+// Row b's K/V rows of keys j0 .. j0 + KB - 1 (zeros past k_end; the new key's are filled in later).
 template <int DPL, int KB>
-__device__ __forceinline__ void load_keys(const Params &p, const bf16 *kg, const bf16 *vg, int KD,
+__device__ __forceinline__ void load_keys(const Params &p, int b, const bf16 *kg, const bf16 *vg, int KD,
                                           int j0, int k_end, int pos, float (&kf)[KB][DPL],
                                           float (&vf)[KB][DPL]) {
 #pragma unroll
-    for (int b = 0; b < KB; b++) {
-        const int j = j0 + b;
+    for (int i = 0; i < KB; i++) {
+        const int j = j0 + i;
         if (j >= k_end || j == pos) {
 #pragma unroll
-            for (int e = 0; e < DPL; e++) kf[b][e] = vf[b][e] = 0.0f;
+            for (int e = 0; e < DPL; e++) kf[i][e] = vf[i][e] = 0.0f;
         } else {
-            const int64_t row = cache_row(p, j);
-            load_dims<DPL>(kg + row * KD, kf[b]);
-            load_dims<DPL>(vg + row * KD, vf[b]);
+            const int64_t row = cache_row(p, b, j);
+            load_dims<DPL>(kg + row * KD, kf[i]);
+            load_dims<DPL>(vg + row * KD, vf[i]);
         }
     }
 }
@@ -775,53 +976,60 @@ template <int DPL> struct FirstKeys {
     int u;            // the unit (units past the layer's count: none)
 };
 
-__device__ __forceinline__ int attention_units(const Params &p, int *chunk, int *n_active) {
-    split_plan(step_len, chunk, n_active);
-    return p.kv_heads * *n_active;
+template <int ROWS> __device__ __forceinline__ int attention_units(const StepRows<ROWS> &st) {
+    return st.units_before[ROWS];
 }
 
-template <int DPL>
-__device__ __forceinline__ void begin_keys(const Params &p, int offset, FirstKeys<DPL> &f) {
+template <int DPL, int ROWS>
+__device__ __forceinline__ void begin_keys(const Params &p, const StepRows<ROWS> &st, int offset,
+                                           FirstKeys<DPL> &f) {
     const int warp = threadIdx.x >> 5;
-    int chunk, n_active;
-    const int units = attention_units(p, &chunk, &n_active);
     f.u = first_unit(offset);
-    const int split = f.u % n_active;
-    const int k_begin = split * chunk, k_end = min(step_len, k_begin + chunk);
+    const bool any = f.u < attention_units(st);
+    int b = 0, g = 0, split = 0;
+    if (any) attention_unit_of(st, f.u, &b, &g, &split);
+    const int k_begin = split * st.chunk[b], k_end = min(st.len[b], k_begin + st.chunk[b]);
 #pragma unroll
-    for (int b = 0; b < kAttnKB; b++) {
-        const int j = k_begin + warp * kAttnKB + b;
-        f.row[b] = f.u < units && j < k_end && j != step_pos ? cache_row(p, j) : -1;
+    for (int i = 0; i < kAttnKB; i++) {
+        const int j = k_begin + warp * kAttnKB + i;
+        f.row[i] = any && j < k_end && j != st.pos[b] ? cache_row(p, b, j) : -1;
     }
 }
 
-template <int DPL>
-__device__ __forceinline__ void fetch_keys(const Params &p, int layer, FirstKeys<DPL> &f) {
-    int chunk, n_active;
-    const int units = attention_units(p, &chunk, &n_active);
+// (The unit's kv head is found again from f.u: FirstKeys is held through the q|k|v projection,
+// where every register counts.)
+template <int DPL, int ROWS>
+__device__ __forceinline__ void fetch_keys(const Params &p, const StepRows<ROWS> &st, int layer,
+                                           FirstKeys<DPL> &f) {
     const int D = DPL * 32, KD = p.kv_heads * D, lane = threadIdx.x & 31;
     const vox_k_pdecode_layer &Ly = p.layers[layer];
-    const int g = f.u / n_active;
+    int b = 0, g = 0, split = 0;
+    if (f.u < attention_units(st)) attention_unit_of(st, f.u, &b, &g, &split);
 #pragma unroll
-    for (int b = 0; b < kAttnKB; b++) {
-        if (f.u < units && f.row[b] >= 0) {
-            const int64_t at = (int64_t)f.row[b] * KD + (int64_t)g * D + lane * DPL;
-            f.k[b] = load_raw<DPL>((const bf16 *)Ly.k_cache + at);
-            f.v[b] = load_raw<DPL>((const bf16 *)Ly.v_cache + at);
+    for (int i = 0; i < kAttnKB; i++) {
+        if (f.row[i] >= 0) {
+            const int64_t at = (int64_t)f.row[i] * KD + (int64_t)g * D + lane * DPL;
+            f.k[i] = load_raw<DPL>((const bf16 *)Ly.k_cache + at);
+            f.v[i] = load_raw<DPL>((const bf16 *)Ly.v_cache + at);
         } else {
-            f.k[b] = f.v[b] = typename RawDims<DPL>::type();
+            f.k[i] = f.v[i] = typename RawDims<DPL>::type();
         }
     }
+}
+
+// The (head, split) slots of row b's kv head g in part_o / part_ml.
+__device__ __forceinline__ int64_t split_slots(const Params &p, int b, int g, int GQ) {
+    return ((int64_t)b * p.kv_heads + g) * GQ * kMaxSplits;
 }
 
 // The group's split partials merged (vk_merge, the op-by-op path's arithmetic and order) with
 // every read in flight at once: each thread's partial outputs to registers, the (max, sum)
 // pairs through shared memory (ml_s), one L2 round trip in all (a loop over the splits' loads
 // took one a split).
-__device__ __forceinline__ void merge_group(const Params &p, int g, int GQ, int D, int n_active,
+__device__ __forceinline__ void merge_group(const Params &p, int b, int g, int GQ, int D, int n_active,
                                             float *ml_s) {
     const int t = threadIdx.x;
-    const int64_t ws0 = (int64_t)g * GQ * kMaxSplits; // this group's (head, split) slots
+    const int64_t ws0 = split_slots(p, b, g, GQ); // this group's (head, split) slots
     static_assert(kMaxGroup * kMaxSplits * 2 <= kConsumers, "a thread loads one (max, sum) value");
     const float mlv = t < GQ * kMaxSplits * 2 ? __ldcg(&p.part_ml[ws0 * 2 + t]) : 0.0f;
     const int rounds = (GQ * D + 2 * kConsumers - 1) / (2 * kConsumers); // the same for every thread
@@ -850,34 +1058,36 @@ __device__ __forceinline__ void merge_group(const Params &p, int g, int GQ, int 
             const float v = vk_merge<kMaxSplits>(
                 n_active, [&](int sp) { return ml[sp * 2]; }, [&](int sp) { return ml[sp * 2 + 1]; },
                 [&](int sp) { return o[sp]; });
-            p.attn[(int64_t)(g * GQ + h) * D + d] = vk_bf(v);
+            p.attn[(int64_t)b * p.heads * D + (int64_t)(g * GQ + h) * D + d] = vk_bf(v);
         }
     }
 }
 
-// One attention unit, keys in groups of KB a warp. first: fk holds this warp's first group
-// (FirstKeys), asked for during the q|k|v op.
-template <int DPL, int KB>
-__device__ __forceinline__ void attention_unit(const Params &p, int layer, int g, int split,
-                                               int chunk, int n_active, unsigned char *stage,
+// One attention unit (row b, kv head g, split), keys in groups of KB a warp. first: fk holds
+// this warp's first group (FirstKeys), asked for during the q|k|v op.
+template <int DPL, int KB, int ROWS>
+__device__ __forceinline__ void attention_unit(const Params &p, const StepRows<ROWS> &st, int layer,
+                                               int b, int g, int split, unsigned char *stage,
                                                bool first, const FirstKeys<DPL> &fk) {
     constexpr int D = DPL * 32;
     const vox_k_pdecode_layer &Ly = p.layers[layer];
     const int t = threadIdx.x, warp = t >> 5, lane = t & 31, half = D / 2;
     const int GQ = p.heads / p.kv_heads, QD = p.heads * D, KD = p.kv_heads * D;
     const AttnSmem s(stage, GQ, D);
-    const int pos = step_pos, L = step_len;
+    const int pos = st.pos[b], L = st.len[b], chunk = st.chunk[b], n_active = st.n_active[b];
+    const bf16 *qkv = p.qkv + (int64_t)b * (QD + 2 * KD); // this row's q|k|v
+    bf16 *attn = p.attn + (int64_t)b * QD;                // and its attention output
     // the new value, loaded first so that its L2 round trip overlaps the queries' (the stores
     // into the scratch below would keep the compiler from hoisting it)
-    const float v_new = t < D ? vk_f(__ldcg(p.qkv + QD + KD + (int64_t)g * D + t)) : 0.0f;
+    const float v_new = t < D ? vk_f(__ldcg(qkv + QD + KD + (int64_t)g * D + t)) : 0.0f;
     consumers_sync(); // the scratch may still be read by the previous unit's merge
     // RoPE'd q of the group's heads, the new key (matvec.cuh's rounding), the new value
     for (int i = t; i < (GQ + 1) * half; i += kConsumers) {
         const int h = i / half, d = i % half;
-        const bf16 *src = h < GQ ? p.qkv + (int64_t)(g * GQ + h) * D : p.qkv + QD + (int64_t)g * D;
+        const bf16 *src = h < GQ ? qkv + (int64_t)(g * GQ + h) * D : qkv + QD + (int64_t)g * D;
         const float a = vk_f(__ldcg(src + d)), c = vk_f(__ldcg(src + d + half));
         float o1, o2;
-        vk_rope_rotate(a, c, rope_cs[d], rope_sn[d], &o1, &o2);
+        vk_rope_rotate(a, c, st.cs[b][d], st.sn[b][d], &o1, &o2);
         float *dst = h < GQ ? s.q + h * D : s.k_new;
         dst[d] = vk_round(o1);
         dst[d + half] = vk_round(o2);
@@ -886,8 +1096,8 @@ __device__ __forceinline__ void attention_unit(const Params &p, int layer, int g
     consumers_sync();
     ATTN_MARK(p, layer, 2);
     if (split == 0) { // the new key and value into the cache (the others read them from s)
-        bf16 *kc = (bf16 *)Ly.k_cache + (int64_t)step_slot * KD + (int64_t)g * D;
-        bf16 *vc = (bf16 *)Ly.v_cache + (int64_t)step_slot * KD + (int64_t)g * D;
+        bf16 *kc = (bf16 *)Ly.k_cache + (int64_t)st.slot[b] * KD + (int64_t)g * D;
+        bf16 *vc = (bf16 *)Ly.v_cache + (int64_t)st.slot[b] * KD + (int64_t)g * D;
         for (int d = t; d < D; d += kConsumers) {
             kc[d] = vk_bf(s.k_new[d]);
             vc[d] = vk_bf(s.v_new[d]);
@@ -912,7 +1122,7 @@ __device__ __forceinline__ void attention_unit(const Params &p, int layer, int g
 #pragma unroll
             for (int b = 0; b < KB; b++) unpack_dims<DPL>(fk.k[b], kf[b]), unpack_dims<DPL>(fk.v[b], vf[b]);
         } else {
-            load_keys<DPL, KB>(p, kg, vg, KD, j0, k_end, pos, kf, vf);
+            load_keys<DPL, KB>(p, b, kg, vg, KD, j0, k_end, pos, kf, vf);
         }
 #pragma unroll
         for (int b = 0; b < KB; b++) // the new key, from this step's q|k|v
@@ -964,7 +1174,7 @@ __device__ __forceinline__ void attention_unit(const Params &p, int layer, int g
         for (int e = 0; e < DPL; e++) s.wo[(warp * GQ + h) * D + lane * DPL + e] = o[h][e];
     }
     consumers_sync();
-    const int64_t ws0 = (int64_t)g * GQ * kMaxSplits; // this group's (head, split) slots
+    const int64_t ws0 = split_slots(p, b, g, GQ); // this group's (head, split) slots
     for (int i = t; i < GQ * D; i += kConsumers) {
         const int h = i / D, d = i % D;
         float mx = -INFINITY;
@@ -977,7 +1187,7 @@ __device__ __forceinline__ void attention_unit(const Params &p, int layer, int g
             ls += f * s.wl[w * GQ + h];
         }
         if (n_active == 1) {
-            p.attn[(int64_t)(g * GQ + h) * D + d] = vk_bf(ls > 0.0f ? acc / ls : 0.0f);
+            attn[(int64_t)(g * GQ + h) * D + d] = vk_bf(ls > 0.0f ? acc / ls : 0.0f);
         } else {
             const int64_t slot = ws0 + (int64_t)h * kMaxSplits + split;
             p.part_o[slot * D + d] = acc;
@@ -988,12 +1198,12 @@ __device__ __forceinline__ void attention_unit(const Params &p, int layer, int g
         consumers_sync();
         ATTN_MARK(p, layer, 4);
         if (t == 0)
-            *s.last = atom_add_acq_rel(counter(p, ticket_counter(p, layer, g)), 1u) ==
+            *s.last = atom_add_acq_rel(counter(p, ticket_counter(p, layer, b, g)), 1u) ==
                       (unsigned)(n_active - 1);
         consumers_sync();
         ATTN_MARK(p, layer, 5);
         if (!*s.last) return;
-        merge_group(p, g, GQ, D, n_active, s.wo); // the warps' outputs are written out
+        merge_group(p, b, g, GQ, D, n_active, s.wo); // the warps' outputs are written out
     }
     ATTN_MARK(p, layer, 6);
     signal_counter(p, op_counter(layer, OP_ATTN)); // one more group's output is complete
@@ -1002,37 +1212,42 @@ __device__ __forceinline__ void attention_unit(const Params &p, int layer, int g
 
 // The attention units of this block. A block with none goes straight on (to wait for the
 // merged outputs before o); the others load their first keys, then wait for q|k|v.
-template <int DPL>
-__device__ void run_attention(const Params &p, int layer, int offset, unsigned char *stage,
-                              const FirstKeys<DPL> &fk) {
-    const int G = gridDim.x;
-    int chunk, n_active;
-    const int units = attention_units(p, &chunk, &n_active);
+template <int DPL, int ROWS>
+__device__ void run_attention(const Params &p, const StepRows<ROWS> &st, int layer, int offset,
+                              unsigned char *stage, const FirstKeys<DPL> &fk) {
+    const int G = gridDim.x, units = attention_units(st);
     int u = first_unit(offset);
     if (u >= units) return;
     ATTN_MARK(p, layer, 0);
     wait_counter(p, op_counter(layer, OP_QKV), G);
     ATTN_MARK(p, layer, 1);
-    for (bool first = true; u < units; u += G, first = false)
-        attention_unit<DPL, kAttnKB>(p, layer, u / n_active, u % n_active, chunk, n_active, stage,
-                                     first, fk);
+    for (bool first = true; u < units; u += G, first = false) {
+        int b, g, split;
+        attention_unit_of(st, u, &b, &g, &split);
+        attention_unit<DPL, kAttnKB, ROWS>(p, st, layer, b, g, split, stage, first, fk);
+    }
 }
 
 // ---- the kernel ----------------------------------------------------------------------------------
 // SPLIT: the split consumer (its own instance, so that its registers do not press on the row
-// consumer's attention state).
-template <int DPL, bool SPLIT>
+// consumer's attention state). ROWS: 1, or kMaxRows for the batched instance (p.rows of them;
+// split consumer only).
+template <int DPL, bool SPLIT, int ROWS>
 // One block an SM: registers are given out for warps in fours, so 9 warps take what 12 would,
 // at most 168 registers a thread (head_dim 128 spills ~100 bytes of attention state).
 __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 // bulk copies; the launcher refuses older GPUs
+    static_assert(SPLIT || ROWS == 1, "the batched instance sums on the tensor cores");
+    static_assert(ROWS * kUnitRows <= 32, "a unit's sums of every row are one warp's lanes");
+    typedef Split<ROWS> S;
+    constexpr int kPages = S::kPages;
     extern __shared__ __align__(128) unsigned char smem[];
     unsigned char *ring = smem, *stage = smem + (size_t)kPages * kPageBytes;
     __shared__ __align__(8) uint64_t full[kPages], empty[kPages];
     // the split consumer's unit sums: written (unit_bar) and added up (slot_free)
-    __shared__ __align__(8) uint64_t unit_bar[kSplitSlots], slot_free[kSplitSlots];
-    __shared__ float red[kConsumerWarps];
-    __shared__ float sx;
+    __shared__ __align__(8) uint64_t unit_bar[S::kSlots], slot_free[S::kSlots];
+    __shared__ float red[kConsumerWarps * ROWS];
+    __shared__ StepRows<ROWS> st;
     __shared__ int s_last;
     if (threadIdx.x == 0) {
         for (int i = 0; i < kPages; i++) {
@@ -1041,21 +1256,34 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
             vk_mbar_init(vk_smem_u32(&empty[i]), p.handover ? kConsumers : kConsumerWarps);
         }
         if (SPLIT)
-            for (int i = 0; i < kSplitSlots; i++) {
-                vk_mbar_init(vk_smem_u32(&unit_bar[i]), kConsumerWarps * 4); // lanes (0, t) a warp
-                vk_mbar_init(vk_smem_u32(&slot_free[i]), kUnitRows);        // the adder's lanes
+            for (int i = 0; i < S::kSlots; i++) {
+                vk_mbar_init(vk_smem_u32(&unit_bar[i]), kConsumerWarps * 4 * launch_rows<ROWS>(p)); // lanes (b, t) a warp
+                vk_mbar_init(vk_smem_u32(&slot_free[i]), kUnitRows * launch_rows<ROWS>(p));        // the adder's lanes
             }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        // the rows' step, and their attention units: kMaxSplits shared by the rows
+        const int max_splits = kMaxSplits / launch_rows<ROWS>(p);
+        int before = 0;
+        for (int b = 0; b < ROWS; b++) {
+            st.units_before[b] = before;
+            st.pos[b] = st.len[b] = st.slot[b] = 0, st.chunk[b] = st.n_active[b] = 1;
+            if (b >= launch_rows<ROWS>(p)) continue;
+            st.pos[b] = p.pos[b], st.len[b] = p.len[b], st.slot[b] = p.slot[b];
+            split_plan(st.len[b], max_splits, &st.chunk[b], &st.n_active[b]);
+            before += p.kv_heads * st.n_active[b];
+        }
+        st.units_before[ROWS] = before;
     }
-    if (threadIdx.x == 0) step_pos = *p.pos, step_len = *p.len, step_slot = *p.slot;
-    if (threadIdx.x < p.head_dim / 2) { // RoPE of this step's position (fused.cu's rounding)
+    for (int i = threadIdx.x; i < launch_rows<ROWS>(p) * (p.head_dim / 2); i += kThreads) {
+        // RoPE of each row's position (fused.cu's rounding)
+        const int b = i / (p.head_dim / 2), d = i % (p.head_dim / 2);
         float sn, cs;
-        sincosf((float)*p.pos * vk_rope_inv_freq(threadIdx.x, p.head_dim, p.theta), &sn, &cs);
-        rope_cs[threadIdx.x] = vk_round(cs), rope_sn[threadIdx.x] = vk_round(sn);
+        sincosf((float)p.pos[b] * vk_rope_inv_freq(d, p.head_dim, p.theta), &sn, &cs);
+        st.cs[b][d] = vk_round(cs), st.sn[b][d] = vk_round(sn);
     }
     __syncthreads();
     if (threadIdx.x >= kConsumers) {
-        producer(p, ring, full, empty);
+        producer<kPages>(p, ring, full, empty);
         return;
     }
     const int G = gridDim.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -1069,17 +1297,17 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
         // the attention's first keys: table entries before the wait, rows after the staging (the
         // attention of this layer runs at offset + q|k|v's units)
         if (op == OP_QKV)
-            begin_keys<DPL>(p, (int)((offset + (p.heads + 2 * p.kv_heads) * p.head_dim / kUnitRows) % G),
-                            first_keys);
+            begin_keys<DPL, ROWS>(p, st, (int)((offset + (p.heads + 2 * p.kv_heads) * p.head_dim / kUnitRows) % G),
+                                  first_keys);
         // what this op waits for: the op before it (QKV of layer 0: nothing in this launch)
         if (op == OP_QKV && layer > 0) wait_counter(p, op_counter(layer - 1, OP_DOWN), G);
-        if (op == OP_O) wait_counter(p, op_counter(layer, OP_ATTN), (unsigned)p.kv_heads);
+        if (op == OP_O) wait_counter(p, op_counter(layer, OP_ATTN), (unsigned)(p.kv_heads * launch_rows<ROWS>(p)));
         if (op == OP_GU) wait_counter(p, op_counter(layer, OP_O), G);
         if (op == OP_DOWN) wait_counter(p, op_counter(layer, OP_GU), G);
         if (op == OP_LM && p.n_layers > 0) wait_counter(p, op_counter(p.n_layers - 1, OP_DOWN), G);
         if (p.stamps && threadIdx.x == 0) p.stamps[((size_t)blockIdx.x * n_steps(p) + step) * 2] = global_ns();
         if (op == OP_ATTN) {
-            run_attention<DPL>(p, layer, offset, stage, first_keys); // blocks without units go on
+            run_attention<DPL, ROWS>(p, st, layer, offset, stage, first_keys); // blocks without units go on
             if (p.stamps && threadIdx.x == 0) p.stamps[((size_t)blockIdx.x * n_steps(p) + step) * 2 + 1] = global_ns();
             continue;
         }
@@ -1087,26 +1315,33 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
         bf16 *xs = reinterpret_cast<bf16 *>(stage);
         if constexpr (SPLIT) {
             // lane 8k + r of warp w: row r of the block's unit w + 8k (k < 4), whose sums warp w adds up
-            const RowPrefetch pre = prefetch_row(q, offset, warp + (lane >> 3) * kConsumerWarps, lane & 7);
-            unsigned char *codes = stage + kSplitCodesAt;
-            stage_input(p, q, xs, red, &sx, codes);
-            if (op == OP_QKV) fetch_keys<DPL>(p, layer, first_keys);
-            float *partials = reinterpret_cast<float *>(stage + kSplitPartialsAt);
+            const RowPrefetch<ROWS> pre =
+                prefetch_row<ROWS>(p, q, offset, warp + (lane >> 3) * kConsumerWarps, lane & 7);
+            const void *in = xs; // what the mmas read: bf16 values, or FP8's codes
+            if constexpr (ROWS == 1) {
+                unsigned char *codes = stage + S::kCodesAt;
+                stage_input(p, q, xs, red, &st.sx[0], codes);
+                if (q.w_scale) in = codes;
+            } else {
+                stage_rows<ROWS>(p, q, xs, red, st.sx); // FP8: the codes in place of the values
+            }
+            if (op == OP_QKV) fetch_keys<DPL, ROWS>(p, st, layer, first_keys);
+            float *partials = reinterpret_cast<float *>(stage + S::kPartialsAt);
             if (q.w_scale)
-                run_projection_split<true>(p, q, offset, codes, sx, pre.resid, pre.wscale, ring, full, empty,
-                                           partials, unit_bar, slot_free, page, unit_ord);
+                run_projection_split<true, ROWS>(p, q, offset, in, st.sx, pre, ring, full, empty,
+                                                 partials, unit_bar, slot_free, page, unit_ord);
             else
-                run_projection_split<false>(p, q, offset, xs, 0.0f, pre.resid, pre.wscale, ring, full, empty,
-                                            partials, unit_bar, slot_free, page, unit_ord);
+                run_projection_split<false, ROWS>(p, q, offset, in, st.sx, pre, ring, full, empty,
+                                                  partials, unit_bar, slot_free, page, unit_ord);
         } else {
             // lane j of warp w: row w of the block's j-th unit (before staging: its round trip overlaps)
-            const RowPrefetch pre = prefetch_row(q, offset, lane, warp);
-            stage_input(p, q, xs, red, &sx, nullptr);
-            if (op == OP_QKV) fetch_keys<DPL>(p, layer, first_keys); // table entries in by now
+            const RowPrefetch<1> pre = prefetch_row<1>(p, q, offset, lane, warp);
+            stage_input(p, q, xs, red, &st.sx[0], nullptr);
+            if (op == OP_QKV) fetch_keys<DPL, ROWS>(p, st, layer, first_keys); // table entries in by now
             if (q.w_scale)
-                run_projection<true>(p, q, offset, xs, sx, pre.resid, pre.wscale, ring, full, empty, page);
+                run_projection<true>(p, q, offset, xs, st.sx[0], pre.resid[0], pre.wscale, ring, full, empty, page);
             else
-                run_projection<false>(p, q, offset, xs, 0.0f, pre.resid, pre.wscale, ring, full, empty, page);
+                run_projection<false>(p, q, offset, xs, 0.0f, pre.resid[0], pre.wscale, ring, full, empty, page);
         }
         offset = (int)((offset + q.n / kUnitRows) % G);
         if (p.stamps && threadIdx.x == 0) p.stamps[((size_t)blockIdx.x * n_steps(p) + step) * 2 + 1] = global_ns();
@@ -1127,6 +1362,9 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
 }
 
 // ---- host side -------------------------------------------------------------------------------------
+// The workspace: the counters, then each buffer for kMaxRows rows, whatever a launch's rows, so
+// that one workspace, zeroed once, serves launches of any rows (the counters sit at the same
+// places and the last block of a launch zeroes all of them).
 struct Layout {
     size_t counters, xa, xb, qkv, attn, gu, part_o, part_ml, total;
     int n_counters;
@@ -1137,32 +1375,37 @@ size_t align256(size_t x) { return (x + 255) / 256 * 256; }
 Layout layout_of(const vox_k_pdecode_args *a) {
     Layout l;
     const int QD = a->heads * a->head_dim, KD = a->kv_heads * a->head_dim;
-    l.n_counters = a->n_layers * (kOpsPerLayer + a->kv_heads) + 1;
+    const size_t R = kMaxRows;
+    l.n_counters = a->n_layers * (kOpsPerLayer + kMaxRows * a->kv_heads) + 1;
     size_t at = 0;
     l.counters = at, at += align256((size_t)l.n_counters * kCounterStride * sizeof(unsigned));
-    l.xa = at, at += align256((size_t)a->hidden * 2);
-    l.xb = at, at += align256((size_t)a->hidden * 2);
-    l.qkv = at, at += align256((size_t)(QD + 2 * KD) * 2);
-    l.attn = at, at += align256((size_t)QD * 2);
-    l.gu = at, at += align256((size_t)a->ffn * 4);
-    l.part_o = at, at += align256((size_t)a->heads * kMaxSplits * a->head_dim * sizeof(float));
-    l.part_ml = at, at += align256((size_t)a->heads * kMaxSplits * 2 * sizeof(float));
+    l.xa = at, at += align256(R * a->hidden * 2);
+    l.xb = at, at += align256(R * a->hidden * 2);
+    l.qkv = at, at += align256(R * (QD + 2 * KD) * 2);
+    l.attn = at, at += align256(R * QD * 2);
+    l.gu = at, at += align256(R * a->ffn * 4);
+    l.part_o = at, at += align256(R * a->heads * kMaxSplits * a->head_dim * sizeof(float));
+    l.part_ml = at, at += align256(R * a->heads * kMaxSplits * 2 * sizeof(float));
     l.total = at;
     return l;
 }
 
+int rows_of(const vox_k_pdecode_args *a) { return a->rows > 1 ? a->rows : 1; }
 
-int device_ok() {
+int device_ok(int rows) {
     static std::atomic<int> optin_cache[64];
     const int optin = vk_device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin, optin_cache);
-    // bulk copies and mbarrier tx counts need sm_90; the ring needs its shared memory
-    return vk_compute_capability() >= 90 && optin >= 0 && (size_t)optin >= kSmemBytes + 1024;
+    const size_t bytes = rows > 1 ? Smem<kMaxRows>::kBytes : Smem<1>::kBytes;
+    // bulk copies and mbarrier tx counts need sm_90; the ring needs its shared memory, and the
+    // static variables theirs (~1 KB; the batched instance's rows ~2.5 KB)
+    return vk_compute_capability() >= 90 && optin >= 0 && (size_t)optin >= bytes + (rows > 1 ? 3072 : 1024);
 }
 
-template <int DPL, bool SPLIT> void launch(const Params &p, cudaStream_t stream) {
-    auto kernel = pdecode_kernel<DPL, SPLIT>;
+template <int DPL, bool SPLIT, int ROWS> void launch(const Params &p, cudaStream_t stream) {
+    auto kernel = pdecode_kernel<DPL, SPLIT, ROWS>;
+    constexpr int kBytes = Smem<ROWS>::kBytes;
     static std::atomic<uint64_t> smem_set{0};
-    vk_ensure_smem(kernel, kSmemBytes, smem_set);
+    vk_ensure_smem(kernel, kBytes, smem_set);
     int dev = 0, sms = 0;
     cudaGetDevice(&dev);
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
@@ -1173,7 +1416,7 @@ template <int DPL, bool SPLIT> void launch(const Params &p, cudaStream_t stream)
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3((unsigned)sms);
     cfg.blockDim = dim3(kThreads);
-    cfg.dynamicSmemBytes = kSmemBytes;
+    cfg.dynamicSmemBytes = kBytes;
     cfg.stream = stream;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
@@ -1183,29 +1426,37 @@ template <int DPL, bool SPLIT> void launch(const Params &p, cudaStream_t stream)
 } // namespace
 
 // Whether every projection's input (K values: hidden, heads x head_dim, ffn) is whole 16-byte
-// vectors of its weight rows (FP8: 16 codes) and fits, staged as bf16, in the first `bytes` of
-// the stage: the whole stage, or below the split consumer's partial sums.
-static bool staged_inputs_fit(const vox_k_pdecode_args *a, size_t bytes) {
+// vectors of its weight rows (FP8: 16 codes) and its `rows` staged bf16 rows, `pad` elements
+// apart beyond K, fit in the first `bytes` of the stage: the whole stage, or below the split
+// consumer's partial sums.
+static bool staged_inputs_fit(const vox_k_pdecode_args *a, int rows, int pad, size_t bytes) {
     const int kvec = a->fp8 ? 16 : 8;
     for (int k : {a->hidden, a->heads * a->head_dim, a->ffn})
-        if (k % kvec || (size_t)k * 2 > bytes) return false;
+        if (k % kvec || (size_t)rows * (k + pad) * 2 > bytes) return false;
     return true;
 }
 
 extern "C" int vox_k_pdecode_supported(const vox_k_pdecode_args *a) {
     if (!a || a->n_layers < 0 || a->n_layers > VOX_K_PDECODE_MAX_LAYERS || a->hidden <= 0 || a->heads <= 0 || a->kv_heads <= 0 ||
-        a->heads % a->kv_heads || a->heads / a->kv_heads > kMaxGroup || a->ffn <= 0 || a->vocab <= 0)
+        a->heads % a->kv_heads || a->heads / a->kv_heads > kMaxGroup || a->ffn <= 0 || a->vocab <= 0 ||
+        a->rows < 0 || a->rows > kMaxRows)
         return 0;
+    const int rows = rows_of(a);
     const int D = a->head_dim, QD = a->heads * D, KD = a->kv_heads * D;
     if (D != 32 && D != 64 && D != 128) return 0;
-    if (AttnSmem::bytes(a->heads / a->kv_heads, D) > (size_t)kStageBytes) return 0;
-    // whole units of 8 rows; rows of whole 16-byte vectors; staged inputs fit
+    const size_t stage = rows > 1 ? Split<kMaxRows>::kStageBytes : Split<1>::kStageBytes;
+    if (AttnSmem::bytes(a->heads / a->kv_heads, D) > stage) return 0;
+    // whole units of 8 rows; rows of whole 16-byte vectors; staged inputs fit (the batched
+    // instance's below its partial sums, and K at most what a thread's quantizing holds)
     const int64_t ns[] = {QD + 2 * KD, a->hidden, 2 * (int64_t)a->ffn, a->hidden, a->vocab};
     for (int64_t n : ns)
         if (n % kUnitRows) return 0;
-    if (!staged_inputs_fit(a, kStageBytes)) return 0;
-    if (a->block_size <= 0) return 0;
-    return device_ok();
+    if (rows == 1 && !staged_inputs_fit(a, 1, 0, Split<1>::kStageBytes)) return 0;
+    if (rows > 1 && (!staged_inputs_fit(a, kMaxRows, Split<kMaxRows>::kRowPad, Split<kMaxRows>::kPartialsAt) ||
+                     a->hidden > kMaxRowsK || QD > kMaxRowsK || a->ffn > kMaxRowsK))
+        return 0;
+    if (a->block_size <= 0 || (rows > 1 && a->table_width <= 0)) return 0;
+    return device_ok(rows);
 }
 
 extern "C" size_t vox_k_pdecode_workspace_bytes(const vox_k_pdecode_args *a) { return layout_of(a).total; }
@@ -1221,9 +1472,11 @@ extern "C" int vox_k_pdecode(const vox_k_pdecode_args *a, cudaStream_t stream) {
     p.n_layers = a->n_layers, p.hidden = a->hidden, p.heads = a->heads, p.kv_heads = a->kv_heads;
     p.head_dim = a->head_dim, p.ffn = a->ffn, p.vocab = a->vocab;
     p.eps = a->eps, p.scale_log2 = a->attn_scale * 1.4426950408889634f, p.theta = a->theta;
+    p.rows = rows_of(a);
     p.x_in = (const bf16 *)a->x, p.final_norm = (const bf16 *)a->final_norm;
     p.lm_head = (const bf16 *)a->lm_head, p.logits = (bf16 *)a->logits;
     p.pos = a->pos, p.slot = a->slot, p.len = a->len, p.table = a->table, p.block_size = a->block_size;
+    p.table_width = a->table_width;
     p.counters = (unsigned *)(ws + l.counters), p.n_counters = l.n_counters;
     p.xa = (bf16 *)(ws + l.xa), p.xb = (bf16 *)(ws + l.xb), p.qkv = (bf16 *)(ws + l.qkv);
     p.attn = (bf16 *)(ws + l.attn), p.gu = (bf16 *)(ws + l.gu);
@@ -1249,16 +1502,24 @@ extern "C" int vox_k_pdecode(const vox_k_pdecode_args *a, cudaStream_t stream) {
         return e && strcmp(e, "row") == 0 ? CONSUMER_ROW : CONSUMER_SPLIT;
     }();
     p.consumer = a->consumer == CONSUMER_ROW || a->consumer == CONSUMER_SPLIT ? a->consumer : consumer;
-    // the split consumer's partial sums sit above the staged input (every K at most 8192)
-    if (p.consumer == CONSUMER_SPLIT && !staged_inputs_fit(a, kSplitPartialsAt)) p.consumer = CONSUMER_ROW;
+    // the split consumer's partial sums sit above the staged input (every K at most 8192); the
+    // batched instance has only the split consumer
+    if (p.consumer == CONSUMER_SPLIT && !staged_inputs_fit(a, 1, 0, Split<1>::kPartialsAt)) p.consumer = CONSUMER_ROW;
+    if (p.rows > 1) p.consumer = CONSUMER_SPLIT;
     p.experiment = experiment;
     p.handover = handover;
     p.watchdog_ns = (long long)(watchdog_s * 1e9);
-    const bool split = p.consumer == CONSUMER_SPLIT;
+    const bool split = p.consumer == CONSUMER_SPLIT, batched = p.rows > 1;
     switch (a->head_dim) {
-    case 32: split ? launch<1, true>(p, stream) : launch<1, false>(p, stream); break;
-    case 64: split ? launch<2, true>(p, stream) : launch<2, false>(p, stream); break;
-    default: split ? launch<4, true>(p, stream) : launch<4, false>(p, stream); break;
+    case 32:
+        batched ? launch<1, true, kMaxRows>(p, stream) : split ? launch<1, true, 1>(p, stream) : launch<1, false, 1>(p, stream);
+        break;
+    case 64:
+        batched ? launch<2, true, kMaxRows>(p, stream) : split ? launch<2, true, 1>(p, stream) : launch<2, false, 1>(p, stream);
+        break;
+    default:
+        batched ? launch<4, true, kMaxRows>(p, stream) : split ? launch<4, true, 1>(p, stream) : launch<4, false, 1>(p, stream);
+        break;
     }
     VOX_K_LAUNCH_CHECK();
     return 1;

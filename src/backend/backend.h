@@ -138,8 +138,11 @@ typedef struct vox_projection {
     vox_tensor *h, *tmp;
 } vox_projection;
 
-/* One decode step of one sequence with every decoder layer and the lm_head in one operation
- * (decode_fused): the weights of each layer, its KV pools, and what the step reads and writes. */
+/* One decode step of the batch's sequences, each decoding one row (n_decode = n_rows = n_seqs =
+ * n_logits, sequence i at row i), with every decoder layer and the lm_head in one operation
+ * (decode_fused): the weights of each layer, its KV pools, and what the step reads and writes.
+ * The backend returns false, doing nothing, where it has no such operation for the step (its
+ * rows, the model's shape, the device); the caller then runs the step op by op. */
 typedef struct {
     const vox_tensor *attn_norm, *qkv, *o, *ffn_norm, *gate_up, *down;
     const vox_tensor *k_pool, *v_pool;
@@ -149,9 +152,9 @@ typedef struct vox_fused_decode {
     int n_layers, heads, kv_heads, head_dim;
     float eps, attn_scale;
     double theta;
-    const vox_tensor *x;          /* [1, hidden]: the embedded token (read) */
+    const vox_tensor *x;          /* [rows, hidden]: the embedded tokens (read) */
     const vox_tensor *final_norm, *lm_head;
-    vox_tensor *logits;           /* [1, vocab] (written) */
+    vox_tensor *logits;           /* [rows, vocab] (written) */
 } vox_fused_decode;
 
 struct vox_backend {
@@ -285,11 +288,11 @@ struct vox_backend {
      * scratch tensors h and tmp); the caller then runs the separate operations (vox_project in
      * pipeline/ does both). */
     bool (*projection)(vox_backend *be, const struct vox_projection *p);
-    /* The decoder layers and the lm_head of a decode step of one row (the current batch: one
-     * sequence, decoding), as one operation: the same results as the layers run op by op, up
-     * to the order of fp32 sums. Returns false, enqueuing nothing, when the backend does not
-     * take it (the cuda backend: a persistent kernel on sm_90 for bf16 and FP8 decoders;
-     * VOX_DECODE=graph switches it off); the caller then runs the
+    /* The decoder layers and the lm_head of a decode-only step (the current batch: every
+     * sequence decoding one row), as one operation: the same results as the layers run op by
+     * op, up to the order of fp32 sums. Returns false, enqueuing nothing, when the backend does
+     * not take it (the cuda backend: a persistent kernel on sm_90 for bf16 and FP8 decoders, one
+     * row, or up to VOX_PDECODE_ROWS; VOX_DECODE=graph switches it off); the caller then runs the
      * layers op by op. */
     bool (*decode_fused)(vox_backend *be, const vox_fused_decode *f);
 

@@ -146,7 +146,8 @@ typedef struct {
     bool capturing;          /* recording a graph */
     bool no_matvec;          /* VOX_NO_MATVEC=1: projections as separate operations */
     /* the persistent decode kernel's workspace (kernels/pdecode.cu) */
-    bool no_pdecode;         /* VOX_DECODE=graph: decode steps of one row op by op */
+    bool no_pdecode;         /* VOX_DECODE=graph: decode steps op by op */
+    int pdecode_rows;        /* decode-only steps of at most this many rows take the kernel */
     void *pdecode_ws;
     size_t pdecode_ws_bytes;
     /* GEMMs of 5..64 rows (bf16 or FP8 weights) on kernels/skinny_gemm.cu instead of cuBLASLt
@@ -1361,8 +1362,8 @@ static bool cu_projection(vox_backend *be, const vox_projection *p) {
     return true;
 }
 
-/* The decoder layers of a one-row decode step as one persistent kernel (kernels/pdecode.cu); the
- * layers' pointers travel in the launch's parameters. */
+/* The decoder layers of a decode step of 1 to 4 sequences as one persistent kernel
+ * (kernels/pdecode.cu); the layers' pointers travel in the launch's parameters. */
 static bool pdecode_workspace(cuda_state *s, const vox_k_pdecode_args *a) {
     return zeroed_workspace(s, &s->pdecode_ws, &s->pdecode_ws_bytes,
                             vox_k_pdecode_workspace_bytes(a));
@@ -1383,8 +1384,13 @@ static bool device_shared(const cuda_state *s) {
 static bool cu_decode_fused(vox_backend *be, const vox_fused_decode *f) {
     cuda_state *s = S(be);
     const vox_batch *b = &s->batch;
-    if (s->no_pdecode || s->no_matvec || f->n_layers < 1 || device_shared(s)) return false;
-    VOX_ASSERT(b->n_rows == 1 && b->n_decode == 1 && b->n_seqs == 1 && b->n_logits == 1);
+    if (s->no_pdecode || s->no_matvec || f->n_layers < 1 || device_shared(s) ||
+        b->n_rows > s->pdecode_rows)
+        return false;
+    /* a decode-only step: sequence i is row i, and its logits are row i's */
+    VOX_ASSERT(b->n_rows == b->n_decode && b->n_seqs == b->n_rows && b->n_logits == b->n_rows &&
+               rows(f->x) == b->n_rows && rows(f->logits) == b->n_rows);
+    for (int i = 0; i < b->n_rows; i++) VOX_ASSERT(b->logit_rows[i] == i && b->seq_row0[i] == i);
     const vox_fused_layer *L0 = &f->layers[0];
     bool fp8 = L0->qkv->dtype == VOX_DTYPE_F8_E4M3;
     /* FP8 decoders too, since the kernel prefetches the rows' scales: 2.207 ms a token against
@@ -1402,8 +1408,9 @@ static bool cu_decode_fused(vox_backend *be, const vox_fused_decode *f) {
         .kv_heads = f->kv_heads, .head_dim = f->head_dim, .ffn = (int)(L0->down->shape[1]),
         .vocab = f->lm_head->shape[0], .fp8 = fp8, .eps = f->eps, .attn_scale = f->attn_scale,
         .theta = f->theta, .x = f->x->data, .final_norm = f->final_norm->data,
-        .lm_head = f->lm_head->data, .logits = f->logits->data, .pos = s->b_pos, .slot = s->b_slot,
-        .len = s->b_len, .table = s->b_tables, .block_size = b->block_size,
+        .lm_head = f->lm_head->data, .logits = f->logits->data, .rows = b->n_rows, .pos = s->b_pos,
+        .slot = s->b_slot, .len = s->b_len, .table = s->b_tables, .block_size = b->block_size,
+        .table_width = b->table_width,
     };
     if (f->n_layers > VOX_K_PDECODE_MAX_LAYERS || !vox_k_pdecode_supported(&a) ||
         !pdecode_workspace(s, &a))
@@ -1694,6 +1701,8 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
     s->fp8_separate = vox_env_flag("VOX_FP8_SEPARATE");
     const char *decode = getenv("VOX_DECODE");
     s->no_pdecode = decode && strcmp(decode, "graph") == 0;
+    /* 2 to 4 rows are not the default until checked on a GPU (bench/NOTES-2026-12-05c.md) */
+    s->pdecode_rows = (int)vox_env_size("VOX_PDECODE_ROWS", 1, 1, VOX_K_PDECODE_MAX_ROWS);
     s->plain_malloc = vox_env_flag("VOX_CUDA_PLAIN_MALLOC");
     s->host_trace_ms = (double)vox_env_size("VOX_TRACE_HOST_MS", 0, 0, 1000000);
     s->host_last_ms = vox_wall_ms();

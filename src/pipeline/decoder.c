@@ -161,8 +161,9 @@ static void decoder_layers(vox_model *m, vox_kv_pool *kv, vox_decoder_batch *d, 
         vox_tensor xd = vox_tensor_rows(&d->x, 0, n_decode);
         be->embed_batch(be, &xd, &m->embedding);
     }
-    /* one sequence decoding: the whole step as one operation where the backend has it */
-    if (n_rows == 1 && n_decode == 1 && n_logits == 1 && be->decode_fused) {
+    /* sequences only decoding (a row each): the whole step as one operation where the backend
+     * has it for this many rows */
+    if (n_decode == n_rows && n_logits == n_rows && be->decode_fused) {
         for (int l = 0; l < c->layers; l++) {
             const vox_decoder_layer *L = &m->dec_layers[l];
             d->fused[l] = (vox_fused_layer){.attn_norm = &L->attn_norm, .qkv = &L->qkv, .o = &L->o,
@@ -170,7 +171,7 @@ static void decoder_layers(vox_model *m, vox_kv_pool *kv, vox_decoder_batch *d, 
                                             .down = &L->down, .k_pool = &kv->k_layer[l],
                                             .v_pool = &kv->v_layer[l]};
         }
-        vox_tensor logits = vox_tensor_rows(&d->logits, 0, 1);
+        vox_tensor logits = vox_tensor_rows(&d->logits, 0, n_rows);
         if (be->decode_fused(be, &(vox_fused_decode){
                                      .layers = d->fused, .n_layers = c->layers, .heads = c->heads,
                                      .kv_heads = c->kv_heads, .head_dim = c->head_dim, .eps = eps,

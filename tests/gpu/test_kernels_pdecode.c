@@ -39,6 +39,7 @@ typedef struct {
     const char *name;
     int layers, hidden, heads, kv_heads, head_dim, ffn, vocab, pos0, steps, fp8;
     int in_order; /* blocks 1, 2, 3, ... as a fresh pool hands them out, else shuffled */
+    int rows;     /* sequences a launch decodes (0: 1), at positions kRowSpread apart */
 } shape;
 
 typedef struct {
@@ -169,17 +170,105 @@ static void compare_scaled(const char *what, const float *got, const float *ref,
 static const char *const kConsumerName[] = {"", "a warp a row", "a warp a slice"};
 static const char *const kConsumerShort[] = {"", "row", "split"}; /* --timing-only's names */
 
-/* consumer: vox_k_pdecode_args.consumer, 1 (a warp a row), 2 (a warp a slice) */
-static void run_shape(const shape *S, int consumer, gtu_rng *rng) {
-    /* FP8 where attention spans many keys; at the first positions it is exact (P = 1 or nearly)
-     * and FP8 must then meet the bf16 bounds */
-    const bounds B = S->fp8 && S->pos0 >= kBlock ? kBoundsFp8 : kBoundsBf16;
-    printf("%s: %d layers, hidden %d, %d/%d heads of %d, ffn %d, vocab %d, positions %d..%d%s, %s\n",
-           S->name, S->layers, S->hidden, S->heads, S->kv_heads, S->head_dim, S->ffn, S->vocab,
-           S->pos0, S->pos0 + S->steps - 1, S->fp8 ? ", FP8" : "", kConsumerName[consumer]);
+/* Positions of row b are pos0 + b * kRowSpread + step: rows of different lengths, whose keys
+ * split and cross blocks at different places. */
+static const int kRowSpread = 37;
+
+/* The reference's working rows of one step. */
+typedef struct {
+    float *h, *qkv, *attn, *gu, *sc;
+    double *acc;
+} ref_work;
+
+/* The reference step of one row: its input x [H] (rewritten: the residual), its position, cache
+ * slot and block table; writes its key and value to the host pools (and kref, vref [layers, KD])
+ * and its logits [vocab]. */
+static void ref_row_step(const shape *S, layer *L, const weight *lm, const float *final_norm,
+                         const int32_t *blocks, int pos, int slot, float *x, float *kref,
+                         float *vref, float *logits, ref_work *w) {
     const int H = S->hidden, D = S->head_dim, QD = S->heads * D, KD = S->kv_heads * D, F = S->ffn;
-    const int GQ = S->heads / S->kv_heads, last_pos = S->pos0 + S->steps - 1;
-    const int width = last_pos / kBlock + 1, n_blocks = width + 3;
+    const int GQ = S->heads / S->kv_heads, len = pos + 1;
+    const float eps = 1e-5f, scale = 1.0f / sqrtf((float)D);
+    const double theta = 1e8;
+    float *h = w->h, *qkv = w->qkv, *attn = w->attn, *gu = w->gu, *sc = w->sc;
+    double *acc = w->acc;
+    for (int l = 0; l < S->layers; l++) {
+        layer *Y = &L[l];
+        ref_rms(x, Y->attn_norm, H, eps, h);
+        ref_matvec(&Y->qkv, h, acc);
+        for (int i = 0; i < QD + 2 * KD; i++) qkv[i] = bfr((float)acc[i]);
+        for (int hd = 0; hd < S->heads + S->kv_heads; hd++) /* RoPE on q and k heads */
+            for (int i = 0; i < D / 2; i++) {
+                float *v = qkv + (size_t)hd * D;
+                ref_rope(v[i], v[i + D / 2], i, D, theta, pos, &v[i], &v[i + D / 2]);
+            }
+        for (int j = 0; j < KD; j++) {
+            Y->k_pool[(size_t)slot * KD + j] = vox_f32_to_bf16(qkv[QD + j]);
+            Y->v_pool[(size_t)slot * KD + j] = vox_f32_to_bf16(qkv[QD + KD + j]);
+            kref[(size_t)l * KD + j] = qkv[QD + j];
+            vref[(size_t)l * KD + j] = qkv[QD + KD + j];
+        }
+        for (int hq = 0; hq < S->heads; hq++) {
+            const int g = hq / GQ;
+            const float *q = qkv + (size_t)hq * D;
+            float mx = -INFINITY;
+            for (int j = 0; j < len; j++) {
+                size_t row = (size_t)blocks[j / kBlock] * kBlock + j % kBlock;
+                const uint16_t *k = Y->k_pool + row * KD + (size_t)g * D;
+                double s = 0;
+                for (int e = 0; e < D; e++) s += (double)q[e] * vox_bf16_to_f32(k[e]);
+                sc[j] = (float)s * scale;
+                if (sc[j] > mx) mx = sc[j];
+            }
+            double l_sum = 0;
+            double *o = acc; /* D doubles */
+            for (int e = 0; e < D; e++) o[e] = 0;
+            for (int j = 0; j < len; j++) {
+                size_t row = (size_t)blocks[j / kBlock] * kBlock + j % kBlock;
+                const uint16_t *v = Y->v_pool + row * KD + (size_t)g * D;
+                float p = expf(sc[j] - mx);
+                l_sum += p;
+                float pr = bfr(p); /* P is bf16 for P@V */
+                for (int e = 0; e < D; e++) o[e] += (double)pr * vox_bf16_to_f32(v[e]);
+            }
+            for (int e = 0; e < D; e++) attn[(size_t)hq * D + e] = bfr((float)(o[e] / l_sum));
+        }
+        ref_matvec(&Y->o, attn, acc);
+        for (int i = 0; i < H; i++) x[i] = bfr(x[i] + bfr((float)acc[i]));
+        ref_rms(x, Y->ffn_norm, H, eps, h);
+        ref_matvec(&Y->gu, h, acc);
+        for (int i = 0; i < 2 * F; i++) gu[i] = bfr((float)acc[i]);
+        for (int i = 0; i < F; i++) {
+            float g = gu[i];
+            h[i] = bfr(bfr(g / (1.0f + expf(-g))) * gu[F + i]);
+        }
+        ref_matvec(&Y->down, h, acc);
+        for (int i = 0; i < H; i++) x[i] = bfr(x[i] + bfr((float)acc[i]));
+    }
+    ref_rms(x, final_norm, H, eps, h);
+    ref_matvec(lm, h, acc);
+    for (int i = 0; i < S->vocab; i++) logits[i] = bfr((float)acc[i]);
+}
+
+/* consumer: vox_k_pdecode_args.consumer, 1 (a warp a row), 2 (a warp a slice; the only one of
+ * launches of several rows) */
+static void run_shape(const shape *S, int consumer, gtu_rng *rng) {
+    const int R = S->rows > 1 ? S->rows : 1;
+    printf("%s: %d layers, hidden %d, %d/%d heads of %d, ffn %d, vocab %d, %d row%s, positions %d..%d%s, %s\n",
+           S->name, S->layers, S->hidden, S->heads, S->kv_heads, S->head_dim, S->ffn, S->vocab, R,
+           R > 1 ? "s" : "", S->pos0, S->pos0 + (R - 1) * kRowSpread + S->steps - 1,
+           S->fp8 ? ", FP8" : "", kConsumerName[consumer]);
+    const int H = S->hidden, D = S->head_dim, QD = S->heads * D, KD = S->kv_heads * D, F = S->ffn;
+    /* row b's blocks: width[b] of the pool's, after rows 0 .. b - 1's in one shuffled order */
+    int width[8], first_block[8], n_used = 0, table_width = 0;
+    for (int b = 0; b < R; b++) {
+        const int last_pos = S->pos0 + b * kRowSpread + S->steps - 1;
+        width[b] = last_pos / kBlock + 1;
+        first_block[b] = n_used;
+        n_used += width[b];
+        if (width[b] > table_width) table_width = width[b];
+    }
+    const int n_blocks = n_used + 3;
     const size_t pool_rows = (size_t)n_blocks * kBlock;
     const float eps = 1e-5f;
     const double theta = 1e8;
@@ -213,8 +302,9 @@ static void run_shape(const shape *S, int consumer, gtu_rng *rng) {
     uint16_t *fnh = gtu_randn_bf16(rng, (size_t)H, 0.1f, 1.0f, &final_norm);
     void *final_norm_dev = gtu_dev_upload(fnh, (size_t)H * 2);
     free(fnh);
-    /* the block table: distinct blocks in a shuffled order, block 0 never used */
-    int32_t *blocks = gtu_malloc((size_t)width * sizeof *blocks);
+    /* the block tables [R, table_width]: distinct blocks in a shuffled order, block 0 never used;
+     * entries past a row's width 0 (never read) */
+    int32_t *blocks = calloc((size_t)R * table_width, sizeof *blocks);
     {
         int32_t *perm = gtu_malloc((size_t)(n_blocks - 1) * sizeof *perm);
         for (int i = 0; i < n_blocks - 1; i++) perm[i] = i + 1;
@@ -223,128 +313,99 @@ static void run_shape(const shape *S, int consumer, gtu_rng *rng) {
             int32_t t = perm[i];
             perm[i] = perm[j], perm[j] = t;
         }
-        memcpy(blocks, perm, (size_t)width * sizeof *blocks);
+        for (int b = 0; b < R; b++)
+            memcpy(blocks + (size_t)b * table_width, perm + first_block[b], (size_t)width[b] * sizeof *blocks);
         free(perm);
     }
-    void *table_dev = gtu_dev_upload(blocks, (size_t)width * sizeof *blocks);
-    int32_t *scalars_dev = gtu_dev_alloc(3 * sizeof(int32_t));
-    void *x_dev = gtu_dev_alloc((size_t)H * 2), *logits_dev = gtu_dev_alloc((size_t)S->vocab * 2);
+    void *table_dev = gtu_dev_upload(blocks, (size_t)R * table_width * sizeof *blocks);
+    int32_t *scalars_dev = gtu_dev_alloc((size_t)3 * R * sizeof(int32_t)); /* pos, slot, len */
+    void *x_dev = gtu_dev_alloc((size_t)R * H * 2), *logits_dev = gtu_dev_alloc((size_t)R * S->vocab * 2);
 
     vox_k_pdecode_args a = {
         .layers = table_host, .n_layers = S->layers, .hidden = H, .heads = S->heads,
-        .kv_heads = S->kv_heads, .head_dim = D, .ffn = F, .vocab = S->vocab, .fp8 = S->fp8,
-        .eps = eps, .attn_scale = scale, .theta = theta, .x = x_dev, .final_norm = final_norm_dev,
-        .lm_head = lm.dev, .logits = logits_dev, .pos = scalars_dev, .slot = scalars_dev + 1,
-        .len = scalars_dev + 2, .table = table_dev, .block_size = kBlock, .consumer = consumer};
+        .kv_heads = S->kv_heads, .head_dim = D, .ffn = F, .rows = R, .vocab = S->vocab,
+        .fp8 = S->fp8, .eps = eps, .attn_scale = scale, .theta = theta, .x = x_dev,
+        .final_norm = final_norm_dev, .lm_head = lm.dev, .logits = logits_dev, .pos = scalars_dev,
+        .slot = scalars_dev + R, .len = scalars_dev + 2 * R, .table = table_dev,
+        .block_size = kBlock, .table_width = table_width, .consumer = consumer};
     CHECK_MSG(vox_k_pdecode_supported(&a), "%s: the kernel does not take this shape", S->name);
     size_t ws_bytes = vox_k_pdecode_workspace_bytes(&a);
     a.workspace = gtu_dev_alloc(ws_bytes);
     GTU_CUDA(cudaMemset(a.workspace, 0, ws_bytes));
 
     /* the reference's working rows */
-    float *x = gtu_malloc((size_t)H * sizeof *x), *h = gtu_malloc((size_t)(F > H ? F : H) * 4 + QD * 4);
-    float *qkv = gtu_malloc((size_t)(QD + 2 * KD) * 4), *attn = gtu_malloc((size_t)QD * 4);
-    float *gu = gtu_malloc((size_t)2 * F * 4), *logits = gtu_malloc((size_t)S->vocab * 4);
-    double *acc = gtu_malloc((size_t)(S->vocab > 2 * F ? S->vocab : 2 * F) * 8 + (size_t)(QD + 2 * KD) * 8);
-    float *kref = gtu_malloc((size_t)S->layers * KD * 4 + 4), *vref = gtu_malloc((size_t)S->layers * KD * 4 + 4);
-    float *sc = gtu_malloc((size_t)(last_pos + 1) * 4);
+    const int max_len = S->pos0 + (R - 1) * kRowSpread + S->steps;
+    ref_work w = {
+        .h = gtu_malloc((size_t)(F > H ? F : H) * 4 + QD * 4), .qkv = gtu_malloc((size_t)(QD + 2 * KD) * 4),
+        .attn = gtu_malloc((size_t)QD * 4), .gu = gtu_malloc((size_t)2 * F * 4),
+        .sc = gtu_malloc((size_t)max_len * 4),
+        .acc = gtu_malloc((size_t)(S->vocab > 2 * F ? S->vocab : 2 * F) * 8 + (size_t)(QD + 2 * KD) * 8)};
+    float *x = gtu_malloc((size_t)R * H * sizeof *x), *logits = gtu_malloc((size_t)R * S->vocab * 4);
+    float *kref = gtu_malloc((size_t)R * S->layers * KD * 4 + 4);
+    float *vref = gtu_malloc((size_t)R * S->layers * KD * 4 + 4);
     unsigned char *written = calloc(pool_rows, 1);
+    uint16_t *xh = gtu_malloc((size_t)R * H * 2);
+    int32_t *scal = gtu_malloc((size_t)3 * R * sizeof *scal);
 
     for (int step = 0; step < S->steps; step++) {
-        const int pos = S->pos0 + step, len = pos + 1;
-        const int slot = blocks[pos / kBlock] * kBlock + pos % kBlock;
-        written[slot] = 1;
-        uint16_t *xh = gtu_randn_bf16(rng, (size_t)H, 1.0f, 0.0f, &x);
-        int32_t scal[3] = {pos, slot, len};
-        GTU_CUDA(cudaMemcpy(x_dev, xh, (size_t)H * 2, cudaMemcpyHostToDevice));
-        GTU_CUDA(cudaMemcpy(scalars_dev, scal, sizeof scal, cudaMemcpyHostToDevice));
-        free(xh);
+        for (int b = 0; b < R; b++) {
+            const int pos = S->pos0 + b * kRowSpread + step;
+            const int32_t *tb = blocks + (size_t)b * table_width;
+            scal[b] = pos;
+            scal[R + b] = tb[pos / kBlock] * kBlock + pos % kBlock;
+            scal[2 * R + b] = pos + 1;
+            written[scal[R + b]] = 1;
+            float *xf;
+            uint16_t *row = gtu_randn_bf16(rng, (size_t)H, 1.0f, 0.0f, &xf);
+            memcpy(xh + (size_t)b * H, row, (size_t)H * 2);
+            memcpy(x + (size_t)b * H, xf, (size_t)H * sizeof *x);
+            free(row), free(xf);
+        }
+        GTU_CUDA(cudaMemcpy(x_dev, xh, (size_t)R * H * 2, cudaMemcpyHostToDevice));
+        GTU_CUDA(cudaMemcpy(scalars_dev, scal, (size_t)3 * R * sizeof *scal, cudaMemcpyHostToDevice));
         CHECK(vox_k_pdecode(&a, 0) == 1);
         GTU_SYNC_CHECK();
 
-        /* the reference */
-        for (int l = 0; l < S->layers; l++) {
-            layer *Y = &L[l];
-            ref_rms(x, Y->attn_norm, H, eps, h);
-            ref_matvec(&Y->qkv, h, acc);
-            for (int i = 0; i < QD + 2 * KD; i++) qkv[i] = bfr((float)acc[i]);
-            for (int hd = 0; hd < S->heads + S->kv_heads; hd++) /* RoPE on q and k heads */
-                for (int i = 0; i < D / 2; i++) {
-                    float *v = qkv + (size_t)hd * D;
-                    ref_rope(v[i], v[i + D / 2], i, D, theta, pos, &v[i], &v[i + D / 2]);
-                }
-            for (int j = 0; j < KD; j++) {
-                Y->k_pool[(size_t)slot * KD + j] = vox_f32_to_bf16(qkv[QD + j]);
-                Y->v_pool[(size_t)slot * KD + j] = vox_f32_to_bf16(qkv[QD + KD + j]);
-                kref[(size_t)l * KD + j] = qkv[QD + j];
-                vref[(size_t)l * KD + j] = qkv[QD + KD + j];
-            }
-            for (int hq = 0; hq < S->heads; hq++) {
-                const int g = hq / GQ;
-                const float *q = qkv + (size_t)hq * D;
-                float mx = -INFINITY;
-                for (int j = 0; j < len; j++) {
-                    size_t row = (size_t)blocks[j / kBlock] * kBlock + j % kBlock;
-                    const uint16_t *k = Y->k_pool + row * KD + (size_t)g * D;
-                    double s = 0;
-                    for (int e = 0; e < D; e++) s += (double)q[e] * vox_bf16_to_f32(k[e]);
-                    sc[j] = (float)s * scale;
-                    if (sc[j] > mx) mx = sc[j];
-                }
-                double l_sum = 0;
-                for (int e = 0; e < D; e++) attn[(size_t)hq * D + e] = 0;
-                double *o = acc; /* D doubles */
-                for (int e = 0; e < D; e++) o[e] = 0;
-                for (int j = 0; j < len; j++) {
-                    size_t row = (size_t)blocks[j / kBlock] * kBlock + j % kBlock;
-                    const uint16_t *v = Y->v_pool + row * KD + (size_t)g * D;
-                    float p = expf(sc[j] - mx);
-                    l_sum += p;
-                    float pr = bfr(p); /* P is bf16 for P@V */
-                    for (int e = 0; e < D; e++) o[e] += (double)pr * vox_bf16_to_f32(v[e]);
-                }
-                for (int e = 0; e < D; e++) attn[(size_t)hq * D + e] = bfr((float)(o[e] / l_sum));
-            }
-            ref_matvec(&Y->o, attn, acc);
-            for (int i = 0; i < H; i++) x[i] = bfr(x[i] + bfr((float)acc[i]));
-            ref_rms(x, Y->ffn_norm, H, eps, h);
-            ref_matvec(&Y->gu, h, acc);
-            for (int i = 0; i < 2 * F; i++) gu[i] = bfr((float)acc[i]);
-            for (int i = 0; i < F; i++) {
-                float g = gu[i];
-                h[i] = bfr(bfr(g / (1.0f + expf(-g))) * gu[F + i]);
-            }
-            ref_matvec(&Y->down, h, acc);
-            for (int i = 0; i < H; i++) x[i] = bfr(x[i] + bfr((float)acc[i]));
-        }
-        ref_rms(x, final_norm, H, eps, h);
-        ref_matvec(&lm, h, acc);
-        for (int i = 0; i < S->vocab; i++) logits[i] = bfr((float)acc[i]);
+        /* the reference: each row on its own (rows share nothing but the weights) */
+        for (int b = 0; b < R; b++)
+            ref_row_step(S, L, &lm, final_norm, blocks + (size_t)b * table_width, scal[b], scal[R + b],
+                         x + (size_t)b * H, kref + (size_t)b * S->layers * KD,
+                         vref + (size_t)b * S->layers * KD, logits + (size_t)b * S->vocab, &w);
 
-        char what[96];
-        float *got = gtu_download_bf16_as_f32(logits_dev, (size_t)S->vocab);
-        snprintf(what, sizeof what, "%s (%s) pos %d logits", S->name, kConsumerName[consumer], pos);
-        compare_scaled(what, got, logits, (size_t)S->vocab, B);
-        /* the argmax where the reference's top-2 margin is clear of the bound */
-        int best = 0, gbest = 0;
-        float second = -INFINITY;
-        for (int i = 1; i < S->vocab; i++) {
-            if (logits[i] > logits[best]) second = logits[best], best = i;
-            else if (logits[i] > second) second = logits[i];
-            if (got[i] > got[gbest]) gbest = i;
-        }
-        float bound = B.rel * fabsf(logits[best]) + B.elem * rms_of(logits, (size_t)S->vocab);
-        if (logits[best] - second > 2 * bound)
-            CHECK_MSG(gbest == best, "%s: argmax %d, reference %d", what, gbest, best);
-        free(got);
-        for (int l = 0; l < S->layers; l++) {
-            float *kg = gtu_download_bf16_as_f32((char *)L[l].k_dev + (size_t)slot * KD * 2, (size_t)KD);
-            float *vg = gtu_download_bf16_as_f32((char *)L[l].v_dev + (size_t)slot * KD * 2, (size_t)KD);
-            snprintf(what, sizeof what, "%s (%s) pos %d layer %d new key", S->name, kConsumerName[consumer], pos, l);
-            compare_scaled(what, kg, kref + (size_t)l * KD, (size_t)KD, B);
-            snprintf(what, sizeof what, "%s (%s) pos %d layer %d new value", S->name, kConsumerName[consumer], pos, l);
-            compare_scaled(what, vg, vref + (size_t)l * KD, (size_t)KD, B);
-            free(kg), free(vg);
+        for (int b = 0; b < R; b++) {
+            const int pos = scal[b], slot = scal[R + b];
+            const float *lg = logits + (size_t)b * S->vocab;
+            /* FP8 where attention spans many keys; at the first positions it is exact (P = 1 or
+             * nearly) and FP8 must then meet the bf16 bounds */
+            const bounds B = S->fp8 && S->pos0 + b * kRowSpread >= kBlock ? kBoundsFp8 : kBoundsBf16;
+            char what[128], row_name[16] = "";
+            if (R > 1) snprintf(row_name, sizeof row_name, " row %d", b);
+            float *got = gtu_download_bf16_as_f32((const uint16_t *)logits_dev + (size_t)b * S->vocab,
+                                                  (size_t)S->vocab);
+            snprintf(what, sizeof what, "%s (%s)%s pos %d logits", S->name, kConsumerName[consumer], row_name, pos);
+            compare_scaled(what, got, lg, (size_t)S->vocab, B);
+            /* the argmax where the reference's top-2 margin is clear of the bound */
+            int best = 0, gbest = 0;
+            float second = -INFINITY;
+            for (int i = 1; i < S->vocab; i++) {
+                if (lg[i] > lg[best]) second = lg[best], best = i;
+                else if (lg[i] > second) second = lg[i];
+                if (got[i] > got[gbest]) gbest = i;
+            }
+            float bound = B.rel * fabsf(lg[best]) + B.elem * rms_of(lg, (size_t)S->vocab);
+            if (lg[best] - second > 2 * bound)
+                CHECK_MSG(gbest == best, "%s: argmax %d, reference %d", what, gbest, best);
+            free(got);
+            for (int l = 0; l < S->layers; l++) {
+                const float *kr = kref + ((size_t)b * S->layers + l) * KD, *vr = vref + ((size_t)b * S->layers + l) * KD;
+                float *kg = gtu_download_bf16_as_f32((char *)L[l].k_dev + (size_t)slot * KD * 2, (size_t)KD);
+                float *vg = gtu_download_bf16_as_f32((char *)L[l].v_dev + (size_t)slot * KD * 2, (size_t)KD);
+                snprintf(what, sizeof what, "%s (%s)%s pos %d layer %d new key", S->name, kConsumerName[consumer], row_name, pos, l);
+                compare_scaled(what, kg, kr, (size_t)KD, B);
+                snprintf(what, sizeof what, "%s (%s)%s pos %d layer %d new value", S->name, kConsumerName[consumer], row_name, pos, l);
+                compare_scaled(what, vg, vr, (size_t)KD, B);
+                free(kg), free(vg);
+            }
         }
     }
     /* every row not written: unchanged (the reference wrote only the written rows too) */
@@ -367,8 +428,9 @@ static void run_shape(const shape *S, int consumer, gtu_rng *rng) {
         gtu_dev_free(L[l].k_dev), gtu_dev_free(L[l].v_dev);
     }
     free_weight(&lm);
-    free(L), free(table_host), free(final_norm), free(blocks), free(x), free(h), free(qkv), free(attn);
-    free(gu), free(logits), free(acc), free(kref), free(vref), free(sc), free(written);
+    free(L), free(table_host), free(final_norm), free(blocks), free(x), free(xh), free(scal);
+    free(w.h), free(w.qkv), free(w.attn), free(w.gu), free(w.sc), free(w.acc);
+    free(logits), free(kref), free(vref), free(written);
     gtu_dev_free(final_norm_dev), gtu_dev_free(table_dev);
     gtu_dev_free(scalars_dev), gtu_dev_free(x_dev), gtu_dev_free(logits_dev), gtu_dev_free(a.workspace);
 }
@@ -383,7 +445,7 @@ static int cmp_u64(const void *a, const void *b) {
  * kernel's stamps, the time blocks wait for the op before and the time they work. Information,
  * no check (bench/ holds the measured numbers). FP8: the layers' weights as E4M3 codes (the
  * lm_head stays bf16). */
-static void time_full_size(int fp8, int consumer) {
+static void time_full_size(int fp8, int consumer, int rows) {
     const int layers = 30, H = 3072, heads = 32, kvh = 8, D = 128, F = 8192, V = 131072, pos = 440;
     const int QD = heads * D, KD = kvh * D, width = pos / kBlock + 1;
     const size_t esz = fp8 ? 1 : 2;
@@ -406,7 +468,7 @@ static void time_full_size(int fp8, int consumer) {
         scale = gtu_dev_upload(h, scales_a_layer * layers * sizeof *h);
         free(h);
     }
-    size_t pool = (size_t)(width + 1) * kBlock * KD * 2;
+    size_t pool = (size_t)(rows * width + 1) * kBlock * KD * 2; /* a table of its own a row */
     char *kv = gtu_dev_alloc(pool * 2 * layers);
     GTU_CUDA(cudaMemset(kv, 0x3c, pool * 2 * layers));
     vox_k_pdecode_layer L[30];
@@ -425,16 +487,23 @@ static void time_full_size(int fp8, int consumer) {
         L[l].attn_norm = L[l].ffn_norm = w; /* any bf16 values */
         L[l].k_cache = kv + (size_t)l * 2 * pool, L[l].v_cache = kv + (size_t)l * 2 * pool + pool;
     }
-    int32_t host[3 + 64] = {pos, pos, pos + 1};
-    for (int i = 0; i < width; i++) host[3 + i] = i;
-    int32_t *dev = gtu_dev_upload(host, sizeof host);
-    void *x = gtu_dev_alloc((size_t)H * 2), *logits = gtu_dev_alloc((size_t)V * 2);
-    GTU_CUDA(cudaMemset(x, 0x3c, (size_t)H * 2));
+    /* each row at the same position, in blocks of its own: pos [rows], slot [rows], len [rows],
+     * then the tables [rows, width] */
+    int32_t host[3 * 4 + 4 * 64];
+    for (int b = 0; b < rows; b++) {
+        host[b] = pos, host[rows + b] = (b * width + pos / kBlock) * kBlock + pos % kBlock;
+        host[2 * rows + b] = pos + 1;
+        for (int i = 0; i < width; i++) host[3 * rows + b * width + i] = b * width + i;
+    }
+    int32_t *dev = gtu_dev_upload(host, (size_t)(3 + width) * rows * sizeof *host);
+    void *x = gtu_dev_alloc((size_t)rows * H * 2), *logits = gtu_dev_alloc((size_t)rows * V * 2);
+    GTU_CUDA(cudaMemset(x, 0x3c, (size_t)rows * H * 2));
     vox_k_pdecode_args a = {.layers = L, .n_layers = layers, .hidden = H, .heads = heads,
                             .kv_heads = kvh, .head_dim = D, .ffn = F, .vocab = V, .eps = 1e-5f,
                             .attn_scale = 0.088f, .theta = 1e8, .x = x, .final_norm = w,
-                            .lm_head = at, .logits = logits, .pos = dev, .slot = dev + 1,
-                            .len = dev + 2, .table = dev + 3, .block_size = kBlock, .fp8 = fp8,
+                            .lm_head = at, .logits = logits, .rows = rows, .pos = dev,
+                            .slot = dev + rows, .len = dev + 2 * rows, .table = dev + 3 * rows,
+                            .block_size = kBlock, .table_width = width, .fp8 = fp8,
                             .consumer = consumer};
     size_t ws = vox_k_pdecode_workspace_bytes(&a);
     a.workspace = gtu_dev_alloc(ws);
@@ -446,8 +515,9 @@ static void time_full_size(int fp8, int consumer) {
     GTU_SYNC_CHECK();
     double us = 0;
     GTU_TIME_US(us, 20, vox_k_pdecode(&a, 0));
-    printf("timing: full size%s, %s, one row at position %d: %.1f us a step, %.0f GB/s of weights\n",
-           fp8 ? " FP8" : "", kConsumerName[consumer], pos, us, (double)wbytes / (us * 1e3));
+    printf("timing: full size%s, %s, %d row%s at position %d: %.1f us a step, %.0f GB/s of weights\n",
+           fp8 ? " FP8" : "", kConsumerName[consumer], rows, rows > 1 ? "s" : "", pos, us,
+           (double)wbytes / (us * 1e3));
     /* one stamped run */
     size_t nst = (size_t)sms * steps * 2 + (size_t)sms * layers * 10; /* + the attention marks */
     a.stamps = gtu_dev_alloc(nst * sizeof(unsigned long long));
@@ -461,8 +531,8 @@ static void time_full_size(int fp8, int consumer) {
     const char *dir = getenv("VOX_PDECODE_STAMPS_DIR");
     if (dir && *dir) {
         char path[1024];
-        snprintf(path, sizeof path, "%s/stamps-%s-%s-%dsm.u64", dir, fp8 ? "fp8" : "bf16",
-                 kConsumerShort[consumer], sms);
+        snprintf(path, sizeof path, "%s/stamps-%s-%s%s-%dsm.u64", dir, fp8 ? "fp8" : "bf16",
+                 kConsumerShort[consumer], rows > 1 ? (rows > 2 ? "-r4" : "-r2") : "", sms);
         FILE *f = fopen(path, "wb");
         if (!f || fwrite(st, sizeof *st, nst, f) != nst) printf("timing: could not write %s\n", path);
         if (f) fclose(f);
@@ -510,7 +580,8 @@ int main(int argc, char **argv) {
     /* --no-timing: the checks alone (compute-sanitizer's runs), and a further argument runs only
      * the shapes whose name contains it (drawing other random data than a full run: the shapes
      * share one generator); --timing-only: the full-size timing alone, and a further argument
-     * times only the configurations whose name (bf16-row, bf16-split, fp8-row, fp8-split) contains it
+     * times only the configurations whose name (bf16-row, bf16-split, fp8-row, fp8-split; with
+     * 2 or 4 rows bf16-split-r2, ..., fp8-split-r4, picked only by a name with "-r") contains it
      * (one kernel to find for a profiler: bench/NOTES-2026-12-04.md); after --no-timing NAME, a
      * consumer's short name (row, split) checks with that consumer alone (racecheck at the full
      * width takes minutes a consumer) */
@@ -527,21 +598,32 @@ int main(int argc, char **argv) {
     int major = 0;
     GTU_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
     static const shape shapes[] = {
-        /* name            layers hidden heads kv  D   ffn   vocab pos0 steps fp8 in_order */
-        {"first position", 2, 128, 4, 2, 32, 256, 1400, 0, 3, 0, 0},
-        {"first position fp8", 2, 128, 4, 2, 32, 256, 1400, 0, 3, 1, 0},
-        {"tiny long", 2, 128, 4, 2, 32, 256, 1400, 770, 3, 0, 0},
-        {"tiny long in order", 2, 128, 4, 2, 32, 256, 1400, 755, 3, 0, 1},
-        {"block boundary", 2, 192, 6, 2, 64, 320, 520, 46, 4, 0, 0},
-        {"awkward", 3, 192, 6, 2, 64, 320, 520, 37, 3, 0, 0},
-        {"awkward fp8", 3, 192, 6, 2, 64, 320, 520, 37, 3, 1, 0},
-        {"long context", 1, 192, 6, 2, 64, 320, 520, 5000, 2, 0, 0},
+        /* name            layers hidden heads kv  D   ffn   vocab pos0 steps fp8 in_order rows */
+        {"first position", 2, 128, 4, 2, 32, 256, 1400, 0, 3, 0, 0, 1},
+        {"first position fp8", 2, 128, 4, 2, 32, 256, 1400, 0, 3, 1, 0, 1},
+        {"tiny long", 2, 128, 4, 2, 32, 256, 1400, 770, 3, 0, 0, 1},
+        {"tiny long in order", 2, 128, 4, 2, 32, 256, 1400, 755, 3, 0, 1, 1},
+        {"block boundary", 2, 192, 6, 2, 64, 320, 520, 46, 4, 0, 0, 1},
+        {"awkward", 3, 192, 6, 2, 64, 320, 520, 37, 3, 0, 0, 1},
+        {"awkward fp8", 3, 192, 6, 2, 64, 320, 520, 37, 3, 1, 0, 1},
+        {"long context", 1, 192, 6, 2, 64, 320, 520, 5000, 2, 0, 0, 1},
         /* down's K over whole pages and a partial one (pages of 3072-byte rows): bf16 1536 + 1536
          * + 272 columns, FP8 3072 + 272 */
-        {"ffn chunks", 2, 192, 6, 2, 64, 3344, 520, 300, 3, 0, 0},
-        {"ffn chunks fp8", 2, 192, 6, 2, 64, 3344, 520, 300, 3, 1, 0},
-        {"full width", 2, 3072, 32, 8, 128, 8192, 8192, 440, 3, 0, 0},
-        {"full width fp8", 2, 3072, 32, 8, 128, 8192, 8192, 440, 3, 1, 0},
+        {"ffn chunks", 2, 192, 6, 2, 64, 3344, 520, 300, 3, 0, 0, 1},
+        {"ffn chunks fp8", 2, 192, 6, 2, 64, 3344, 520, 300, 3, 1, 0, 1},
+        {"full width", 2, 3072, 32, 8, 128, 8192, 8192, 440, 3, 0, 0, 1},
+        {"full width fp8", 2, 3072, 32, 8, 128, 8192, 8192, 440, 3, 1, 0, 1},
+        /* several sequences a launch (the batched instance): rows of different lengths, split
+         * and blocked at different places; 3 rows leave a row of the mma's m side empty */
+        {"rows 2 first position", 2, 128, 4, 2, 32, 256, 1400, 0, 3, 0, 0, 2},
+        {"rows 2 first position fp8", 2, 128, 4, 2, 32, 256, 1400, 0, 3, 1, 0, 2},
+        {"rows 4 tiny long", 2, 128, 4, 2, 32, 256, 1400, 770, 3, 0, 0, 4},
+        {"rows 3 awkward", 3, 192, 6, 2, 64, 320, 520, 37, 3, 0, 0, 3},
+        {"rows 3 awkward fp8", 3, 192, 6, 2, 64, 320, 520, 37, 3, 1, 0, 3},
+        {"rows 4 block boundary", 2, 192, 6, 2, 64, 320, 520, 46, 4, 0, 1, 4},
+        {"rows 4 ffn chunks fp8", 2, 192, 6, 2, 64, 3344, 520, 300, 3, 1, 0, 4},
+        {"rows 2 full width", 2, 3072, 32, 8, 128, 8192, 8192, 440, 3, 0, 0, 2},
+        {"rows 4 full width fp8", 2, 3072, 32, 8, 128, 8192, 8192, 440, 3, 1, 0, 4},
     };
     if (major < 9) { /* the kernel needs sm_90: it must refuse, and the caller goes op by op */
         vox_k_pdecode_args a = {.n_layers = 1, .hidden = 128, .heads = 4, .kv_heads = 2,
@@ -562,14 +644,21 @@ int main(int argc, char **argv) {
     for (int consumer = 1; consumer <= 2; consumer++)
         for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
             if (checks && (!only || strstr(shapes[i].name, only)) &&
-                (!only_consumer || strcmp(only_consumer, kConsumerShort[consumer]) == 0))
+                (!only_consumer || strcmp(only_consumer, kConsumerShort[consumer]) == 0) &&
+                (shapes[i].rows <= 1 || consumer == 2)) /* several rows: the split consumer only */
                 run_shape(&shapes[i], consumer, &rng);
+    /* the one-row configurations, then the split consumer at 2 and 4 rows (bf16-split-r2, ...) */
+    static const int kTimed[][2] = {{2, 1}, {1, 1}, {2, 2}, {2, 4}}; /* consumer, rows */
     if (timing)
         for (int fp8 = 0; fp8 <= 1; fp8++)
-            for (int consumer = 2; consumer >= 1; consumer--) { /* split (the default), row */
-                char name[16];
-                snprintf(name, sizeof name, "%s-%s", fp8 ? "fp8" : "bf16", kConsumerShort[consumer]);
-                if (checks || !only || strstr(name, only)) time_full_size(fp8, consumer);
+            for (size_t c = 0; c < sizeof kTimed / sizeof *kTimed; c++) {
+                const int consumer = kTimed[c][0], rows = kTimed[c][1];
+                char name[24];
+                snprintf(name, sizeof name, "%s-%s%s", fp8 ? "fp8" : "bf16", kConsumerShort[consumer],
+                         rows == 2 ? "-r2" : rows == 4 ? "-r4" : "");
+                /* a one-row name (fp8-split) does not pick the several rows' (fp8-split-r4) */
+                if (checks || !only || (strstr(name, only) && (rows == 1 || strstr(only, "-r"))))
+                    time_full_size(fp8, consumer, rows);
             }
     return test_finish("test_kernels_pdecode");
 }
