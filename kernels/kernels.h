@@ -263,7 +263,7 @@ int vox_k_skinny_gemm_variant(int variant, const vox_k_skinny_args *args, cudaSt
 int vox_k_skinny_gemm_variant_count(void);
 const char *vox_k_skinny_gemm_variant_name(int variant);
 
-/* ---- one decode step of 1 to 4 sequences as one persistent kernel (kernels/pdecode.cu) ---- */
+/* ---- one decode step of 1 to 8 sequences as one persistent kernel (kernels/pdecode.cu) ---- */
 /* Every layer of the text decoder and the lm_head for `rows` sequences, one row each, in one
  * launch of one block per SM (bench/DESIGN-persistent-decode.md): the same results as the
  * op-by-op path (embed first, then matvec QKV_ROPE_CACHE, decode attention, matvec ADD, SWIGLU,
@@ -277,8 +277,8 @@ const char *vox_k_skinny_gemm_variant_name(int variant);
  * time per workspace.
  * Returns 0, launching nothing, when the shape or the device is not supported (below sm_90,
  * head_dim other than 32/64/128, more than 4 query heads a kv head, weight rows not multiples
- * of 8, K not whole 16-byte vectors, K over 16384 at one row, over 8192 at 2 to 4 rows); the
- * caller then runs the op-by-op path. */
+ * of 8, K not whole 16-byte vectors, K over 16384 at one row, over 8192 at 2 to 8 rows, hidden
+ * over 3072 at 5 to 8 rows); the caller then runs the op-by-op path. */
 typedef struct {
     const void *qkv, *o, *gate_up, *down; /* bf16 [n, k], or F8_E4M3 codes with the scales: */
     const float *qkv_scale, *o_scale, *gate_up_scale, *down_scale; /* NULL for bf16 */
@@ -286,7 +286,7 @@ typedef struct {
     void *k_cache, *v_cache; /* bf16 pools of this layer [rows, kv_heads * head_dim] */
 } vox_k_pdecode_layer;
 #define VOX_K_PDECODE_MAX_LAYERS 64
-#define VOX_K_PDECODE_MAX_ROWS 4
+#define VOX_K_PDECODE_MAX_ROWS 8
 typedef struct {
     const vox_k_pdecode_layer *layers; /* host memory: n_layers entries (copied at the launch) */
     int n_layers, hidden, heads, kv_heads, head_dim, ffn;

@@ -2,7 +2,9 @@
 // arithmetic: bench/DESIGN-persistent-decode.md). Every layer of the text decoder and the
 // lm_head run in a single launch: one block per SM, alive for the whole step, so the memory
 // pipeline never empties between projections as it does at each of the ~150 launches of the
-// op-by-op path (a ramp and drain of 3-7 us each).
+// op-by-op path (a ramp and drain of 3-7 us each). Also 2 to 8 sequences, a row each, in
+// batched instances whose every weight page serves all of them (the engine's small batches,
+// bench/NOTES-2026-12-05c.md): below, "the staged input" is then one row a sequence.
 //
 // A block is one producer warp and 8 consumer warps.
 //  - The producer streams the weights of this block's units, op after op, into a ring of
@@ -74,18 +76,27 @@ constexpr int kPageBytes = 24576;
 constexpr int kRowBytes = kPageBytes / kUnitRows; // one row's share of a page
 static_assert(kRowBytes % (16 * 32) == 0, "a full page row is whole 16-byte loads of every lane (row consumer)");
 // Sequences a launch decodes at once (one row each): 1, or 2 .. kMaxRows in the batched
-// instance (ROWS = kMaxRows), whose every projection page serves all of them: the staged inputs
-// are the tensor cores' m side (rows 0 .. rows - 1 of A), so rows cost no more mmas than one.
+// instances (ROWS = kRowsWhole for 2 to 4 rows, kMaxRows for 5 to 8), whose every projection
+// page serves all of them: the staged inputs are the tensor cores' m side (rows 0 .. rows - 1 of
+// A), so rows cost no more mmas than one.
 constexpr int kMaxRows = VOX_K_PDECODE_MAX_ROWS;
+constexpr int kRowsWhole = 4;
 // Shared memory an instance gives its ring and its stage (at most 227 KB with the static
-// variables, whose rows' RoPE tables the batched instance makes ~2.5 KB). One row: 8 pages and a
-// 32 KB stage (the staged row, K <= 8192 bf16, below the split consumer's partial sums). The
-// batched instance stages kMaxRows rows of K <= 8192 (64 KB), so it gives up two pages for them.
+// variables, whose rows' RoPE tables the batched instances make ~2.5 and ~7 KB). One row: 8
+// pages and a 32 KB stage (the staged row, K <= 8192 bf16, below the split consumer's partial
+// sums). The batched instances give up two pages: 4 rows stage whole inputs of K <= 8192 (64 KB);
+// 8 rows stage an input of more than chunk_cols columns (o's and down's) a chunk at a time.
 template <int ROWS> struct Smem {
     static constexpr int kPages = ROWS == 1 ? 8 : 6;
-    static constexpr int kStageBytes = ROWS == 1 ? 32768 : 77824;
+    static constexpr int kStageBytes = ROWS == 1 ? 32768 : ROWS <= kRowsWhole ? 77824 : 67584;
     static constexpr int kBytes = kPages * kPageBytes + kStageBytes;
 };
+// Columns of an input staged at once by the instance (0: the whole K). A chunk is whole pages of
+// bf16 and of FP8 rows, so no page straddles two chunks.
+template <int ROWS> __host__ __device__ constexpr int chunk_cols() { return ROWS <= kRowsWhole ? 0 : 3072; }
+// Units of a chunked projection a block may hold (their sums over the chunks so far wait in
+// shared memory): the host refuses a shape whose o or down deals a block more.
+constexpr int kChunkUnits = 8;
 constexpr int kMaxSplits = 16;     // attention splits of a kv head (of one row; rows share them)
 constexpr int kSplitRound = 16;    // split lengths are multiples of this many keys
 constexpr int kCounterStride = 32; // counters 128 bytes apart
@@ -155,7 +166,15 @@ template <int ROWS> struct Split {
     static_assert(ROWS > 1 || kCodesAt + kPartialsAt / 2 <= kStageBytes,
                   "the one-row consumer's partial sums and input codes fit the stage");
     static_assert(kPartialsAt % 16 == 0, "the partial sums are aligned");
+    static_assert(chunk_cols<ROWS>() % (kRowBytes / 2) == 0 && chunk_cols<ROWS>() % kRowBytes == 0,
+                  "a chunk is whole bf16 and FP8 pages");
+    static_assert(chunk_cols<ROWS>() == 0 || ROWS * 2 * (chunk_cols<ROWS>() + kRowPad) <= kPartialsAt,
+                  "a chunk of every row fits below the partial sums");
 };
+// The end of the chunk of a K-column input that begins at column lo.
+template <int ROWS> __device__ __forceinline__ int chunk_end(int k, int lo) {
+    return chunk_cols<ROWS>() ? min(k, lo + chunk_cols<ROWS>()) : k;
+}
 
 // The launch's rows: p.rows, known at compile time in the one-row instance.
 template <int ROWS> __device__ __forceinline__ int launch_rows(const Params &p) { return ROWS == 1 ? 1 : p.rows; }
@@ -328,14 +347,17 @@ __device__ __forceinline__ int first_unit(int offset) {
 
 // ---- the producer --------------------------------------------------------------------------------
 // The pages of this block's units in the order the consumers take them: ops in order, a
-// projection's units first_unit(offset), + G, + 2G, ..., each unit's pages by column.
+// projection's units first_unit(offset), + G, + 2G, ..., each unit's pages by column; where the
+// instance stages the input in chunks (chunk_cols), chunk by chunk: the units' pages of columns
+// lo .. hi - 1, then of the next chunk.
 struct PageCursor {
-    int step, offset, c0;
+    int step, offset, c0, lo, hi;
     int64_t u, units;
     Proj q;
     bool done;
 };
 
+template <int ROWS>
 __device__ void cursor_op(const Params &p, PageCursor &c) { // the first page from step c.step on
     const int G = gridDim.x;
     for (; c.step < n_steps(p); c.step++) {
@@ -343,29 +365,34 @@ __device__ void cursor_op(const Params &p, PageCursor &c) { // the first page fr
         c.q = proj_of(p, c.step);
         c.units = c.q.n / kUnitRows;
         c.u = first_unit(c.offset);
-        c.c0 = 0;
+        c.c0 = c.lo = 0, c.hi = chunk_end<ROWS>(c.q.k, 0);
         if (c.u < c.units) return;
         c.offset = (int)((c.offset + c.units) % G);
     }
     c.done = true;
 }
 
-__device__ PageCursor cursor_begin(const Params &p) {
+template <int ROWS> __device__ PageCursor cursor_begin(const Params &p) {
     PageCursor c = {};
-    cursor_op(p, c);
+    cursor_op<ROWS>(p, c);
     return c;
 }
 
-__device__ void cursor_next(const Params &p, PageCursor &c) {
+template <int ROWS> __device__ void cursor_next(const Params &p, PageCursor &c) {
     const int G = gridDim.x;
     c.c0 += page_cols(c.q.w_scale != nullptr);
-    if (c.c0 < c.q.k) return;
-    c.c0 = 0;
+    if (c.c0 < c.hi) return;
+    c.c0 = c.lo;
     c.u += G;
     if (c.u < c.units) return;
+    if (c.hi < c.q.k) { // the next chunk, from the block's first unit
+        c.c0 = c.lo = c.hi, c.hi = chunk_end<ROWS>(c.q.k, c.lo);
+        c.u = first_unit(c.offset);
+        return;
+    }
     c.offset = (int)((c.offset + c.units) % G);
     c.step++;
-    cursor_op(p, c);
+    cursor_op<ROWS>(p, c);
 }
 
 // Row r's bytes of the cursor's page.
@@ -379,13 +406,13 @@ __device__ __forceinline__ const unsigned char *page_row(const PageCursor &c, in
 // L2 for pages past the ring as well, cp.async.bulk.prefetch.L2 8 to 64 pages ahead, measured
 // 1.3-1.5x slower: bench/NOTES-2026-12-01-pdecode.md; and prefetch.global.L2 of 4 to 16 pages
 // past the ring only while the ring is full, 9-11% slower: bench/NOTES-2026-12-03d.md.)
-template <int PAGES>
+template <int ROWS>
 __device__ void producer(const Params &p, unsigned char *ring, uint64_t *full, uint64_t *empty) {
-    constexpr int kPages = PAGES;
+    constexpr int kPages = Smem<ROWS>::kPages;
     const int lane = threadIdx.x & 31;
     const uint64_t policy = evict_first_policy();
-    PageCursor c = cursor_begin(p);
-    for (uint32_t page = 0; !c.done; page++, cursor_next(p, c)) {
+    PageCursor c = cursor_begin<ROWS>(p);
+    for (uint32_t page = 0; !c.done; page++, cursor_next<ROWS>(p, c)) {
         const int slot = page % kPages;
         unsigned bytes;
         const unsigned char *src = page_row(c, lane & (kUnitRows - 1), &bytes);
@@ -511,64 +538,127 @@ template <bool MAX, int ROWS> __device__ void consumers_reduce_rows(float (&v)[R
     consumers_sync();
 }
 
-// The batched instance's staging (ROWS > 1, p.rows rows, K <= kMaxRowsK): stage_input's
-// arithmetic for each row, row b at xs + b * xstride(K). A thread takes the same elements of
-// every row as stage_input takes of one (so a row's sums do not depend on its place in the
-// batch), with the loads of all rows in flight at once and one reduction for all of them. FP8:
-// each row quantized with its own scale (sx[b]), its codes written over the bf16 values, row b's
-// at b * cstride(K) bytes (4 rows of bf16 values and of codes at K = 8192 would not fit beside
-// the partial sums): every thread quantizes its values of every row into registers, a barrier,
-// then the codes go in. Ends with a barrier.
-constexpr int kMaxRowsK = 8192;
-constexpr int kRowsVecs = kMaxRowsK / (kConsumers * 8); // a thread's vectors of a row, at most
+// The batched instances' staging (ROWS > 1, p.rows rows): columns lo .. hi - 1 of each input
+// row (the whole K, or a chunk: chunk_cols) with stage_input's arithmetic, row b at
+// xs + b * xstride(hi - lo). A thread takes the same elements of every row as stage_input takes
+// of one (so a row's sums do not depend on its place in the batch), with the loads of all rows in
+// flight at once and one reduction for all of them. FP8: each row quantized with its own scale
+// (sx[b]), its codes written over the bf16 values, row b's at b * cstride(hi - lo) bytes (4 rows
+// of bf16 values and of codes at K = 8192 would not fit beside the partial sums): every thread
+// quantizes its values of every row into registers, a barrier, then the codes go in. A chunked
+// input's scale is its whole row's: the first chunk finds it in a pass over the row that stores
+// nothing (o and down have no RMSNorm; a normalised input is never chunked). Ends with a barrier,
+// after putting the residuals the thread prefetched (ResidPrefetch) in resid_s.
+constexpr int kMaxRowsK = 8192; // the largest K the batched instances take
 // Vectors of each row a thread loads at once: the rows already put ROWS loads in flight (2 a
 // row, as stage_input's kStageBatch, made ptxas spill 60 bytes a thread at head_dim 128; 1: 12).
 constexpr int kRowsBatch = 1;
+// Rows whose loads a thread has in flight at once (8 rows' at once: ptxas spilled more).
+constexpr int kRowsInFlight = 4;
+// The bf16 values of one 8-element vector of an input row: the element values, or SwiGLU of
+// gate|up (u: up's vector) as fused.cu rounds it.
+__device__ __forceinline__ void input_values(const Proj &q, uint4 a, uint4 u, float (&xf)[8]) {
+    vk_unpack8(a, xf);
+    if (q.swiglu) {
+        float up[8];
+        vk_unpack8(u, up);
+#pragma unroll
+        for (int j = 0; j < 8; j++) xf[j] = vk_round(vk_swiglu(xf[j], up[j]));
+    }
+}
+
+// The batched instances' residuals of the block's first kPrefUnits units of an ADD projection:
+// loaded before the staging (value i of the block: unit i / (ROWS x 8), input row i / 8 % ROWS,
+// weight row i % 8; consumer thread t holds values t, t + kConsumers, ...), put in shared memory
+// (resid_s, in that order) by the staging's last barrier, read by the units' epilogues.
+constexpr int kPrefUnits = 8;
+template <int ROWS> struct ResidPrefetch {
+    static constexpr int kValues = kPrefUnits * ROWS * kUnitRows;
+    static constexpr int kEach = (kValues + kConsumers - 1) / kConsumers;
+    float v[kEach];
+};
 template <int ROWS>
-__device__ void stage_rows(const Params &p, const Proj &q, bf16 *xs, float *red, float *sx) {
-    const int t = threadIdx.x, K = q.k, rows = p.rows;
-    const int xst = Split<ROWS>::xstride(K);
+__device__ __forceinline__ void store_resid(const ResidPrefetch<ROWS> &f, float *resid_s) {
+#pragma unroll
+    for (int j = 0; j < ResidPrefetch<ROWS>::kEach; j++) {
+        const int i = threadIdx.x + j * kConsumers;
+        if (i < ResidPrefetch<ROWS>::kValues) resid_s[i] = f.v[j];
+    }
+}
+
+template <int ROWS>
+__device__ void stage_rows(const Params &p, const Proj &q, int lo, int hi, bf16 *xs, float *red, float *sx,
+                           const ResidPrefetch<ROWS> &pre_resid, float *resid_s) {
+    // a thread's vectors of a row, at most (the whole K of 4 rows, a chunk of 8)
+    constexpr int kRowsVecs = ((chunk_cols<ROWS>() ? chunk_cols<ROWS>() : kMaxRowsK) + kConsumers * 8 - 1) / (kConsumers * 8);
+    const int t = threadIdx.x, K = q.k, W = hi - lo, rows = p.rows;
+    const int xst = Split<ROWS>::xstride(W);
+    const bool whole = lo == 0 && hi == K;
     constexpr int stride = kConsumers * 8;
     float ss[ROWS], mx[ROWS];
 #pragma unroll
     for (int b = 0; b < ROWS; b++) ss[b] = mx[b] = 0.0f;
-    for (int e0 = t * 8; e0 < K; e0 += kRowsBatch * stride) {
-        uint4 a[ROWS][kRowsBatch], u[ROWS][kRowsBatch]; // gate|up: u holds up
+    if (q.w_scale && !whole && lo == 0) { // a chunked FP8 input: its rows' maxima over every column
+        for (int e = t * 8; e < K; e += stride)
 #pragma unroll
-        for (int b = 0; b < ROWS; b++)
+            for (int b0 = 0; b0 < ROWS; b0 += kRowsInFlight) {
+                uint4 a[kRowsInFlight], u[kRowsInFlight];
 #pragma unroll
-            for (int i = 0; i < kRowsBatch; i++) {
-                const int e = e0 + i * stride;
-                a[b][i] = u[b][i] = make_uint4(0u, 0u, 0u, 0u);
-                if (b < rows && e < K) {
-                    const bf16 *in = q.in + b * q.in_stride;
-                    a[b][i] = __ldcg((const uint4 *)(in + e));
-                    if (q.swiglu) u[b][i] = __ldcg((const uint4 *)(in + p.ffn + e));
+                for (int i = 0; i < kRowsInFlight; i++) {
+                    const int b = b0 + i;
+                    a[i] = u[i] = make_uint4(0u, 0u, 0u, 0u);
+                    if (b < rows) {
+                        const bf16 *in = q.in + b * q.in_stride;
+                        a[i] = __ldcg((const uint4 *)(in + e));
+                        if (q.swiglu) u[i] = __ldcg((const uint4 *)(in + p.ffn + e));
+                    }
+                }
+#pragma unroll
+                for (int i = 0; i < kRowsInFlight; i++) {
+                    float xf[8];
+                    input_values(q, a[i], u[i], xf);
+#pragma unroll
+                    for (int j = 0; j < 8; j++) mx[b0 + i] = fmaxf(mx[b0 + i], fabsf(xf[j]));
                 }
             }
-#pragma unroll
-        for (int b = 0; b < ROWS; b++)
-#pragma unroll
-            for (int i = 0; i < kRowsBatch; i++) {
-                const int e = e0 + i * stride;
-                if (b >= rows || e >= K) continue;
-                float xf[8];
-                vk_unpack8(a[b][i], xf);
-                if (q.swiglu) {
-                    float up[8];
-                    vk_unpack8(u[b][i], up);
-#pragma unroll
-                    for (int j = 0; j < 8; j++) xf[j] = vk_round(vk_swiglu(xf[j], up[j]));
-                }
-#pragma unroll
-                for (int j = 0; j < 8; j++) {
-                    ss[b] = fmaf(xf[j], xf[j], ss[b]);
-                    mx[b] = fmaxf(mx[b], fabsf(xf[j]));
-                }
-                vk_store8(xs + b * xst + e, xf);
-            }
+        consumers_reduce_rows<true, ROWS>(mx, red);
+        if (t == 0)
+            for (int b = 0; b < rows; b++) sx[b] = vk_fp8_scale(mx[b]);
+        consumers_sync(); // the scales, to every thread
     }
-    if (q.norm) { // second pass over the raw rows this thread staged
+    for (int e0 = lo + t * 8; e0 < hi; e0 += kRowsBatch * stride)
+#pragma unroll
+        for (int b0 = 0; b0 < ROWS; b0 += kRowsInFlight) {
+            uint4 a[kRowsInFlight][kRowsBatch], u[kRowsInFlight][kRowsBatch]; // gate|up: u holds up
+#pragma unroll
+            for (int r = 0; r < kRowsInFlight; r++)
+#pragma unroll
+                for (int i = 0; i < kRowsBatch; i++) {
+                    const int b = b0 + r, e = e0 + i * stride;
+                    a[r][i] = u[r][i] = make_uint4(0u, 0u, 0u, 0u);
+                    if (b < rows && e < hi) {
+                        const bf16 *in = q.in + b * q.in_stride;
+                        a[r][i] = __ldcg((const uint4 *)(in + e));
+                        if (q.swiglu) u[r][i] = __ldcg((const uint4 *)(in + p.ffn + e));
+                    }
+                }
+#pragma unroll
+            for (int r = 0; r < kRowsInFlight; r++)
+#pragma unroll
+                for (int i = 0; i < kRowsBatch; i++) {
+                    const int b = b0 + r, e = e0 + i * stride;
+                    if (b >= rows || e >= hi) continue;
+                    float xf[8];
+                    input_values(q, a[r][i], u[r][i], xf);
+#pragma unroll
+                    for (int j = 0; j < 8; j++) {
+                        ss[b] = fmaf(xf[j], xf[j], ss[b]);
+                        mx[b] = fmaxf(mx[b], fabsf(xf[j]));
+                    }
+                    vk_store8(xs + b * xst + (e - lo), xf);
+                }
+        }
+    if (q.norm) { // second pass over the raw rows this thread staged (never chunked)
         consumers_reduce_rows<false, ROWS>(ss, red);
         float inv[ROWS];
 #pragma unroll
@@ -589,18 +679,22 @@ __device__ void stage_rows(const Params &p, const Proj &q, bf16 *xs, float *red,
             }
     }
     if (q.w_scale) {
-        consumers_reduce_rows<true, ROWS>(mx, red);
-        const int cst = Split<ROWS>::cstride(K);
+        if (whole) {
+            consumers_reduce_rows<true, ROWS>(mx, red);
+            if (t == 0)
+                for (int b = 0; b < rows; b++) sx[b] = vk_fp8_scale(mx[b]);
+        }
+        const int cst = Split<ROWS>::cstride(W);
         uint2 c[ROWS][kRowsVecs];
 #pragma unroll
         for (int b = 0; b < ROWS; b++) {
-            const float s = vk_fp8_scale(mx[b]);
-            if (t == 0 && b < rows) sx[b] = s;
+            // this row's scale: found above (whole), or by the first chunk (its barrier passed it on)
+            const float s = whole ? vk_fp8_scale(mx[b]) : b < rows ? sx[b] : 1.0f;
 #pragma unroll
             for (int i = 0; i < kRowsVecs; i++) {
-                const int e = t * 8 + i * stride;
+                const int e = t * 8 + i * stride; // from lo
                 uint32_t w[2] = {0u, 0u};
-                if (b < rows && e < K) {
+                if (b < rows && e < W) {
                     float xf[8];
                     vk_load8(xs + b * xst + e, xf);
 #pragma unroll
@@ -616,9 +710,10 @@ __device__ void stage_rows(const Params &p, const Proj &q, bf16 *xs, float *red,
 #pragma unroll
             for (int i = 0; i < kRowsVecs; i++) {
                 const int e = t * 8 + i * stride;
-                if (b < rows && e < K) *(uint2 *)(codes + (size_t)b * cst + e) = c[b][i];
+                if (b < rows && e < W) *(uint2 *)(codes + (size_t)b * cst + e) = c[b][i];
             }
     }
+    store_resid<ROWS>(pre_resid, resid_s); // the epilogues' residuals, passed on by the barrier
     consumers_sync();
 }
 
@@ -632,19 +727,30 @@ __device__ __forceinline__ int64_t unit_row(const Proj &q, int offset, int nth, 
 // scale, loaded before the op's staging so that no epilogue waits for them: the residual is
 // complete before the op's own wait (it is the input of an op this one already waited for); the
 // scales are read once a step, from HBM (loaded in the epilogue, every unit waited ~2 us for its
-// row's scale). Each consumer says which (unit, row) each lane holds; resid[b] is row b's (the
-// batched instance's rows past p.rows: 0).
-template <int ROWS> struct RowPrefetch {
-    float resid[ROWS], wscale;
+// row's scale). Each consumer says which (unit, row) each lane holds. The batched instances take
+// only the scale here (resid false): their rows' residuals go through shared memory
+// (ResidPrefetch), as a register a row held through the page loop made ptxas spill.
+struct RowPrefetch {
+    float resid, wscale;
 };
-template <int ROWS>
-__device__ __forceinline__ RowPrefetch<ROWS> prefetch_row(const Params &p, const Proj &q, int offset, int nth, int w) {
+__device__ __forceinline__ RowPrefetch prefetch_row(const Proj &q, int offset, int nth, int w, bool resid = true) {
     const int64_t r = unit_row(q, offset, nth, w);
-    RowPrefetch<ROWS> f;
-#pragma unroll
-    for (int b = 0; b < ROWS; b++)
-        f.resid[b] = q.resid && r >= 0 && b < launch_rows<ROWS>(p) ? vk_f(__ldcg(q.resid + b * q.y_stride + r)) : 0.0f;
+    RowPrefetch f;
+    f.resid = resid && q.resid && r >= 0 ? vk_f(__ldcg(q.resid + r)) : 0.0f;
     f.wscale = q.w_scale && r >= 0 ? __ldg(q.w_scale + r) : 1.0f;
+    return f;
+}
+
+// ResidPrefetch's loads (it is defined with the staging that stores them).
+template <int ROWS>
+__device__ __forceinline__ ResidPrefetch<ROWS> prefetch_resid(const Params &p, const Proj &q, int offset) {
+    ResidPrefetch<ROWS> f;
+#pragma unroll
+    for (int j = 0; j < ResidPrefetch<ROWS>::kEach; j++) {
+        const int i = threadIdx.x + j * kConsumers, b = i / kUnitRows % ROWS;
+        const int64_t r = i < ResidPrefetch<ROWS>::kValues ? unit_row(q, offset, i / (ROWS * kUnitRows), i % kUnitRows) : -1;
+        f.v[j] = q.resid && r >= 0 && b < p.rows ? vk_f(__ldcg(q.resid + b * q.y_stride + r)) : 0.0f;
+    }
     return f;
 }
 
@@ -775,12 +881,15 @@ __device__ __forceinline__ void mma_vectors(float (&acc)[2 * N][4], const unsign
 // which does not follow the ordering through the producer, and keeps it true if the ring or the
 // slots change.) Every warp releases every page it has read, so a page leaves the ring as soon as
 // its slowest slice is done. xs: the staged rows (bf16 values, or FP8's codes), sx: FP8's input
-// scales, a row each.
+// scales, a row each. Columns lo .. hi - 1 of the weights: the whole K, or a chunk
+// (chunk_cols), whose sums a unit's adder keeps in chunk_acc (its nth unit's at nth) until the
+// last chunk's are added to them, in chunk order, and the epilogue runs.
 template <bool FP8, int ROWS>
-__device__ void run_projection_split(const Params &p, const Proj &q, int offset, const void *xs, const float *sx,
-                                     const RowPrefetch<ROWS> &pre, const unsigned char *ring, uint64_t *full,
-                                     uint64_t *empty, float *partials, uint64_t *unit_bar,
-                                     uint64_t *slot_free, uint32_t &page, uint32_t &unit_ord) {
+__device__ void run_projection_split(const Params &p, const Proj &q, int offset, int lo, int hi, const void *xs,
+                                     const float *sx, const RowPrefetch &pre, const float *resid_s,
+                                     const unsigned char *ring, uint64_t *full, uint64_t *empty, float *partials,
+                                     float *chunk_acc,
+                                     uint64_t *unit_bar, uint64_t *slot_free, uint32_t &page, uint32_t &unit_ord) {
     typedef Split<ROWS> S;
     constexpr int kPages = S::kPages;
     constexpr int kWarpVecs = kRowBytes / 16 / kConsumerWarps; // a warp's vectors of a row
@@ -793,19 +902,20 @@ __device__ void run_projection_split(const Params &p, const Proj &q, int offset,
     const int64_t units = q.n / kUnitRows;
     // this lane's input row (row g), or none; rows S::xstride / S::cstride apart (ROWS = 1: one)
     const unsigned char *xrow =
-        g < launch_rows<ROWS>(p) ? (const unsigned char *)xs + (size_t)g * (FP8 ? S::cstride(q.k) : 2 * S::xstride(q.k))
+        g < launch_rows<ROWS>(p) ? (const unsigned char *)xs + (size_t)g * (FP8 ? S::cstride(hi - lo) : 2 * S::xstride(hi - lo))
                    : nullptr;
+    const bool first = lo == 0, last = hi == q.k; // of the chunks
     int nth = 0; // the unit's place among this block's units
     for (int64_t u = first_unit(offset); u < units; u += G, nth++, unit_ord++) {
         float acc[2 * kVecsInFlight][4];
 #pragma unroll
         for (int i = 0; i < 2 * kVecsInFlight; i++) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
-        for (int c0 = 0; c0 < q.k; c0 += pc, page++) {
+        for (int c0 = lo; c0 < hi; c0 += pc, page++) {
             const int slot = page % kPages;
             vk_mbar_wait(vk_smem_u32(&full[slot]), (page / kPages) & 1);
             const unsigned char *row = ring + (size_t)slot * kPageBytes + g * kRowBytes;
             // the input row's 16-byte vectors from column c0: bf16 values, or FP8's codes
-            const uint4 *xv = xrow ? (const uint4 *)(xrow + (size_t)c0 * (FP8 ? 1 : 2)) : nullptr;
+            const uint4 *xv = xrow ? (const uint4 *)(xrow + (size_t)(c0 - lo) * (FP8 ? 1 : 2)) : nullptr;
             const int nvec = min(pc, q.k - c0) / ve;
             if (p.experiment != 1 && v0 < nvec) {
 #pragma unroll
@@ -832,26 +942,34 @@ __device__ void run_projection_split(const Params &p, const Proj &q, int offset,
         }
         if (warp != nth % kConsumerWarps) continue;
         vk_mbar_wait(vk_smem_u32(&unit_bar[us]), round & 1);
-        const int b = ROWS == 1 ? 0 : lane >> 3, r = lane & 7; // input row b, weight row r of the unit
+        const int r = lane & 7;                                // weight row r of the unit
         const int src = ((nth / kConsumerWarps) & 3) * 8 + r; // the prefetch's lane
-        float res = 0.0f;
+        const float ws0 = FP8 ? __shfl_sync(0xffffffffu, pre.wscale, src) : 1.0f;
+        constexpr int kHalves = (ROWS * kUnitRows + 31) / 32; // 8 rows: two sums a lane
 #pragma unroll
-        for (int bb = 0; bb < ROWS; bb++) { // every lane takes part; each keeps its row's
-            const float v = __shfl_sync(0xffffffffu, pre.resid[bb], src);
-            if (bb == b) res = v;
-        }
-        float ws = FP8 ? __shfl_sync(0xffffffffu, pre.wscale, src) : 1.0f;
-        if (lane < launch_rows<ROWS>(p) * kUnitRows) {
+        for (int half = 0; half < kHalves; half++) {
+            const int b = ROWS == 1 ? 0 : (lane + 32 * half) >> 3; // input row b
+            float res = 0.0f, ws = ws0;
+            if constexpr (ROWS == 1) res = __shfl_sync(0xffffffffu, pre.resid, src); // every lane takes part
+            if (ROWS == 1 ? lane >= kUnitRows : b >= launch_rows<ROWS>(p)) continue;
+            if (ROWS > 1 && nth < kPrefUnits) res = resid_s[(nth * ROWS + b) * kUnitRows + r];
             const int64_t rw = u * kUnitRows + r;
             const float *pu = partials + ((size_t)us * kConsumerWarps * ROWS + b) * kUnitRows + r;
             float sum = 0.0f;
 #pragma unroll
             for (int w = 0; w < kConsumerWarps; w++) sum += pu[w * ROWS * kUnitRows];
             vk_mbar_arrive(vk_smem_u32(&slot_free[us])); // the slot can take its next unit
-            if (nth >= 4 * kConsumerWarps) { // past the prefetched units
-                if (q.resid) res = vk_f(__ldcg(q.resid + b * q.y_stride + rw));
-                if (FP8) ws = q.w_scale[rw];
+            if (!first || !last) { // chunked: the chunks' sums in chunk order
+                float *acc_u = chunk_acc + ((size_t)nth * ROWS + b) * kUnitRows + r;
+                if (!first) sum = *acc_u + sum;
+                if (!last) {
+                    *acc_u = sum;
+                    continue;
+                }
             }
+            if (q.resid && nth >= (ROWS == 1 ? 4 * kConsumerWarps : kPrefUnits)) // past the prefetched units
+                res = vk_f(__ldcg(q.resid + b * q.y_stride + rw));
+            if (FP8 && nth >= 4 * kConsumerWarps) ws = q.w_scale[rw];
             if (FP8) sum *= sx[b] * ws;
             q.y[b * q.y_stride + rw] = q.resid ? vk_bf(res + vk_round(sum)) : vk_bf(sum);
         }
@@ -1230,15 +1348,14 @@ __device__ void run_attention(const Params &p, const StepRows<ROWS> &st, int lay
 
 // ---- the kernel ----------------------------------------------------------------------------------
 // SPLIT: the split consumer (its own instance, so that its registers do not press on the row
-// consumer's attention state). ROWS: 1, or kMaxRows for the batched instance (p.rows of them;
-// split consumer only).
+// consumer's attention state). ROWS: 1, or the batched instances' kRowsWhole and kMaxRows (p.rows
+// of them; split consumer only).
 template <int DPL, bool SPLIT, int ROWS>
 // One block an SM: registers are given out for warps in fours, so 9 warps take what 12 would,
 // at most 168 registers a thread (head_dim 128 spills ~100 bytes of attention state).
 __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 // bulk copies; the launcher refuses older GPUs
     static_assert(SPLIT || ROWS == 1, "the batched instance sums on the tensor cores");
-    static_assert(ROWS * kUnitRows <= 32, "a unit's sums of every row are one warp's lanes");
     typedef Split<ROWS> S;
     constexpr int kPages = S::kPages;
     extern __shared__ __align__(128) unsigned char smem[];
@@ -1248,6 +1365,10 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
     __shared__ __align__(8) uint64_t unit_bar[S::kSlots], slot_free[S::kSlots];
     __shared__ float red[kConsumerWarps * ROWS];
     __shared__ StepRows<ROWS> st;
+    // a chunked projection's sums of the block's units over its chunks so far (run_projection_split)
+    __shared__ float chunk_acc[chunk_cols<ROWS>() ? kChunkUnits * ROWS * kUnitRows : 1];
+    // the batched instances' residuals of the first units of an ADD projection (ResidPrefetch)
+    __shared__ float resid_s[ROWS > 1 ? kPrefUnits * ROWS * kUnitRows : 1];
     __shared__ int s_last;
     if (threadIdx.x == 0) {
         for (int i = 0; i < kPages; i++) {
@@ -1283,7 +1404,7 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
     }
     __syncthreads();
     if (threadIdx.x >= kConsumers) {
-        producer<kPages>(p, ring, full, empty);
+        producer<ROWS>(p, ring, full, empty);
         return;
     }
     const int G = gridDim.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -1315,33 +1436,44 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
         bf16 *xs = reinterpret_cast<bf16 *>(stage);
         if constexpr (SPLIT) {
             // lane 8k + r of warp w: row r of the block's unit w + 8k (k < 4), whose sums warp w adds up
-            const RowPrefetch<ROWS> pre =
-                prefetch_row<ROWS>(p, q, offset, warp + (lane >> 3) * kConsumerWarps, lane & 7);
-            const void *in = xs; // what the mmas read: bf16 values, or FP8's codes
+            const RowPrefetch pre = prefetch_row(q, offset, warp + (lane >> 3) * kConsumerWarps, lane & 7, ROWS == 1);
+            float *partials = reinterpret_cast<float *>(stage + S::kPartialsAt);
             if constexpr (ROWS == 1) {
                 unsigned char *codes = stage + S::kCodesAt;
                 stage_input(p, q, xs, red, &st.sx[0], codes);
-                if (q.w_scale) in = codes;
+                if (op == OP_QKV) fetch_keys<DPL, ROWS>(p, st, layer, first_keys);
+                if (q.w_scale)
+                    run_projection_split<true, ROWS>(p, q, offset, 0, q.k, codes, st.sx, pre, resid_s, ring, full,
+                                                     empty, partials, chunk_acc, unit_bar, slot_free, page, unit_ord);
+                else
+                    run_projection_split<false, ROWS>(p, q, offset, 0, q.k, xs, st.sx, pre, resid_s, ring, full,
+                                                      empty, partials, chunk_acc, unit_bar, slot_free, page, unit_ord);
             } else {
-                stage_rows<ROWS>(p, q, xs, red, st.sx); // FP8: the codes in place of the values
+                const ResidPrefetch<ROWS> pre_resid = prefetch_resid<ROWS>(p, q, offset);
+                // the input's chunks (one, the whole K, but in the 8-row instance's o and down)
+                for (int lo = 0, hi; lo < q.k; lo = hi) {
+                    hi = chunk_end<ROWS>(q.k, lo);
+                    if (lo > 0) consumers_sync(); // every warp is done with the chunk before
+                    // FP8: the codes in place of the values
+                    stage_rows<ROWS>(p, q, lo, hi, xs, red, st.sx, pre_resid, resid_s);
+                    if (op == OP_QKV && lo == 0) fetch_keys<DPL, ROWS>(p, st, layer, first_keys);
+                    if (q.w_scale)
+                        run_projection_split<true, ROWS>(p, q, offset, lo, hi, xs, st.sx, pre, resid_s, ring, full,
+                                                         empty, partials, chunk_acc, unit_bar, slot_free, page, unit_ord);
+                    else
+                        run_projection_split<false, ROWS>(p, q, offset, lo, hi, xs, st.sx, pre, resid_s, ring, full,
+                                                          empty, partials, chunk_acc, unit_bar, slot_free, page, unit_ord);
+                }
             }
-            if (op == OP_QKV) fetch_keys<DPL, ROWS>(p, st, layer, first_keys);
-            float *partials = reinterpret_cast<float *>(stage + S::kPartialsAt);
-            if (q.w_scale)
-                run_projection_split<true, ROWS>(p, q, offset, in, st.sx, pre, ring, full, empty,
-                                                 partials, unit_bar, slot_free, page, unit_ord);
-            else
-                run_projection_split<false, ROWS>(p, q, offset, in, st.sx, pre, ring, full, empty,
-                                                  partials, unit_bar, slot_free, page, unit_ord);
         } else {
             // lane j of warp w: row w of the block's j-th unit (before staging: its round trip overlaps)
-            const RowPrefetch<1> pre = prefetch_row<1>(p, q, offset, lane, warp);
+            const RowPrefetch pre = prefetch_row(q, offset, lane, warp);
             stage_input(p, q, xs, red, &st.sx[0], nullptr);
             if (op == OP_QKV) fetch_keys<DPL, ROWS>(p, st, layer, first_keys); // table entries in by now
             if (q.w_scale)
-                run_projection<true>(p, q, offset, xs, st.sx[0], pre.resid[0], pre.wscale, ring, full, empty, page);
+                run_projection<true>(p, q, offset, xs, st.sx[0], pre.resid, pre.wscale, ring, full, empty, page);
             else
-                run_projection<false>(p, q, offset, xs, 0.0f, pre.resid[0], pre.wscale, ring, full, empty, page);
+                run_projection<false>(p, q, offset, xs, 0.0f, pre.resid, pre.wscale, ring, full, empty, page);
         }
         offset = (int)((offset + q.n / kUnitRows) % G);
         if (p.stamps && threadIdx.x == 0) p.stamps[((size_t)blockIdx.x * n_steps(p) + step) * 2 + 1] = global_ns();
@@ -1395,11 +1527,15 @@ int rows_of(const vox_k_pdecode_args *a) { return a->rows > 1 ? a->rows : 1; }
 int device_ok(int rows) {
     static std::atomic<int> optin_cache[64];
     const int optin = vk_device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin, optin_cache);
-    const size_t bytes = rows > 1 ? Smem<kMaxRows>::kBytes : Smem<1>::kBytes;
+    const size_t bytes = rows > kRowsWhole ? Smem<kMaxRows>::kBytes
+                         : rows > 1        ? Smem<kRowsWhole>::kBytes
+                                           : Smem<1>::kBytes;
     // bulk copies and mbarrier tx counts need sm_90; the ring needs its shared memory, and the
-    // static variables theirs (~1 KB; the batched instance's rows ~2.5 KB)
-    return vk_compute_capability() >= 90 && optin >= 0 && (size_t)optin >= bytes + (rows > 1 ? 3072 : 1024);
+    // static variables theirs (~1 KB; the batched instances' rows ~3.5 and ~9 KB)
+    const size_t statics = rows > kRowsWhole ? 10240 : rows > 1 ? 4096 : 1024;
+    return vk_compute_capability() >= 90 && optin >= 0 && (size_t)optin >= bytes + statics;
 }
+
 
 template <int DPL, bool SPLIT, int ROWS> void launch(const Params &p, cudaStream_t stream) {
     auto kernel = pdecode_kernel<DPL, SPLIT, ROWS>;
@@ -1426,14 +1562,33 @@ template <int DPL, bool SPLIT, int ROWS> void launch(const Params &p, cudaStream
 } // namespace
 
 // Whether every projection's input (K values: hidden, heads x head_dim, ffn) is whole 16-byte
-// vectors of its weight rows (FP8: 16 codes) and its `rows` staged bf16 rows, `pad` elements
-// apart beyond K, fit in the first `bytes` of the stage: the whole stage, or below the split
-// consumer's partial sums.
-static bool staged_inputs_fit(const vox_k_pdecode_args *a, int rows, int pad, size_t bytes) {
+// vectors of its weight rows (FP8: 16 codes) and its `rows` staged bf16 rows (of at most `chunk`
+// columns where chunk > 0), `pad` elements apart beyond that, fit in the first `bytes` of the
+// stage: the whole stage, or below the split consumer's partial sums.
+static bool staged_inputs_fit(const vox_k_pdecode_args *a, int rows, int pad, size_t bytes, int chunk = 0) {
     const int kvec = a->fp8 ? 16 : 8;
-    for (int k : {a->hidden, a->heads * a->head_dim, a->ffn})
-        if (k % kvec || (size_t)rows * (k + pad) * 2 > bytes) return false;
+    for (int k : {a->hidden, a->heads * a->head_dim, a->ffn}) {
+        const int w = chunk && k > chunk ? chunk : k;
+        if (k % kvec || (size_t)rows * (w + pad) * 2 > bytes) return false;
+    }
     return true;
+}
+
+// Whether the batched instance of `ROWS` rows takes the shape: its staged inputs fit below its
+// partial sums, every K at most kMaxRowsK, and, where inputs are staged in chunks, no normalised
+// input chunked (q|k|v's, gate|up's and the lm_head's K: hidden) and no block dealt more units of a
+// chunked projection (o, down: hidden / 8 units) than chunk_acc holds.
+template <int ROWS> static bool batched_takes(const vox_k_pdecode_args *a) {
+    typedef Split<ROWS> S;
+    const int QD = a->heads * a->head_dim;
+    if (!staged_inputs_fit(a, ROWS, S::kRowPad, S::kPartialsAt, chunk_cols<ROWS>()) ||
+        a->hidden > kMaxRowsK || QD > kMaxRowsK || a->ffn > kMaxRowsK)
+        return false;
+    if (!chunk_cols<ROWS>()) return true;
+    if (a->hidden > chunk_cols<ROWS>()) return false;
+    if (QD <= chunk_cols<ROWS>() && a->ffn <= chunk_cols<ROWS>()) return true;
+    const int sms = vk_sm_count(); // the grid: a block an SM
+    return (a->hidden / kUnitRows + sms - 1) / sms <= kChunkUnits;
 }
 
 extern "C" int vox_k_pdecode_supported(const vox_k_pdecode_args *a) {
@@ -1444,17 +1599,17 @@ extern "C" int vox_k_pdecode_supported(const vox_k_pdecode_args *a) {
     const int rows = rows_of(a);
     const int D = a->head_dim, QD = a->heads * D, KD = a->kv_heads * D;
     if (D != 32 && D != 64 && D != 128) return 0;
-    const size_t stage = rows > 1 ? Split<kMaxRows>::kStageBytes : Split<1>::kStageBytes;
+    const size_t stage = rows > kRowsWhole ? Split<kMaxRows>::kStageBytes
+                         : rows > 1        ? Split<kRowsWhole>::kStageBytes
+                                           : Split<1>::kStageBytes;
     if (AttnSmem::bytes(a->heads / a->kv_heads, D) > stage) return 0;
-    // whole units of 8 rows; rows of whole 16-byte vectors; staged inputs fit (the batched
-    // instance's below its partial sums, and K at most what a thread's quantizing holds)
+    // whole units of 8 rows; rows of whole 16-byte vectors; staged inputs fit
     const int64_t ns[] = {QD + 2 * KD, a->hidden, 2 * (int64_t)a->ffn, a->hidden, a->vocab};
     for (int64_t n : ns)
         if (n % kUnitRows) return 0;
     if (rows == 1 && !staged_inputs_fit(a, 1, 0, Split<1>::kStageBytes)) return 0;
-    if (rows > 1 && (!staged_inputs_fit(a, kMaxRows, Split<kMaxRows>::kRowPad, Split<kMaxRows>::kPartialsAt) ||
-                     a->hidden > kMaxRowsK || QD > kMaxRowsK || a->ffn > kMaxRowsK))
-        return 0;
+    if (rows > 1 && rows <= kRowsWhole && !batched_takes<kRowsWhole>(a)) return 0;
+    if (rows > kRowsWhole && !batched_takes<kMaxRows>(a)) return 0;
     if (a->block_size <= 0 || (rows > 1 && a->table_width <= 0)) return 0;
     return device_ok(rows);
 }
@@ -1509,17 +1664,21 @@ extern "C" int vox_k_pdecode(const vox_k_pdecode_args *a, cudaStream_t stream) {
     p.experiment = experiment;
     p.handover = handover;
     p.watchdog_ns = (long long)(watchdog_s * 1e9);
-    const bool split = p.consumer == CONSUMER_SPLIT, batched = p.rows > 1;
-    switch (a->head_dim) {
-    case 32:
-        batched ? launch<1, true, kMaxRows>(p, stream) : split ? launch<1, true, 1>(p, stream) : launch<1, false, 1>(p, stream);
-        break;
-    case 64:
-        batched ? launch<2, true, kMaxRows>(p, stream) : split ? launch<2, true, 1>(p, stream) : launch<2, false, 1>(p, stream);
-        break;
-    default:
-        batched ? launch<4, true, kMaxRows>(p, stream) : split ? launch<4, true, 1>(p, stream) : launch<4, false, 1>(p, stream);
-        break;
+    // the instance: 1 row (split or row consumer), 2 to 4 rows, 5 to 8 rows
+    const int kind = p.rows > kRowsWhole ? 3 : p.rows > 1 ? 2 : p.consumer == CONSUMER_SPLIT ? 1 : 0;
+    switch (a->head_dim * 4 + kind) {
+    case 32 * 4 + 0: launch<1, false, 1>(p, stream); break;
+    case 32 * 4 + 1: launch<1, true, 1>(p, stream); break;
+    case 32 * 4 + 2: launch<1, true, kRowsWhole>(p, stream); break;
+    case 32 * 4 + 3: launch<1, true, kMaxRows>(p, stream); break;
+    case 64 * 4 + 0: launch<2, false, 1>(p, stream); break;
+    case 64 * 4 + 1: launch<2, true, 1>(p, stream); break;
+    case 64 * 4 + 2: launch<2, true, kRowsWhole>(p, stream); break;
+    case 64 * 4 + 3: launch<2, true, kMaxRows>(p, stream); break;
+    case 128 * 4 + 0: launch<4, false, 1>(p, stream); break;
+    case 128 * 4 + 1: launch<4, true, 1>(p, stream); break;
+    case 128 * 4 + 2: launch<4, true, kRowsWhole>(p, stream); break;
+    default: launch<4, true, kMaxRows>(p, stream); break;
     }
     VOX_K_LAUNCH_CHECK();
     return 1;

@@ -1362,7 +1362,7 @@ static bool cu_projection(vox_backend *be, const vox_projection *p) {
     return true;
 }
 
-/* The decoder layers of a decode step of 1 to 4 sequences as one persistent kernel
+/* The decoder layers of a decode step of 1 to 8 sequences as one persistent kernel
  * (kernels/pdecode.cu); the layers' pointers travel in the launch's parameters. */
 static bool pdecode_workspace(cuda_state *s, const vox_k_pdecode_args *a) {
     return zeroed_workspace(s, &s->pdecode_ws, &s->pdecode_ws_bytes,
@@ -1701,7 +1701,7 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
     s->fp8_separate = vox_env_flag("VOX_FP8_SEPARATE");
     const char *decode = getenv("VOX_DECODE");
     s->no_pdecode = decode && strcmp(decode, "graph") == 0;
-    /* 2 to 4 rows are not the default until checked on a GPU (bench/NOTES-2026-12-05c.md) */
+    /* 2 to 8 rows are not the default until checked on a GPU (bench/NOTES-2026-12-05c.md) */
     s->pdecode_rows = (int)vox_env_size("VOX_PDECODE_ROWS", 1, 1, VOX_K_PDECODE_MAX_ROWS);
     s->plain_malloc = vox_env_flag("VOX_CUDA_PLAIN_MALLOC");
     s->host_trace_ms = (double)vox_env_size("VOX_TRACE_HOST_MS", 0, 0, 1000000);

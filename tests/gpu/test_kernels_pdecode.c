@@ -260,7 +260,7 @@ static void run_shape(const shape *S, int consumer, gtu_rng *rng) {
            S->fp8 ? ", FP8" : "", kConsumerName[consumer]);
     const int H = S->hidden, D = S->head_dim, QD = S->heads * D, KD = S->kv_heads * D, F = S->ffn;
     /* row b's blocks: width[b] of the pool's, after rows 0 .. b - 1's in one shuffled order */
-    int width[8], first_block[8], n_used = 0, table_width = 0;
+    int width[VOX_K_PDECODE_MAX_ROWS], first_block[VOX_K_PDECODE_MAX_ROWS], n_used = 0, table_width = 0;
     for (int b = 0; b < R; b++) {
         const int last_pos = S->pos0 + b * kRowSpread + S->steps - 1;
         width[b] = last_pos / kBlock + 1;
@@ -489,7 +489,7 @@ static void time_full_size(int fp8, int consumer, int rows) {
     }
     /* each row at the same position, in blocks of its own: pos [rows], slot [rows], len [rows],
      * then the tables [rows, width] */
-    int32_t host[3 * 4 + 4 * 64];
+    int32_t host[3 * 8 + 8 * 64];
     for (int b = 0; b < rows; b++) {
         host[b] = pos, host[rows + b] = (b * width + pos / kBlock) * kBlock + pos % kBlock;
         host[2 * rows + b] = pos + 1;
@@ -532,7 +532,7 @@ static void time_full_size(int fp8, int consumer, int rows) {
     if (dir && *dir) {
         char path[1024];
         snprintf(path, sizeof path, "%s/stamps-%s-%s%s-%dsm.u64", dir, fp8 ? "fp8" : "bf16",
-                 kConsumerShort[consumer], rows > 1 ? (rows > 2 ? "-r4" : "-r2") : "", sms);
+                 kConsumerShort[consumer], rows == 2 ? "-r2" : rows == 4 ? "-r4" : rows == 8 ? "-r8" : "", sms);
         FILE *f = fopen(path, "wb");
         if (!f || fwrite(st, sizeof *st, nst, f) != nst) printf("timing: could not write %s\n", path);
         if (f) fclose(f);
@@ -581,7 +581,7 @@ int main(int argc, char **argv) {
      * the shapes whose name contains it (drawing other random data than a full run: the shapes
      * share one generator); --timing-only: the full-size timing alone, and a further argument
      * times only the configurations whose name (bf16-row, bf16-split, fp8-row, fp8-split; with
-     * 2 or 4 rows bf16-split-r2, ..., fp8-split-r4, picked only by a name with "-r") contains it
+     * 2, 4 or 8 rows bf16-split-r2, ..., fp8-split-r8, picked only by a name with "-r") contains it
      * (one kernel to find for a profiler: bench/NOTES-2026-12-04.md); after --no-timing NAME, a
      * consumer's short name (row, split) checks with that consumer alone (racecheck at the full
      * width takes minutes a consumer) */
@@ -624,6 +624,15 @@ int main(int argc, char **argv) {
         {"rows 4 ffn chunks fp8", 2, 192, 6, 2, 64, 3344, 520, 300, 3, 1, 0, 4},
         {"rows 2 full width", 2, 3072, 32, 8, 128, 8192, 8192, 440, 3, 0, 0, 2},
         {"rows 4 full width fp8", 2, 3072, 32, 8, 128, 8192, 8192, 440, 3, 1, 0, 4},
+        /* 5 to 8 rows: inputs of more than 3072 columns (o's, down's) staged in chunks, whose
+         * sums carry over: down's 3344 columns as 3072 + 272, the full width's o as 2 chunks and
+         * down as 3 */
+        {"rows 5 awkward fp8", 3, 192, 6, 2, 64, 320, 520, 37, 3, 1, 0, 5},
+        {"rows 8 tiny long", 2, 128, 4, 2, 32, 256, 1400, 770, 3, 0, 0, 8},
+        {"rows 6 ffn chunks", 2, 192, 6, 2, 64, 3344, 520, 300, 3, 0, 0, 6},
+        {"rows 7 ffn chunks fp8", 2, 192, 6, 2, 64, 3344, 520, 300, 3, 1, 0, 7},
+        {"rows 8 full width", 2, 3072, 32, 8, 128, 8192, 8192, 440, 3, 0, 0, 8},
+        {"rows 8 full width fp8", 2, 3072, 32, 8, 128, 8192, 8192, 440, 3, 1, 0, 8},
     };
     if (major < 9) { /* the kernel needs sm_90: it must refuse, and the caller goes op by op */
         vox_k_pdecode_args a = {.n_layers = 1, .hidden = 128, .heads = 4, .kv_heads = 2,
@@ -647,15 +656,15 @@ int main(int argc, char **argv) {
                 (!only_consumer || strcmp(only_consumer, kConsumerShort[consumer]) == 0) &&
                 (shapes[i].rows <= 1 || consumer == 2)) /* several rows: the split consumer only */
                 run_shape(&shapes[i], consumer, &rng);
-    /* the one-row configurations, then the split consumer at 2 and 4 rows (bf16-split-r2, ...) */
-    static const int kTimed[][2] = {{2, 1}, {1, 1}, {2, 2}, {2, 4}}; /* consumer, rows */
+    /* the one-row configurations, then the split consumer at 2, 4 and 8 rows (bf16-split-r2, ...) */
+    static const int kTimed[][2] = {{2, 1}, {1, 1}, {2, 2}, {2, 4}, {2, 8}}; /* consumer, rows */
     if (timing)
         for (int fp8 = 0; fp8 <= 1; fp8++)
             for (size_t c = 0; c < sizeof kTimed / sizeof *kTimed; c++) {
                 const int consumer = kTimed[c][0], rows = kTimed[c][1];
                 char name[24];
                 snprintf(name, sizeof name, "%s-%s%s", fp8 ? "fp8" : "bf16", kConsumerShort[consumer],
-                         rows == 2 ? "-r2" : rows == 4 ? "-r4" : "");
+                         rows == 2 ? "-r2" : rows == 4 ? "-r4" : rows == 8 ? "-r8" : "");
                 /* a one-row name (fp8-split) does not pick the several rows' (fp8-split-r4) */
                 if (checks || !only || (strstr(name, only) && (rows == 1 || strstr(only, "-r"))))
                     time_full_size(fp8, consumer, rows);
