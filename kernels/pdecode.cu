@@ -136,6 +136,10 @@ struct Params {
     // reports millions of WAR hazards between the bulk copy and the reads with the second
     // (bench/NOTES-2026-12-03b.md).
     int handover;
+    // The most attention splits of a kv head of one row: kMaxSplits (shared by the rows of a
+    // batched launch), or fewer with VOX_PDECODE_SPLITS=N (timing experiments: at 1 no split's
+    // partials, ticket or merge sit on the chain, but each unit reads all of a row's keys).
+    int max_splits;
     // Who sums a projection's units (vox_k_pdecode_args.consumer; it picks the kernel instance):
     // CONSUMER_SPLIT (the default where it fits), a warp a column slice of every page on the
     // tensor cores; CONSUMER_ROW, a warp a row on the CUDA cores (each its own instance).
@@ -1383,7 +1387,7 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
             }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
         // the rows' step, and their attention units: kMaxSplits shared by the rows
-        const int max_splits = kMaxSplits / launch_rows<ROWS>(p);
+        const int max_splits = min(p.max_splits, kMaxSplits / launch_rows<ROWS>(p));
         int before = 0;
         for (int b = 0; b < ROWS; b++) {
             st.units_before[b] = before;
@@ -1648,6 +1652,11 @@ extern "C" int vox_k_pdecode(const vox_k_pdecode_args *a, cudaStream_t stream) {
         const char *e = getenv("VOX_PDECODE_WATCHDOG_S");
         return e && atof(e) > 0 ? atof(e) : kWatchdogSeconds;
     }();
+    static const int max_splits = [] {
+        const char *e = getenv("VOX_PDECODE_SPLITS");
+        const int n = e ? atoi(e) : 0;
+        return n >= 1 && n <= kMaxSplits ? n : kMaxSplits;
+    }();
     static const int handover = [] {
         const char *e = getenv("VOX_PDECODE_HANDOVER");
         return e && strcmp(e, "lane") == 0 ? 0 : 1;
@@ -1663,6 +1672,7 @@ extern "C" int vox_k_pdecode(const vox_k_pdecode_args *a, cudaStream_t stream) {
     if (p.rows > 1) p.consumer = CONSUMER_SPLIT;
     p.experiment = experiment;
     p.handover = handover;
+    p.max_splits = max_splits;
     p.watchdog_ns = (long long)(watchdog_s * 1e9);
     // the instance: 1 row (split or row consumer), 2 to 4 rows, 5 to 8 rows
     const int kind = p.rows > kRowsWhole ? 3 : p.rows > 1 ? 2 : p.consumer == CONSUMER_SPLIT ? 1 : 0;

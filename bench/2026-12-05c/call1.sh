@@ -35,6 +35,13 @@ for r in 1 2; do
   done
 done
 echo "t $(( $(date +%s) - t0 )) s"
+# the attention's splits (VOX_PDECODE_SPLITS; NOTES section 3): one row, split consumer
+for sp in 1 4 8 16; do
+  for dt in bf16 fp8; do
+    printf "splits %-2s %-4s " $sp $dt; VOX_PDECODE_SPLITS=$sp timeout 60 $T --timing-only $dt-split 2>&1 | grep -E "us a step" | head -1 | sed 's/.*position 440: //'
+  done
+done
+echo "t $(( $(date +%s) - t0 )) s"
 python3 scripts/make_random_model.py --size full --out models/full --build build 2>&1 | tail -1
 echo "model after $(( $(date +%s) - t0 )) s"
 python3 - <<'PY'
