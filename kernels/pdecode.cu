@@ -554,10 +554,9 @@ template <bool MAX, int ROWS> __device__ void consumers_reduce_rows(float (&v)[R
 // nothing (o and down have no RMSNorm; a normalised input is never chunked). Ends with a barrier,
 // after putting the residuals the thread prefetched (ResidPrefetch) in resid_s.
 constexpr int kMaxRowsK = 8192; // the largest K the batched instances take
-// Vectors of each row a thread loads at once: the rows already put ROWS loads in flight (2 a
-// row, as stage_input's kStageBatch, made ptxas spill 60 bytes a thread at head_dim 128; 1: 12).
-constexpr int kRowsBatch = 1;
-// Rows whose loads a thread has in flight at once (8 rows' at once: ptxas spilled more).
+// Rows whose loads a thread has in flight at once, one vector of each (2 vectors a row, as
+// stage_input's kStageBatch, made ptxas spill 60 bytes a thread at head_dim 128; 8 rows' at once
+// spilled more).
 constexpr int kRowsInFlight = 4;
 // The bf16 values of one 8-element vector of an input row: the element values, or SwiGLU of
 // gate|up (u: up's vector) as fused.cu rounds it.
@@ -576,6 +575,21 @@ __device__ __forceinline__ void input_values(const Proj &q, uint4 a, uint4 u, fl
 // weight row i % 8; consumer thread t holds values t, t + kConsumers, ...), put in shared memory
 // (resid_s, in that order) by the staging's last barrier, read by the units' epilogues.
 constexpr int kPrefUnits = 8;
+// The 16-byte vectors from column e of input rows b0 .. b0 + kRowsInFlight - 1 (gate|up: u holds
+// up's), their loads in flight at once; zeros for rows past the launch's.
+__device__ __forceinline__ void load_row_vectors(const Params &p, const Proj &q, int b0, int e,
+                                                 uint4 (&a)[kRowsInFlight], uint4 (&u)[kRowsInFlight]) {
+#pragma unroll
+    for (int i = 0; i < kRowsInFlight; i++) {
+        a[i] = u[i] = make_uint4(0u, 0u, 0u, 0u);
+        if (b0 + i < p.rows) {
+            const bf16 *in = q.in + (b0 + i) * q.in_stride;
+            a[i] = __ldcg((const uint4 *)(in + e));
+            if (q.swiglu) u[i] = __ldcg((const uint4 *)(in + p.ffn + e));
+        }
+    }
+}
+
 template <int ROWS> struct ResidPrefetch {
     static constexpr int kValues = kPrefUnits * ROWS * kUnitRows;
     static constexpr int kEach = (kValues + kConsumers - 1) / kConsumers;
@@ -607,16 +621,7 @@ __device__ void stage_rows(const Params &p, const Proj &q, int lo, int hi, bf16 
 #pragma unroll
             for (int b0 = 0; b0 < ROWS; b0 += kRowsInFlight) {
                 uint4 a[kRowsInFlight], u[kRowsInFlight];
-#pragma unroll
-                for (int i = 0; i < kRowsInFlight; i++) {
-                    const int b = b0 + i;
-                    a[i] = u[i] = make_uint4(0u, 0u, 0u, 0u);
-                    if (b < rows) {
-                        const bf16 *in = q.in + b * q.in_stride;
-                        a[i] = __ldcg((const uint4 *)(in + e));
-                        if (q.swiglu) u[i] = __ldcg((const uint4 *)(in + p.ffn + e));
-                    }
-                }
+                load_row_vectors(p, q, b0, e, a, u);
 #pragma unroll
                 for (int i = 0; i < kRowsInFlight; i++) {
                     float xf[8];
@@ -630,37 +635,24 @@ __device__ void stage_rows(const Params &p, const Proj &q, int lo, int hi, bf16 
             for (int b = 0; b < rows; b++) sx[b] = vk_fp8_scale(mx[b]);
         consumers_sync(); // the scales, to every thread
     }
-    for (int e0 = lo + t * 8; e0 < hi; e0 += kRowsBatch * stride)
+    for (int e = lo + t * 8; e < hi; e += stride)
 #pragma unroll
         for (int b0 = 0; b0 < ROWS; b0 += kRowsInFlight) {
-            uint4 a[kRowsInFlight][kRowsBatch], u[kRowsInFlight][kRowsBatch]; // gate|up: u holds up
+            uint4 a[kRowsInFlight], u[kRowsInFlight];
+            load_row_vectors(p, q, b0, e, a, u);
 #pragma unroll
-            for (int r = 0; r < kRowsInFlight; r++)
+            for (int i = 0; i < kRowsInFlight; i++) {
+                const int b = b0 + i;
+                if (b >= rows) continue;
+                float xf[8];
+                input_values(q, a[i], u[i], xf);
 #pragma unroll
-                for (int i = 0; i < kRowsBatch; i++) {
-                    const int b = b0 + r, e = e0 + i * stride;
-                    a[r][i] = u[r][i] = make_uint4(0u, 0u, 0u, 0u);
-                    if (b < rows && e < hi) {
-                        const bf16 *in = q.in + b * q.in_stride;
-                        a[r][i] = __ldcg((const uint4 *)(in + e));
-                        if (q.swiglu) u[r][i] = __ldcg((const uint4 *)(in + p.ffn + e));
-                    }
+                for (int j = 0; j < 8; j++) {
+                    ss[b] = fmaf(xf[j], xf[j], ss[b]);
+                    mx[b] = fmaxf(mx[b], fabsf(xf[j]));
                 }
-#pragma unroll
-            for (int r = 0; r < kRowsInFlight; r++)
-#pragma unroll
-                for (int i = 0; i < kRowsBatch; i++) {
-                    const int b = b0 + r, e = e0 + i * stride;
-                    if (b >= rows || e >= hi) continue;
-                    float xf[8];
-                    input_values(q, a[r][i], u[r][i], xf);
-#pragma unroll
-                    for (int j = 0; j < 8; j++) {
-                        ss[b] = fmaf(xf[j], xf[j], ss[b]);
-                        mx[b] = fmaxf(mx[b], fabsf(xf[j]));
-                    }
-                    vk_store8(xs + b * xst + (e - lo), xf);
-                }
+                vk_store8(xs + b * xst + (e - lo), xf);
+            }
         }
     if (q.norm) { // second pass over the raw rows this thread staged (never chunked)
         consumers_reduce_rows<false, ROWS>(ss, red);
@@ -1442,16 +1434,20 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
             // lane 8k + r of warp w: row r of the block's unit w + 8k (k < 4), whose sums warp w adds up
             const RowPrefetch pre = prefetch_row(q, offset, warp + (lane >> 3) * kConsumerWarps, lane & 7, ROWS == 1);
             float *partials = reinterpret_cast<float *>(stage + S::kPartialsAt);
+            // the products of columns lo .. hi - 1 of the staged input `in` (bf16 values, or FP8's codes)
+            auto project = [&](int lo, int hi, const void *in) {
+                if (q.w_scale)
+                    run_projection_split<true, ROWS>(p, q, offset, lo, hi, in, st.sx, pre, resid_s, ring, full,
+                                                     empty, partials, chunk_acc, unit_bar, slot_free, page, unit_ord);
+                else
+                    run_projection_split<false, ROWS>(p, q, offset, lo, hi, in, st.sx, pre, resid_s, ring, full,
+                                                      empty, partials, chunk_acc, unit_bar, slot_free, page, unit_ord);
+            };
             if constexpr (ROWS == 1) {
                 unsigned char *codes = stage + S::kCodesAt;
                 stage_input(p, q, xs, red, &st.sx[0], codes);
                 if (op == OP_QKV) fetch_keys<DPL, ROWS>(p, st, layer, first_keys);
-                if (q.w_scale)
-                    run_projection_split<true, ROWS>(p, q, offset, 0, q.k, codes, st.sx, pre, resid_s, ring, full,
-                                                     empty, partials, chunk_acc, unit_bar, slot_free, page, unit_ord);
-                else
-                    run_projection_split<false, ROWS>(p, q, offset, 0, q.k, xs, st.sx, pre, resid_s, ring, full,
-                                                      empty, partials, chunk_acc, unit_bar, slot_free, page, unit_ord);
+                project(0, q.k, q.w_scale ? (const void *)codes : xs);
             } else {
                 const ResidPrefetch<ROWS> pre_resid = prefetch_resid<ROWS>(p, q, offset);
                 // the input's chunks (one, the whole K, but in the 8-row instance's o and down)
@@ -1461,12 +1457,7 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
                     // FP8: the codes in place of the values
                     stage_rows<ROWS>(p, q, lo, hi, xs, red, st.sx, pre_resid, resid_s);
                     if (op == OP_QKV && lo == 0) fetch_keys<DPL, ROWS>(p, st, layer, first_keys);
-                    if (q.w_scale)
-                        run_projection_split<true, ROWS>(p, q, offset, lo, hi, xs, st.sx, pre, resid_s, ring, full,
-                                                         empty, partials, chunk_acc, unit_bar, slot_free, page, unit_ord);
-                    else
-                        run_projection_split<false, ROWS>(p, q, offset, lo, hi, xs, st.sx, pre, resid_s, ring, full,
-                                                          empty, partials, chunk_acc, unit_bar, slot_free, page, unit_ord);
+                    project(lo, hi, xs);
                 }
             }
         } else {
