@@ -864,6 +864,51 @@ __device__ __forceinline__ void mma_vectors(float (&acc)[2 * N][4], const unsign
     for (int i = 0; i < N; i++) mma_vector<FP8>(acc + i * 2, w[i], x[i]);
 }
 
+// The one-row instance's products (2026-12-05b's mma pairs): a unit's 8 weight rows are the m side
+// of an m16n8k16 (bf16) or m16n8k32 (E4M3) mma twice over: A's rows 0-7 hold one 16-byte vector of
+// each row (vector va), rows 8-15 another vector of the same rows (vb = va + 4), and B's columns 0
+// and 1 hold the staged input's matching vectors (lanes g = 0 and g = 1; the other columns zero).
+// D[r][0] and D[r + 8][1] are then row r's sums over va and vb, and both land in lane (r, 0) (d0,
+// d3); the other entries of D are cross terms nobody reads. With the input as A's row 0 and the
+// rows as B's columns (mma_vectors, which the batched instances keep: their rows fill A), 1/16 of
+// each mma is useful, and the tensor cores' issue bounds an FP8 page: pairs do one row's products
+// in half the mmas (bench/NOTES-2026-12-05b.md).
+template <bool FP8>
+__device__ __forceinline__ void mma_pair(float (&acc)[4], uint4 wa, uint4 wb, uint4 xv) {
+    const uint32_t ra[4] = {wa.x, wa.y, wa.z, wa.w}, rb[4] = {wb.x, wb.y, wb.z, wb.w};
+    const uint32_t x[4] = {xv.x, xv.y, xv.z, xv.w};
+#pragma unroll
+    for (int j = 0; j < 2; j++) {
+        const uint32_t a[4] = {ra[2 * j], rb[2 * j], ra[2 * j + 1], rb[2 * j + 1]};
+        if (FP8) {
+            float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            vk_mma_e4m3_16832(d, a, x[2 * j], x[2 * j + 1]);
+            acc[0] += d[0], acc[3] += d[3]; // D[g][0], D[g + 8][1] (the rest: cross terms)
+        } else {
+            vk_mma_bf16_16816(acc, a, x[2 * j], x[2 * j + 1]);
+        }
+    }
+}
+
+// Lane (g, t)'s pairs of vectors (v0 + t + 8i, v0 + t + 8i + 4), i < N, of weight row g, and of
+// the input in lanes g = 0 (the first of each pair) and g = 1 (the second), loaded first, then
+// their mmas, pair i into acc[i] (a vector past nvec counts as zeros).
+template <bool FP8, int N>
+__device__ __forceinline__ void mma_pairs(float (&acc)[N][4], const unsigned char *row, const uint4 *xv, int v0,
+                                          int nvec, int g, int t) {
+    uint4 wa[N], wb[N], x[N];
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        const int va = v0 + 8 * i + t, vb = va + 4, vx = g == 0 ? va : vb;
+        const uint4 z = make_uint4(0u, 0u, 0u, 0u);
+        wa[i] = va < nvec ? *(const uint4 *)(row + va * 16) : z;
+        wb[i] = vb < nvec ? *(const uint4 *)(row + vb * 16) : z;
+        x[i] = g < 2 && vx < nvec ? xv[vx] : z;
+    }
+#pragma unroll
+    for (int i = 0; i < N; i++) mma_pair<FP8>(acc[i], wa[i], wb[i], x[i]);
+}
+
 // The split consumer (CONSUMER_SPLIT). Warp w sums vectors 24w .. 24w + 23 of each row of every
 // page (bf16: 192 columns, FP8: 384), lane (g, t) row g's vectors 24w + t, + 4, ..., + 20, with
 // mma_vectors, three at a time (6 accumulators; all six at once spilled and measured 20 us a
@@ -903,38 +948,63 @@ __device__ void run_projection_split(const Params &p, const Proj &q, int offset,
     const bool first = lo == 0, last = hi == q.k; // of the chunks
     int nth = 0; // the unit's place among this block's units
     for (int64_t u = first_unit(offset); u < units; u += G, nth++, unit_ord++) {
-        float acc[2 * kVecsInFlight][4];
+        const int us = (int)(unit_ord % S::kSlots);
+        const uint32_t round = unit_ord / S::kSlots; // the slot's uses before this one
+        // the unit's pages, each through products(weight row g's bytes of the page, the offset of
+        // column c0 in a staged input row, the page's vectors of a row)
+        auto pages = [&](auto &&products) {
+            for (int c0 = lo; c0 < hi; c0 += pc, page++) {
+                const int slot = page % kPages;
+                vk_mbar_wait(vk_smem_u32(&full[slot]), (page / kPages) & 1);
+                const unsigned char *row = ring + (size_t)slot * kPageBytes + g * kRowBytes;
+                const size_t at = (size_t)(c0 - lo) * (FP8 ? 1 : 2); // bf16 values, or FP8's codes
+                const int nvec = min(pc, q.k - c0) / ve;
+                if (p.experiment != 1 && v0 < nvec) products(row, at, nvec);
+                __syncwarp();
+                if (lane == 0 || p.handover) vk_mbar_arrive(vk_smem_u32(&empty[slot]));
+            }
+        };
+        if constexpr (ROWS == 1) { // the pairs: lanes (r, 0) end with weight row r's sum
+            constexpr int kPairs = kWarpVecs / 8;
+            float acc[kPairs][4];
 #pragma unroll
-        for (int i = 0; i < 2 * kVecsInFlight; i++) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
-        for (int c0 = lo; c0 < hi; c0 += pc, page++) {
-            const int slot = page % kPages;
-            vk_mbar_wait(vk_smem_u32(&full[slot]), (page / kPages) & 1);
-            const unsigned char *row = ring + (size_t)slot * kPageBytes + g * kRowBytes;
-            // the input row's 16-byte vectors from column c0: bf16 values, or FP8's codes
-            const uint4 *xv = xrow ? (const uint4 *)(xrow + (size_t)(c0 - lo) * (FP8 ? 1 : 2)) : nullptr;
-            const int nvec = min(pc, q.k - c0) / ve;
-            if (p.experiment != 1 && v0 < nvec) {
+            for (int i = 0; i < kPairs; i++) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
+            pages([&](const unsigned char *row, size_t at, int nvec) { // the input's vectors: lanes g < 2
+                mma_pairs<FP8, kPairs>(acc, row, (const uint4 *)((const unsigned char *)xs + at), v0, nvec, g, t);
+            });
+            if (t == 0) {
+                float *part = partials + ((size_t)us * kConsumerWarps + warp) * kUnitRows;
+                // the slot's last unit has been added up (passes at once on its first use)
+                vk_mbar_wait(vk_smem_u32(&slot_free[us]), (round & 1) ^ 1);
+                float s = 0.0f;
+#pragma unroll
+                for (int i = 0; i < kPairs; i++) s += acc[i][0] + acc[i][3];
+                part[g] = s;
+                vk_mbar_arrive(vk_smem_u32(&unit_bar[us])); // releases this lane's sum
+            }
+        } else {
+            float acc[2 * kVecsInFlight][4];
+#pragma unroll
+            for (int i = 0; i < 2 * kVecsInFlight; i++) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
+            pages([&](const unsigned char *row, size_t at, int nvec) { // the lane's input row g
+                const uint4 *xv = xrow ? (const uint4 *)(xrow + at) : nullptr;
 #pragma unroll
                 for (int v = v0; v < v0 + kWarpVecs; v += 4 * kVecsInFlight)
                     mma_vectors<FP8, kVecsInFlight>(acc, row, xv, v, nvec, t);
-            }
-            __syncwarp();
-            if (lane == 0 || p.handover) vk_mbar_arrive(vk_smem_u32(&empty[slot]));
-        }
-        const int us = (int)(unit_ord % S::kSlots);
-        const uint32_t round = unit_ord / S::kSlots; // the slot's uses before this one
-        if (g < launch_rows<ROWS>(p)) {
-            float *part = partials + (((size_t)us * kConsumerWarps + warp) * ROWS + g) * kUnitRows;
-            // the slot's last unit has been added up (passes at once on its first use)
-            vk_mbar_wait(vk_smem_u32(&slot_free[us]), (round & 1) ^ 1);
+            });
+            if (g < launch_rows<ROWS>(p)) {
+                float *part = partials + (((size_t)us * kConsumerWarps + warp) * ROWS + g) * kUnitRows;
+                // the slot's last unit has been added up (passes at once on its first use)
+                vk_mbar_wait(vk_smem_u32(&slot_free[us]), (round & 1) ^ 1);
 #pragma unroll
-            for (int c = 0; c < 2; c++) {
-                float s = 0.0f;
+                for (int c = 0; c < 2; c++) {
+                    float s = 0.0f;
 #pragma unroll
-                for (int i = 0; i < 2 * kVecsInFlight; i++) s += acc[i][c];
-                part[2 * t + c] = s;
+                    for (int i = 0; i < 2 * kVecsInFlight; i++) s += acc[i][c];
+                    part[2 * t + c] = s;
+                }
+                vk_mbar_arrive(vk_smem_u32(&unit_bar[us])); // releases this lane's sums
             }
-            vk_mbar_arrive(vk_smem_u32(&unit_bar[us])); // releases this lane's sums
         }
         if (warp != nth % kConsumerWarps) continue;
         vk_mbar_wait(vk_smem_u32(&unit_bar[us]), round & 1);
@@ -1374,7 +1444,9 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
         }
         if (SPLIT)
             for (int i = 0; i < S::kSlots; i++) {
-                vk_mbar_init(vk_smem_u32(&unit_bar[i]), kConsumerWarps * 4 * launch_rows<ROWS>(p)); // lanes (b, t) a warp
+                // lanes (r, 0) a warp (one row: the pairs), or lanes (b, t) of each row b
+                vk_mbar_init(vk_smem_u32(&unit_bar[i]), ROWS == 1 ? kConsumerWarps * kUnitRows
+                                                                  : kConsumerWarps * 4 * launch_rows<ROWS>(p));
                 vk_mbar_init(vk_smem_u32(&slot_free[i]), kUnitRows * launch_rows<ROWS>(p));        // the adder's lanes
             }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
