@@ -1701,7 +1701,8 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
     s->fp8_separate = vox_env_flag("VOX_FP8_SEPARATE");
     const char *decode = getenv("VOX_DECODE");
     s->no_pdecode = decode && strcmp(decode, "graph") == 0;
-    /* 2 to 8 rows are not the default until checked on a GPU (bench/NOTES-2026-12-05c.md) */
+    /* 2 to 8 rows: checked, but slower than op by op at 8 rows and only ~9% faster at 4 (bf16);
+     * not the default until faster (bench/NOTES-2026-12-05d.md) */
     s->pdecode_rows = (int)vox_env_size("VOX_PDECODE_ROWS", 1, 1, VOX_K_PDECODE_MAX_ROWS);
     s->plain_malloc = vox_env_flag("VOX_CUDA_PLAIN_MALLOC");
     s->host_trace_ms = (double)vox_env_size("VOX_TRACE_HOST_MS", 0, 0, 1000000);
