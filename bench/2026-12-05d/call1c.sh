@@ -1,7 +1,6 @@
 #!/bin/bash
 # call 1c of 2026-12-05d (not run: no device time was left): the end-to-end A/B of the batched
-# persistent decode,
-# full-size model and decode_ab, 8 copies of a 30 s clip at --batch-size 8, rows 1 against 8.
+# persistent decode: the full-size model and decode_ab, 8 copies of a 30 s clip at --batch-size 8, rows 1 against 8.
 source .devscripts/common.sh
 t0=$(date +%s)
 python3 scripts/make_random_model.py --size full --out models/full --build build 2>&1 | tail -1
