@@ -6,7 +6,7 @@ Each setting runs the runner once on REPEATS copies of one clip (--ignore-eos, -
 (text_decoder_decode / (tokens - 1)), the encoder, prefill and end-to-end ms. Settings are NAME=ENV
 pairs, ENV a comma-separated list of VAR=VALUE ("-" for none); RUNNER=PATH in ENV runs another
 build instead of --runner (binary A/B), e.g.
-    scripts/decode_ab.py --runner B/voxtral_runner --model M --wav clip30.wav \\
+    scripts/decode_ab.py --runner B/voxtral_runner --model M [--wav clip30.wav] \\
         default=- no_pdl=VOX_NO_PDL=1 cublas=VOX_NO_MATVEC=1 old=RUNNER=old/voxtral_runner
 Rounds alternate the settings (ABAB...) so clock or thermal drift does not favour one.
 A second table gives each setting's whole runs (the --latency-json stage sums over all copies
@@ -67,7 +67,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runner", required=True)
     ap.add_argument("--model", required=True)
-    ap.add_argument("--wav", required=True)
+    ap.add_argument("--wav", default=None,
+                    help="the clip (default: bench_gpu.py's 30 s clip, written to a temporary file)")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--tokens", type=int, default=100)
     ap.add_argument("--batch-size", type=int, default=1,
@@ -77,6 +78,10 @@ def main():
     ap.add_argument("settings", nargs="+", help="NAME=ENV (ENV: VAR=VALUE[,VAR=VALUE...] or -)")
     a = ap.parse_args()
     settings = parse_settings(a.settings)
+    if a.wav is None:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import bench_load  # noqa: E402 (light: its heavy imports are inside its functions)
+        a.wav = str(bench_load.clip30(os.path.join(tempfile.mkdtemp(prefix="decode_ab-"), "clip30.wav")))
     results = {name: ([], [], [], []) for name, _ in settings}
     runs = {name: [] for name, _ in settings}
     for _ in range(a.rounds):
