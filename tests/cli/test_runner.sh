@@ -151,6 +151,13 @@ run 2 force_dir --force-tokens "@$tmp" "$audio/short.wav"
 has force_dir.err "--force-tokens @$tmp: cannot read: Is a directory"
 run 2 force_missing --force-tokens "@$tmp/no_ids" "$audio/short.wav"
 has force_missing.err "--force-tokens @$tmp/no_ids: cannot open"
+# a word that is not an id in a --force-tokens @FILE: the file, its line and the word (the words
+# after it are not quoted)
+printf '1, 2\n3 abc 4\n' >"$tmp/ids_bad"
+run 2 force_bad_word --force-tokens "@$tmp/ids_bad" "$audio/short.wav"
+has force_bad_word.err "--force-tokens @$tmp/ids_bad: line 2: 'abc' is not a token id"
+run 2 force_bad_inline --force-tokens "1,x7 9" "$audio/short.wav"
+has force_bad_inline.err "--force-tokens: 'x7' is not a token id"
 # more forced ids than the context holds after the prompt: that file fails, named, nothing
 # scored (the list was cut short silently before)
 python3 -c "print(','.join(['5'] * 40000))" >"$tmp/ids_40000"
