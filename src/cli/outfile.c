@@ -35,6 +35,51 @@ char *vox_output_path(const char *dir, const char *input, const char *ext) {
     return out;
 }
 
+/* The directory that holds path ("." for a bare name, "/" for "/name"; malloc'ed, NULL: out of
+ * memory). */
+static char *parent_dir(const char *path) {
+    const char *slash = strrchr(path, '/');
+    return slash ? strndup(path, slash > path ? (size_t)(slash - path) : 1) : strdup(".");
+}
+
+/* Makes and removes a file in dir: errors are "OPTION ARG: cannot write there: reason".
+ * access() answers from the permission bits, which root passes everywhere: where the file
+ * system itself refuses (sysfs, procfs, a full or read-only mount) only making a file tells, and
+ * better before the model loads than after the work is done. */
+static vox_status probe_writable(const char *option, const char *arg, const char *dir, vox_error *err) {
+    size_t n = strlen(dir) + sizeof "/.voxtral_probe_XXXXXX";
+    char *probe = malloc(n);
+    if (!probe) return vox_fail(err, VOX_ERR_NOMEM, "out of memory");
+    snprintf(probe, n, "%s/.voxtral_probe_XXXXXX", dir);
+    int fd = mkstemp(probe);
+    vox_status st = VOX_OK;
+    if (fd < 0) {
+        st = vox_fail(err, VOX_ERR_IO, "%s %s: cannot write there: %s", option, arg, strerror(errno));
+    } else {
+        close(fd);
+        unlink(probe);
+    }
+    free(probe);
+    return st;
+}
+
+vox_status vox_output_file_check(const char *option, const char *path, vox_error *err) {
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return vox_fail(err, VOX_ERR_IO, "%s %s: is a directory", option, path);
+    char *dir = parent_dir(path);
+    if (!dir) return vox_fail(err, VOX_ERR_NOMEM, "out of memory");
+    vox_status st;
+    if (stat(dir, &sb) != 0)
+        st = vox_fail(err, VOX_ERR_IO, "%s %s: %s: %s", option, path, dir, strerror(errno));
+    else if (!S_ISDIR(sb.st_mode))
+        st = vox_fail(err, VOX_ERR_IO, "%s %s: %s is not a directory", option, path, dir);
+    else
+        st = probe_writable(option, path, dir, err);
+    free(dir);
+    return st;
+}
+
 vox_status vox_output_dir_prepare(const char *dir, vox_error *err) {
     char *p = strdup(dir);
     if (!p) return vox_fail(err, VOX_ERR_NOMEM, "out of memory");
@@ -61,23 +106,7 @@ vox_status vox_output_dir_prepare(const char *dir, vox_error *err) {
     if (access(dir, W_OK | X_OK) != 0)
         return vox_fail(err, VOX_ERR_IO, "--output-dir %s: cannot write there: %s", dir,
                         strerror(errno));
-    /* access() answers from the permission bits, which root passes everywhere: where the file
-     * system itself refuses (sysfs, procfs, a full or read-only mount) only making a file tells,
-     * and better now than for every file after the model has loaded */
-    size_t n = strlen(dir) + sizeof "/.voxtral_probe_XXXXXX";
-    char *probe = malloc(n);
-    if (!probe) return vox_fail(err, VOX_ERR_NOMEM, "out of memory");
-    snprintf(probe, n, "%s/.voxtral_probe_XXXXXX", dir);
-    int fd = mkstemp(probe);
-    vox_status st = VOX_OK;
-    if (fd < 0) {
-        st = vox_fail(err, VOX_ERR_IO, "--output-dir %s: cannot write there: %s", dir, strerror(errno));
-    } else {
-        close(fd);
-        unlink(probe);
-    }
-    free(probe);
-    return st;
+    return probe_writable("--output-dir", dir, dir, err);
 }
 
 static char *const *g_sort_paths;
@@ -163,8 +192,7 @@ static int write_all(int fd, const char *p, size_t n) {
 
 /* Syncs the directory that holds path, so that the rename itself is on disk. */
 static void sync_parent(const char *path) {
-    const char *slash = strrchr(path, '/');
-    char *dir = slash ? strndup(path, slash > path ? (size_t)(slash - path) : 1) : strdup(".");
+    char *dir = parent_dir(path);
     if (!dir) return;
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd >= 0) {

@@ -25,6 +25,11 @@ char *vox_output_path(const char *dir, const char *input, const char *ext);
  * directory. Errors name it. */
 vox_status vox_output_dir_prepare(const char *dir, vox_error *err);
 
+/* Before the work: that the file path (an option's, named in errors as "OPTION PATH: ...") can be
+ * written when the run ends: its directory exists and takes a new file, and it is not a
+ * directory itself. */
+vox_status vox_output_file_check(const char *option, const char *path, vox_error *err);
+
 /* Finds two of the n paths that are equal: returns 1 and their indices (*a < *b, the first such
  * pair in input order of *b), or 0 when all differ. */
 int vox_find_duplicate(char *const *paths, size_t n, size_t *a, size_t *b);

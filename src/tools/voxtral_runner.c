@@ -288,6 +288,16 @@ int main(int argc, char **argv) {
         }
     }
 
+    /* the latency JSON is written at the end: a path that cannot take it is found now, before
+     * the model loads and the work is done */
+    if (o.latency_json && vox_output_file_check("--latency-json", o.latency_json, &err)) {
+        fprintf(stderr, "voxtral_runner: %s\n", err.msg);
+        free_paths(out_paths, in.n);
+        vox_inputs_free(&in);
+        vox_cli_options_free(&o);
+        return VOX_EXIT_USAGE;
+    }
+
     /* the model, once per device (-d cuda:0,cuda:1 or cuda:all); a device that cannot load it
      * is reported and the others go on */
     char **dev_names = NULL;

@@ -219,6 +219,25 @@ static void test_atomic_write(void) {
     char bad[320];
     snprintf(bad, sizeof bad, "%s/missing/out.txt", dir);
     CHECK(vox_write_file_atomic(bad, "x", 1, &err) == VOX_ERR_IO && strstr(err.msg, bad));
+    /* the check made before a run (--latency-json): a path that can be written passes and leaves
+     * nothing behind; a missing directory, a file as the directory, a directory as the file fail,
+     * naming the option and the path */
+    char fine[320];
+    snprintf(fine, sizeof fine, "%s/l.json", sub);
+    CHECK_MSG(vox_output_file_check("--latency-json", fine, &err) == VOX_OK, "%s", err.msg);
+    CHECK(access(fine, F_OK) != 0);
+    d = opendir(sub);
+    entries = 0;
+    for (struct dirent *e; d && (e = readdir(d));) entries += e->d_name[0] != '.' || strlen(e->d_name) > 2;
+    if (d) closedir(d);
+    CHECK_MSG(entries == 1, "%d entries after the check", entries);
+    CHECK(vox_output_file_check("--latency-json", bad, &err) == VOX_ERR_IO &&
+          strstr(err.msg, "--latency-json ") && strstr(err.msg, bad) && strstr(err.msg, "No such file"));
+    snprintf(fine, sizeof fine, "%s/x.json", path); /* out.txt is a file */
+    CHECK(vox_output_file_check("--latency-json", fine, &err) == VOX_ERR_IO &&
+          strstr(err.msg, "is not a directory"));
+    CHECK(vox_output_file_check("--latency-json", sub, &err) == VOX_ERR_IO &&
+          strstr(err.msg, "is a directory"));
     unlink(path);
     rmdir(sub);
     snprintf(sub, sizeof sub, "%s/new", dir);
