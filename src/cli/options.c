@@ -89,15 +89,16 @@ vox_status vox_cli_parse_ids(const char *spec, int32_t **ids, size_t *n, vox_err
         errno = 0;
         long v = strtol(p, &end, 10);
         if (end == p || errno || v < 0 || v > INT32_MAX) {
-            const int shown = (int)strcspn(p, " \t\r\n\v\f,"); /* the word, not what follows */
+            size_t word = strcspn(p, " \t\r\n\v\f,"); /* the word, not what follows */
+            const int shown = word < 20 ? (int)word : 20;
             if (spec[0] == '@') { /* name the file and the line */
                 size_t line = 1;
                 for (const char *c = text; c < p; c++) line += *c == '\n';
                 st = vox_fail(err, VOX_ERR_INVALID_ARG, "--force-tokens %s: line %zu: '%.*s' is not a "
-                              "token id", spec, line, shown < 20 ? shown : 20, p);
+                              "token id", spec, line, shown, p);
             } else {
                 st = vox_fail(err, VOX_ERR_INVALID_ARG, "--force-tokens: '%.*s' is not a token id",
-                              shown < 20 ? shown : 20, p);
+                              shown, p);
             }
             break;
         }

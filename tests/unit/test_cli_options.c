@@ -193,6 +193,15 @@ static void test_output_names(void) {
     CHECK(vox_find_duplicate(paths, 0, &a, &b) == 0);
 }
 
+/* Entries of a directory other than . and .. (hidden ones too: a left temporary file). */
+static int count_entries(const char *dir) {
+    DIR *d = opendir(dir);
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));) n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    if (d) closedir(d);
+    return n;
+}
+
 static void test_atomic_write(void) {
     char dir[] = "/tmp/vox_test_cli_XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
@@ -208,10 +217,7 @@ static void test_atomic_write(void) {
     CHECK(f && fread(buf, 1, sizeof buf, f) == 6 && memcmp(buf, "again\n", 6) == 0);
     if (f) fclose(f);
     /* nothing else in the directory: the temporary file is gone */
-    DIR *d = opendir(sub);
-    int entries = 0;
-    for (struct dirent *e; d && (e = readdir(d));) entries += e->d_name[0] != '.' || strlen(e->d_name) > 2;
-    if (d) closedir(d);
+    int entries = count_entries(sub);
     CHECK_MSG(entries == 1, "%d entries", entries);
     /* a file where the directory should be */
     CHECK(vox_output_dir_prepare(path, &err) == VOX_ERR_IO && strstr(err.msg, "not a directory"));
@@ -226,10 +232,7 @@ static void test_atomic_write(void) {
     snprintf(fine, sizeof fine, "%s/l.json", sub);
     CHECK_MSG(vox_output_file_check("--latency-json", fine, &err) == VOX_OK, "%s", err.msg);
     CHECK(access(fine, F_OK) != 0);
-    d = opendir(sub);
-    entries = 0;
-    for (struct dirent *e; d && (e = readdir(d));) entries += e->d_name[0] != '.' || strlen(e->d_name) > 2;
-    if (d) closedir(d);
+    entries = count_entries(sub);
     CHECK_MSG(entries == 1, "%d entries after the check", entries);
     CHECK(vox_output_file_check("--latency-json", bad, &err) == VOX_ERR_IO &&
           strstr(err.msg, "--latency-json ") && strstr(err.msg, bad) && strstr(err.msg, "No such file"));
