@@ -234,6 +234,15 @@ static void print_summary(const vox_run_totals *t, char **failed, size_t n_faile
     for (size_t i = 0; failed && i < n_failed; i++) fprintf(stderr, "  failed: %s\n", failed[i]);
 }
 
+/* The end of a run that stops before its work (nothing to do, or an error reported already):
+ * frees what main has built so far and gives the exit status. */
+static int end_before_work(char **out_paths, vox_inputs *in, vox_cli_options *o, int rc) {
+    free_paths(out_paths, in->n);
+    vox_inputs_free(in);
+    vox_cli_options_free(o);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     double t_start = now_ms();
     vox_cli_options o;
@@ -253,10 +262,7 @@ int main(int argc, char **argv) {
     size_t n_listed = in.n;
     char **out_paths = NULL;
     if (o.output_dir && in.n > 0 && plan_outputs(&o, &in, &out_paths)) {
-        free_paths(out_paths, in.n);
-        vox_inputs_free(&in);
-        vox_cli_options_free(&o);
-        return VOX_EXIT_USAGE;
+        return end_before_work(out_paths, &in, &o, VOX_EXIT_USAGE);
     }
     if (o.shard_n > 1) {
         if (out_paths) vox_shard_paths(out_paths, in.n, o.shard_k, o.shard_n);
@@ -269,10 +275,7 @@ int main(int argc, char **argv) {
         else
             fprintf(stderr, "voxtral_runner: no input files in %s\n",
                     strcmp(o.files_from, "-") ? o.files_from : "standard input");
-        free_paths(out_paths, in.n);
-        vox_inputs_free(&in);
-        vox_cli_options_free(&o);
-        return VOX_EXIT_OK;
+        return end_before_work(out_paths, &in, &o, VOX_EXIT_OK);
     }
 
     if (o.skip_existing) { /* everything done already: no model to load */
@@ -281,10 +284,7 @@ int main(int argc, char **argv) {
         if (present == in.n) {
             fprintf(stderr, "voxtral_runner: 0 of %zu files transcribed, 0 failed, %zu skipped "
                     "(output exists): nothing to do\n", in.n, in.n);
-            free_paths(out_paths, in.n);
-            vox_inputs_free(&in);
-            vox_cli_options_free(&o);
-            return VOX_EXIT_OK;
+            return end_before_work(out_paths, &in, &o, VOX_EXIT_OK);
         }
     }
 
@@ -292,10 +292,7 @@ int main(int argc, char **argv) {
      * the model loads and the work is done */
     if (o.latency_json && vox_output_file_check("--latency-json", o.latency_json, &err)) {
         fprintf(stderr, "voxtral_runner: %s\n", err.msg);
-        free_paths(out_paths, in.n);
-        vox_inputs_free(&in);
-        vox_cli_options_free(&o);
-        return VOX_EXIT_USAGE;
+        return end_before_work(out_paths, &in, &o, VOX_EXIT_USAGE);
     }
 
     /* the model, once per device (-d cuda:0,cuda:1 or cuda:all); a device that cannot load it
@@ -312,10 +309,7 @@ int main(int argc, char **argv) {
     }
     vox_cli_device_list_free(dev_names, n_devs);
     if (lst) {
-        free_paths(out_paths, in.n);
-        vox_inputs_free(&in);
-        vox_cli_options_free(&o);
-        return VOX_EXIT_USAGE;
+        return end_before_work(out_paths, &in, &o, VOX_EXIT_USAGE);
     }
     voxtral_context *ctx = ctxs[0]; /* the tokenizer the writers use (the same on every device) */
     char device_names[512] = "";
