@@ -292,8 +292,8 @@ struct vox_backend {
      * sequence decoding one row), as one operation: the same results as the layers run op by
      * op, up to the order of fp32 sums. Returns false, enqueuing nothing, when the backend does
      * not take it (the cuda backend: a persistent kernel on sm_90 for bf16 and FP8 decoders, one
-     * row, or up to VOX_PDECODE_ROWS (8); VOX_DECODE=graph switches it off); the caller then runs the
-     * layers op by op. */
+     * to VOX_PDECODE_ROWS rows (default 4, at most 8); VOX_DECODE=graph switches it off); the
+     * caller then runs the layers op by op. */
     bool (*decode_fused)(vox_backend *be, const vox_fused_decode *f);
 
     /* ---- graphs (optional: NULL where the backend has none) ---- */

@@ -1369,6 +1369,8 @@ static bool pdecode_workspace(cuda_state *s, const vox_k_pdecode_args *a) {
                             vox_k_pdecode_workspace_bytes(a));
 }
 
+#define PDECODE_DEFAULT_ROWS 4 /* the most rows a decode-only step takes the persistent kernel at */
+
 /* CUDA backends alive in this process, per device. The persistent kernel needs every one of its
  * blocks resident at once; two backends on one device (-d cuda:0,cuda:0) could launch it from
  * two streams at the same time, and two such grids each partly resident would wait for each
@@ -1701,9 +1703,10 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
     s->fp8_separate = vox_env_flag("VOX_FP8_SEPARATE");
     const char *decode = getenv("VOX_DECODE");
     s->no_pdecode = decode && strcmp(decode, "graph") == 0;
-    /* 2 to 8 rows: checked, but slower than op by op at 8 rows and only ~9% faster at 4 (bf16);
-     * not the default until faster (bench/NOTES-2026-12-05d.md) */
-    s->pdecode_rows = (int)vox_env_size("VOX_PDECODE_ROWS", 1, 1, VOX_K_PDECODE_MAX_ROWS);
+    /* Decode-only steps of up to 4 rows take the persistent kernel: end to end it beat op by
+     * op by 13% at 2 files and 19% at 4, and lost by 19% at 6 and 24% at 8 (H100, full size,
+     * bench/NOTES-2026-12-05e.md); VOX_PDECODE_ROWS=1..8 sets the limit */
+    s->pdecode_rows = (int)vox_env_size("VOX_PDECODE_ROWS", PDECODE_DEFAULT_ROWS, 1, VOX_K_PDECODE_MAX_ROWS);
     s->plain_malloc = vox_env_flag("VOX_CUDA_PLAIN_MALLOC");
     s->host_trace_ms = (double)vox_env_size("VOX_TRACE_HOST_MS", 0, 0, 1000000);
     s->host_last_ms = vox_wall_ms();
