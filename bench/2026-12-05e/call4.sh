@@ -4,7 +4,7 @@
 # cut from long.wav (lengths evenly spaced, shuffled), --ignore-eos at the default token budget,
 # VOX_PDECODE_ROWS=4 (default) against 1, alternating rounds; the run's stage sums from
 # --latency-json. Runner: main + the default (packed as call 1). ~4 min with the model.
-source .devscripts/common.sh
+[ -n "$VOX_CALL_NESTED" ] || source .devscripts/common.sh
 t0=$(date +%s)
 el() { echo $(( $(date +%s) - t0 )); }
 S=$OUT/summary.txt
