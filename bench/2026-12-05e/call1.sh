@@ -6,23 +6,18 @@
 # alternating rounds at 1 / 4 / 8 rows, bf16 and FP8, and one row with VOX_PDECODE_SPLITS=1 (units
 # of 440 keys: the direct test of the prefetch). Packed by bench/2026-12-04c/pack.sh with
 # EXTRA_BINS="build/tests/test_kernels_pdecode_base build/base/voxtral_runner". ~4 min.
-source .devscripts/common.sh
-t0=$(date +%s)
-el() { echo $(( $(date +%s) - t0 )); }
+source .devscripts/device-call.sh
 T=build/tests/test_kernels_pdecode
 B=build/tests/test_kernels_pdecode_base
-S=$OUT/summary.txt
-say() { echo "$*" | tee -a $S; }
 timeout 200 $T --no-timing > $OUT/checks.txt 2>&1; say "checks rc $? $(tail -1 $OUT/checks.txt) (t $(el) s)"
-grep -E "FAIL" $OUT/checks.txt | head -8 | tee -a $S
+grep -E "FAIL" $OUT/checks.txt | head -8 | tee -a $OUT/summary.txt
 for rows in 4 8 1; do
   for m in tiny_model tiny_model_fp8; do
     VOX_PDECODE_ROWS=$rows timeout 100 build/tests/test_cuda_transcribe build/$m > $OUT/e2e-$m-$rows.txt 2>&1
     say "$m rows $rows: rc $? $(tail -1 $OUT/e2e-$m-$rows.txt) (t $(el) s)"
-    grep -E "FAIL" $OUT/e2e-$m-$rows.txt | head -3 | tee -a $S
+    grep -E "FAIL" $OUT/e2e-$m-$rows.txt | head -3 | tee -a $OUT/summary.txt
   done
 done
-step() { timeout 40 "$@" 2>&1 | grep -E "us a step" | head -1 | sed 's/.*position 440: //'; }
 for r in 1 2; do
   for cfg in fp8-split bf16-split fp8-split-r4 bf16-split-r4 fp8-split-r8 bf16-split-r8; do
     for X in $B $T; do

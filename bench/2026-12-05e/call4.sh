@@ -4,11 +4,7 @@
 # cut from long.wav (lengths evenly spaced, shuffled), --ignore-eos at the default token budget,
 # VOX_PDECODE_ROWS=4 (default) against 1, alternating rounds; the run's stage sums from
 # --latency-json. Runner: main + the default (packed as call 1). ~4 min with the model.
-[ -n "$VOX_CALL_NESTED" ] || source .devscripts/common.sh
-t0=$(date +%s)
-el() { echo $(( $(date +%s) - t0 )); }
-S=$OUT/summary.txt
-say() { echo "$*" | tee -a $S; }
+source .devscripts/device-call.sh
 [ -d models/full ] || python3 scripts/make_random_model.py --size full --out models/full --build build 2>&1 | tail -1
 say "model after $(el) s"
 mkdir -p /tmp/mixed
@@ -36,7 +32,7 @@ for r in 1 2; do
 import json; r = json.load(open("/tmp/lat.json")); m = r["latency_ms"]
 print("decode %.1f prefill %.1f encoder %.1f stages %.1f wall %.1f ms" % (m.get("text_decoder_decode", 0),
       m.get("text_decoder_prefill", 0), m.get("audio_encoder", 0), m.get("total", 0), r.get("wall_ms", 0)))')"
-    [ $rc = 0 ] || tail -3 /tmp/err.txt | tee -a $S
+    [ $rc = 0 ] || tail -3 /tmp/err.txt | tee -a $OUT/summary.txt
   done
 done
 say "end t $(el) s"

@@ -1,0 +1,29 @@
+# Sourced by a device call script (bench/DATE/callN.sh) on the GPU machine, from the repository
+# root, with the packed binaries in .devrun.tar.xz and this file and the call in .devscripts/
+# (`mkdir -p .devscripts && cp bench/device-call.sh bench/2026-12-04c/pack.sh bench/DATE/callN.sh
+# .devscripts/ && EXTRA_BINS="..." bash .devscripts/pack.sh`; carry both to the device): unpacks
+# them, puts their libraries and the CUDA tools on the paths, prints the card, and gives the call
+# its helpers:
+#   el                   seconds since the call began
+#   say TEXT...          TEXT on stdout and appended to $OUT/summary.txt (kept if the machine is
+#                        taken back mid-call)
+#   step CMD...          the "us a step" figure of a test_kernels_pdecode --timing-only run
+#   bench_run NAME ARGS  python3 ARGS --out /tmp/NAME (a bench script), its results.md,
+#                        results.json and log into $OUT/NAME, and its summary on stdout
+set -o pipefail
+tar -xJf .devrun.tar.xz
+export LD_LIBRARY_PATH=$PWD/.devlibs:$LD_LIBRARY_PATH
+export PATH=/usr/local/cuda/bin:$PATH
+export PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader
+t0=$(date +%s)
+el() { echo $(( $(date +%s) - t0 )); }
+say() { echo "$*" | tee -a $OUT/summary.txt; }
+step() { timeout 40 "$@" 2>&1 | grep -E "us a step" | head -1 | sed 's/.*position 440: //'; }
+bench_run() {
+  local name=$1; shift
+  python3 "$@" --out /tmp/$name > /tmp/$name.log 2>&1; echo "$name rc $?"
+  mkdir -p $OUT/$name; cp /tmp/$name/results.md /tmp/$name/results.json $OUT/$name/ 2>/dev/null
+  cp /tmp/$name.log $OUT/$name/ 2>/dev/null
+  sed -n '/## Summary/,/## /p' /tmp/$name/results.md | head -30
+}
