@@ -1704,9 +1704,10 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
     const char *decode = getenv("VOX_DECODE");
     s->no_pdecode = decode && strcmp(decode, "graph") == 0;
     /* Decode-only steps of up to 4 rows take the persistent kernel: end to end it beat op by
-     * op by 13% at 2 files and 19% at 4, and lost by 19% at 6 and 24% at 8 (H100, full size,
+     * op by 13% at 2 files and 19% at 4, and lost by 19% at 6 and 21% at 8 (H100, full size,
      * bench/NOTES-2026-12-05e.md); VOX_PDECODE_ROWS=1..8 sets the limit */
-    s->pdecode_rows = (int)vox_env_size("VOX_PDECODE_ROWS", PDECODE_DEFAULT_ROWS, 1, VOX_K_PDECODE_MAX_ROWS);
+    s->pdecode_rows =
+        (int)vox_env_size("VOX_PDECODE_ROWS", PDECODE_DEFAULT_ROWS, 1, VOX_K_PDECODE_MAX_ROWS);
     s->plain_malloc = vox_env_flag("VOX_CUDA_PLAIN_MALLOC");
     s->host_trace_ms = (double)vox_env_size("VOX_TRACE_HOST_MS", 0, 0, 1000000);
     s->host_last_ms = vox_wall_ms();
