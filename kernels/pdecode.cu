@@ -1077,6 +1077,9 @@ __device__ __forceinline__ void unpack_dims(typename RawDims<DPL>::type u, float
 template <int DPL> __device__ __forceinline__ void load_dims(const bf16 *src, float (&f)[DPL]) {
     unpack_dims<DPL>(load_raw<DPL>(src), f);
 }
+template <int DPL> __device__ __forceinline__ void load_dims_smem(const bf16 *src, float (&f)[DPL]) {
+    unpack_dims<DPL>(*(const typename RawDims<DPL>::type *)src, f);
+}
 
 // Query heads of one kv head (Voxtral's 32 / 8). Larger groups go op by op: room for 8 heads'
 // softmax state made ptxas spill ~180 bytes a thread at head_dim 128 (4: 48), and a spill
@@ -1247,6 +1250,37 @@ __device__ __forceinline__ void merge_group(const Params &p, int b, int g, int G
     }
 }
 
+// The shared memory past an attention unit's scratch where its later keys are staged (the rest
+// of the stage area: free during the attention), and the keys a batch holds there: whole rounds
+// of the warps' groups (kConsumerWarps * KB keys), 0 where not one round fits (the one-row
+// instance's 32 KB stage at head_dim 128: the later keys are then loaded group by group).
+template <int D> __host__ __device__ constexpr int staged_keys_at() {
+    return (int)((sizeof(float) * ((size_t)kMaxGroup * D + 2 * D + 2 * kConsumerWarps * kMaxGroup +
+                                   (size_t)kConsumerWarps * kMaxGroup * D) + sizeof(int) + 15) / 16 * 16);
+}
+template <int ROWS, int D, int KB> __host__ __device__ constexpr int staged_keys_batch() {
+    return (Smem<ROWS>::kStageBytes - staged_keys_at<D>()) / (2 * D * 2) / (kConsumerWarps * KB) *
+           (kConsumerWarps * KB);
+}
+
+// Keys lo .. hi - 1 of row b's kv head g, K then V rows of D bf16 values each, into dst
+// ([key][K | V][D]) with cp.async: every load of the batch in flight at once, one round trip in
+// all where the groups took one each (bench/NOTES-2026-12-05e.md). The block table's entries
+// come from L1 after the first warp's.
+template <int DPL>
+__device__ __forceinline__ void stage_keys(const Params &p, const vox_k_pdecode_layer &Ly, int b, int g,
+                                           int lo, int hi, unsigned char *dst) {
+    constexpr int D = DPL * 32, kPieces = D / 8;       // 16-byte pieces of a row
+    constexpr int kKeysAPass = kConsumers / (2 * kPieces); // thread t: piece, K or V, of a key
+    const int t = threadIdx.x, piece = t % kPieces, part = t / kPieces % 2;
+    const bf16 *base = (const bf16 *)(part ? Ly.v_cache : Ly.k_cache) + (int64_t)g * D + piece * 8;
+    const uint32_t to = vk_smem_u32(dst) + (uint32_t)((part * D + piece * 8) * 2);
+    const int KD = p.kv_heads * D;
+    for (int i = t / (2 * kPieces); i < hi - lo; i += kKeysAPass)
+        vk_cp_async16(to + (uint32_t)(i * 2 * D * 2), base + (int64_t)cache_row(p, b, lo + i) * KD, true);
+    vk_cp_async_commit();
+}
+
 // One attention unit (row b, kv head g, split), keys in groups of KB a warp. first: fk holds
 // this warp's first group (FirstKeys), asked for during the q|k|v op.
 template <int DPL, int KB, int ROWS>
@@ -1264,7 +1298,13 @@ __device__ __forceinline__ void attention_unit(const Params &p, const StepRows<R
     // the new value, loaded first so that its L2 round trip overlaps the queries' (the stores
     // into the scratch below would keep the compiler from hoisting it)
     const float v_new = t < D ? vk_f(__ldcg(qkv + QD + KD + (int64_t)g * D + t)) : 0.0f;
-    consumers_sync(); // the scratch may still be read by the previous unit's merge
+    consumers_sync(); // the scratch (and the staged keys) may still be read by the previous unit
+    const int k_begin = split * chunk, k_end = min(L, k_begin + chunk);
+    const int later0 = k_begin + kConsumerWarps * KB; // past every warp's first group
+    constexpr int batch = staged_keys_batch<ROWS, D, KB>();
+    unsigned char *staged = stage + staged_keys_at<D>();
+    if constexpr (batch > 0)
+        if (later0 < k_end) stage_keys<DPL>(p, Ly, b, g, later0, min(k_end, later0 + batch), staged);
     // RoPE'd q of the group's heads, the new key (matvec.cuh's rounding), the new value
     for (int i = t; i < (GQ + 1) * half; i += kConsumers) {
         const int h = i / half, d = i % half;
@@ -1296,24 +1336,54 @@ __device__ __forceinline__ void attention_unit(const Params &p, const StepRows<R
         for (int j = 0; j < DPL; j++) q[h][j] = h < GQ ? s.q[h * D + lane * DPL + j] : 0.0f, o[h][j] = 0.0f;
     }
     ATTN_MARK(p, layer, 8);
-    const int k_begin = split * chunk, k_end = min(L, k_begin + chunk);
     const bf16 *kg = (const bf16 *)Ly.k_cache + (int64_t)g * D + lane * DPL;
     const bf16 *vg = (const bf16 *)Ly.v_cache + (int64_t)g * D + lane * DPL;
-    for (int j0 = k_begin + warp * KB; j0 < k_end; j0 += kConsumerWarps * KB) {
+    // this warp's keys: groups of KB consecutive keys, warps interleaved, in rounds that every
+    // warp goes through (a batch of staged keys begins at a round, behind a barrier). The first
+    // group comes from FirstKeys (in registers since the q|k|v op), the later ones from the
+    // staged batches (the first issued at the unit's start), or one load a group where no batch
+    // fits.
+    constexpr int kRound = kConsumerWarps * KB, per_batch = batch / kRound;
+    constexpr int kPer = per_batch > 0 ? per_batch : 1; // (a divisor where no batch fits)
+    const int rounds = (k_end - k_begin + kRound - 1) / kRound;
+    for (int r = 0; r < rounds; r++) {
+        const int j0 = k_begin + warp * KB + r * kRound;
+        const int lo = per_batch > 0 && r > 0 ? later0 + (r - 1) / kPer * batch : 0;
+        if (per_batch > 0 && r > 0 && (r - 1) % kPer == 0) {
+            if (r > 1) {
+                consumers_sync(); // every warp is done with the batch before
+                stage_keys<DPL>(p, Ly, b, g, lo, min(k_end, lo + batch), staged);
+            }
+            vk_cp_async_wait<0>();
+            consumers_sync();
+        }
+        if (j0 >= k_end) continue;
         float kf[KB][DPL], vf[KB][DPL];
-        if (first && j0 == k_begin + warp * KB) {
+        if (r == 0 && first) {
             static_assert(KB == kAttnKB, "FirstKeys holds kAttnKB keys a warp");
 #pragma unroll
-            for (int b = 0; b < KB; b++) unpack_dims<DPL>(fk.k[b], kf[b]), unpack_dims<DPL>(fk.v[b], vf[b]);
+            for (int i = 0; i < KB; i++) unpack_dims<DPL>(fk.k[i], kf[i]), unpack_dims<DPL>(fk.v[i], vf[i]);
+        } else if (r > 0 && per_batch > 0) {
+#pragma unroll
+            for (int i = 0; i < KB; i++) {
+                const bf16 *row = (const bf16 *)staged + (size_t)(j0 - lo + i) * 2 * D + lane * DPL;
+                if (j0 + i < k_end) {
+                    load_dims_smem<DPL>(row, kf[i]);
+                    load_dims_smem<DPL>(row + D, vf[i]);
+                } else {
+#pragma unroll
+                    for (int e = 0; e < DPL; e++) kf[i][e] = vf[i][e] = 0.0f;
+                }
+            }
         } else {
             load_keys<DPL, KB>(p, b, kg, vg, KD, j0, k_end, pos, kf, vf);
         }
 #pragma unroll
-        for (int b = 0; b < KB; b++) // the new key, from this step's q|k|v
-            if (j0 + b == pos && pos < k_end)
+        for (int i = 0; i < KB; i++) // the new key, from this step's q|k|v
+            if (j0 + i == pos && pos < k_end)
 #pragma unroll
                 for (int e = 0; e < DPL; e++)
-                    kf[b][e] = s.k_new[lane * DPL + e], vf[b][e] = s.v_new[lane * DPL + e];
+                    kf[i][e] = s.k_new[lane * DPL + e], vf[i][e] = s.v_new[lane * DPL + e];
         // every head slot, also past GQ (their q is 0 and their state is never written out):
         // without a branch between heads their chains interleave (a break at GQ ran them one
         // after another)
@@ -1321,13 +1391,13 @@ __device__ __forceinline__ void attention_unit(const Params &p, const StepRows<R
         for (int h = 0; h < kMaxGroup; h++) {
             float sc[KB], mx = -INFINITY;
 #pragma unroll
-            for (int b = 0; b < KB; b++) {
+            for (int i = 0; i < KB; i++) {
                 float d = 0.0f;
 #pragma unroll
-                for (int e = 0; e < DPL; e++) d = fmaf(q[h][e], kf[b][e], d);
+                for (int e = 0; e < DPL; e++) d = fmaf(q[h][e], kf[i][e], d);
                 d = vk_warp_sum(d);
-                sc[b] = j0 + b < k_end ? d : -INFINITY;
-                mx = fmaxf(mx, sc[b]);
+                sc[i] = j0 + i < k_end ? d : -INFINITY;
+                mx = fmaxf(mx, sc[i]);
             }
             const float m_new = fmaxf(m[h], mx * p.scale_log2);
             const float base = m_new == -INFINITY ? 0.0f : m_new;
@@ -1337,16 +1407,16 @@ __device__ __forceinline__ void attention_unit(const Params &p, const StepRows<R
 #pragma unroll
             for (int e = 0; e < DPL; e++) o[h][e] *= alpha;
 #pragma unroll
-            for (int b = 0; b < KB; b++) {
-                const float pb = vk_fast_exp2(fmaf(sc[b], p.scale_log2, -base));
+            for (int i = 0; i < KB; i++) {
+                const float pb = vk_fast_exp2(fmaf(sc[i], p.scale_log2, -base));
                 sum += pb;
                 const float pr = vk_round(pb); // P is bf16 for P@V, as the tensor-core kernels
 #pragma unroll
-                for (int e = 0; e < DPL; e++) o[h][e] = fmaf(pr, vf[b][e], o[h][e]);
+                for (int e = 0; e < DPL; e++) o[h][e] = fmaf(pr, vf[i][e], o[h][e]);
             }
             l[h] = l[h] * alpha + sum;
         }
-        if (j0 == k_begin + warp * KB) ATTN_MARK(p, layer, 9);
+        if (r == 0) ATTN_MARK(p, layer, 9);
     }
     // merge the warps (attention.cu's order: max, then the scaled sums in warp order)
     ATTN_MARK(p, layer, 3);
