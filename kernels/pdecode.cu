@@ -102,6 +102,15 @@ constexpr int kSplitRound = 16;    // split lengths are multiples of this many k
 constexpr int kCounterStride = 32; // counters 128 bytes apart
 constexpr unsigned kBarConsumers = 1; // named barrier of the consumer warps
 constexpr double kWatchdogSeconds = 10.0; // VOX_PDECODE_WATCHDOG_S changes it (sanitizers: more)
+// Ring pages a producer may have copied and not yet landed (VOX_PDECODE_INFLIGHT=N; 0: every
+// free page, as before). Why a cap: at an op's end every producer refills all its free pages at
+// once, ~8 x 24 KB a block, ~25 MB over the GPU, and everything the op boundary then needs (the
+// last block's signal, the pollers' loads, the staging's L2 reads) queues behind them: the
+// boundary took ~4.4 us even with no ordering instruction at all. With 2 pages (~6 MB in all)
+// it takes ~2 and the stream still keeps up: on an H100 the one-row step went 2980 -> 2670 us
+// (bf16) and 2140 -> 1990 (FP8); 1 page starves the stream (bf16 +9%), 3 gain half as much
+// (bench/NOTES-2026-12-05f.md).
+constexpr int kInflightPages = 2;
 
 enum OpKind { OP_QKV, OP_ATTN, OP_O, OP_GU, OP_DOWN, OP_LM };
 constexpr int kOpsPerLayer = 5;
@@ -128,6 +137,7 @@ struct Params {
     // timing experiments only (VOX_PDECODE_EXPERIMENT): 1 no dot products, 2 no waits, 3 no waits
     // and signals without their release fence
     int experiment;
+    int inflight; // the most ring pages a producer has in flight (kInflightPages; 0: no cap)
     // How a ring page goes back to the producer. 1 (the default): every consumer thread arrives
     // on the page's empty barrier and every copying producer lane waits on it itself. 0
     // (VOX_PDECODE_HANDOVER=lane, for comparison): one lane a warp arrives after __syncwarp and
@@ -422,6 +432,12 @@ __device__ void producer(const Params &p, unsigned char *ring, uint64_t *full, u
         const unsigned char *src = page_row(c, lane & (kUnitRows - 1), &bytes);
         if (lane == 0 || (p.handover && lane < kUnitRows))
             vk_mbar_wait(vk_smem_u32(&empty[slot]), ((page / kPages) & 1) ^ 1);
+        // at most p.inflight pages copied and not yet landed: the page that many before this
+        // one has arrived (its full barrier's phase is complete; see kInflightPages)
+        if (lane == 0 && p.inflight > 0 && page >= (uint32_t)p.inflight) {
+            const uint32_t older = page - (uint32_t)p.inflight;
+            vk_mbar_wait(vk_smem_u32(&full[older % kPages]), (older / kPages) & 1);
+        }
         if (lane == 0) vk_mbar_expect_tx(vk_smem_u32(&full[slot]), bytes * kUnitRows);
         __syncwarp();
         if (lane < kUnitRows)
@@ -1794,6 +1810,10 @@ extern "C" int vox_k_pdecode(const vox_k_pdecode_args *a, cudaStream_t stream) {
         const char *e = getenv("VOX_PDECODE_HANDOVER");
         return e && strcmp(e, "lane") == 0 ? 0 : 1;
     }();
+    static const int inflight = [] {
+        const char *e = getenv("VOX_PDECODE_INFLIGHT");
+        return e && *e && atoi(e) >= 0 ? atoi(e) : kInflightPages;
+    }();
     static const int consumer = [] {
         const char *e = getenv("VOX_PDECODE_CONSUMER");
         return e && strcmp(e, "row") == 0 ? CONSUMER_ROW : CONSUMER_SPLIT;
@@ -1804,6 +1824,7 @@ extern "C" int vox_k_pdecode(const vox_k_pdecode_args *a, cudaStream_t stream) {
     if (p.consumer == CONSUMER_SPLIT && !staged_inputs_fit(a, 1, 0, Split<1>::kPartialsAt)) p.consumer = CONSUMER_ROW;
     if (p.rows > 1) p.consumer = CONSUMER_SPLIT;
     p.experiment = experiment;
+    p.inflight = inflight;
     p.handover = handover;
     p.max_splits = max_splits;
     p.watchdog_ns = (long long)(watchdog_s * 1e9);
