@@ -1,5 +1,5 @@
 #!/bin/bash
-# call 6 of 2026-12-05e (prepared for the next session, not run): is an attention key group's
+# call 6 of 2026-12-05e (prepared for the next session; ran as call 1 of 2026-12-05f, bench/NOTES-2026-12-05f.md section 1): is an attention key group's
 # ~3.6 us its arithmetic or its loads (NOTES-2026-12-05e section 4), and does the cheaper warp
 # reduction pay? Two variant binaries, built with
 #   bash bench/2026-12-04e/build_variants.sh noscore=bench/2026-12-05e/pdecode-noscore-experiment.patch \

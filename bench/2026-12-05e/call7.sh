@@ -1,5 +1,5 @@
 #!/bin/bash
-# call 7 of 2026-12-05e (prepared for the next session, not run; after call6.sh, and worth its
+# call 7 of 2026-12-05e (prepared for the next session; ran as call 2 of 2026-12-05f, NOTES-2026-12-05f section 1; after call6.sh, and worth its
 # time only if call 6 finds the key groups load-bound): an attention unit's later keys staged
 # into shared memory by cp.async, a batch at a time (pdecode-keys-staged.patch: one round trip a
 # batch of up to 96 keys at 4 rows, 64 at 8, where each group of 4 keys a warp took one), built as
