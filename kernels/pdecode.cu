@@ -1114,7 +1114,7 @@ struct AttnSmem {
         wm = v_new + D, wl = wm + kConsumerWarps * GQ, wo = wl + kConsumerWarps * GQ;
         last = (int *)(wo + kConsumerWarps * GQ * D);
     }
-    static size_t bytes(int GQ, int D) {
+    __host__ __device__ static constexpr size_t bytes(int GQ, int D) {
         return sizeof(float) * ((size_t)GQ * D + 2 * D + 2 * kConsumerWarps * GQ +
                                 (size_t)kConsumerWarps * GQ * D) + sizeof(int);
     }
@@ -1271,8 +1271,7 @@ __device__ __forceinline__ void merge_group(const Params &p, int b, int g, int G
 // of the warps' groups (kConsumerWarps * KB keys), 0 where not one round fits (the one-row
 // instance's 32 KB stage at head_dim 128: the later keys are then loaded group by group).
 template <int D> __host__ __device__ constexpr int staged_keys_at() {
-    return (int)((sizeof(float) * ((size_t)kMaxGroup * D + 2 * D + 2 * kConsumerWarps * kMaxGroup +
-                                   (size_t)kConsumerWarps * kMaxGroup * D) + sizeof(int) + 15) / 16 * 16);
+    return (int)((AttnSmem::bytes(kMaxGroup, D) + 15) / 16 * 16);
 }
 template <int ROWS, int D, int KB> __host__ __device__ constexpr int staged_keys_batch() {
     return (Smem<ROWS>::kStageBytes - staged_keys_at<D>()) / (2 * D * 2) / (kConsumerWarps * KB) *
