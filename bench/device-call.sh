@@ -8,6 +8,8 @@
 #   say TEXT...          TEXT on stdout and appended to $OUT/summary.txt (kept if the machine is
 #                        taken back mid-call)
 #   step CMD...          the "us a step" figure of a test_kernels_pdecode --timing-only run
+#   step_row LABEL VAR CMD... [-- V1 V2 ...]  one line: LABEL, then "| V step" for CMD run with
+#                        VAR=V, each V in turn (an A/B of one setting's values in one binary)
 #   bench_run NAME ARGS  python3 ARGS --out /tmp/NAME (a bench script), its results.md,
 #                        results.json and log into $OUT/NAME, and its summary on stdout
 set -o pipefail
@@ -20,6 +22,15 @@ t0=$(date +%s)
 el() { echo $(( $(date +%s) - t0 )); }
 say() { echo "$*" | tee -a $OUT/summary.txt; }
 step() { timeout 40 "$@" 2>&1 | grep -E "us a step" | head -1 | sed 's/.*position 440: //'; }
+step_row() {
+  local label=$1 var=$2; shift 2
+  local cmd=() v line
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do cmd+=("$1"); shift; done
+  shift
+  line=$label
+  for v in "$@"; do line="$line | $v $(step env "$var=$v" "${cmd[@]}" | cut -d' ' -f1)"; done
+  say "$line"
+}
 bench_run() {
   local name=$1; shift
   python3 "$@" --out /tmp/$name > /tmp/$name.log 2>&1; echo "$name rc $?"

@@ -8,8 +8,6 @@ source .devscripts/device-call.sh
 T=build/tests/test_kernels_pdecode
 for r in 1 2; do
   for cfg in bf16-split fp8-split bf16-split-r4 fp8-split-r4; do
-    line="round $r $(printf '%-14s' $cfg)"
-    for n in 0 2 3 4; do line="$line | $n $(VOX_PDECODE_INFLIGHT=$n step $T --timing-only $cfg | cut -d' ' -f1)"; done
-    say "$line"
+    step_row "round $r $(printf '%-14s' $cfg)" VOX_PDECODE_INFLIGHT $T --timing-only $cfg -- 0 2 3 4
   done
 done
