@@ -433,8 +433,10 @@ __device__ void producer(const Params &p, unsigned char *ring, uint64_t *full, u
         if (lane == 0 || (p.handover && lane < kUnitRows))
             vk_mbar_wait(vk_smem_u32(&empty[slot]), ((page / kPages) & 1) ^ 1);
         // at most p.inflight pages copied and not yet landed: the page that many before this
-        // one has arrived (its full barrier's phase is complete; see kInflightPages)
-        if (lane == 0 && p.inflight > 0 && page >= (uint32_t)p.inflight) {
+        // one has arrived (its full barrier's phase is complete; see kInflightPages). A cap of
+        // kPages or more is the ring's own bound: no wait (past kPages, the page's slot may
+        // have a later phase, and its parity would name the wrong one)
+        if (lane == 0 && p.inflight > 0 && p.inflight < kPages && page >= (uint32_t)p.inflight) {
             const uint32_t older = page - (uint32_t)p.inflight;
             vk_mbar_wait(vk_smem_u32(&full[older % kPages]), (older / kPages) & 1);
         }
