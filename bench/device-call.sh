@@ -10,6 +10,8 @@
 #   step CMD...          the "us a step" figure of a test_kernels_pdecode --timing-only run
 #   step_row LABEL VAR CMD... [-- V1 V2 ...]  one line: LABEL, then "| V step" for CMD run with
 #                        VAR=V, each V in turn (an A/B of one setting's values in one binary)
+#   only_on NAME         stops the call (status 0) unless the card's name contains NAME
+#                        (calls whose figures only count on the card the targets are set for)
 #   bench_run NAME ARGS  python3 ARGS --out /tmp/NAME (a bench script), its results.md,
 #                        results.json and log into $OUT/NAME, and its summary on stdout
 set -o pipefail
@@ -22,6 +24,11 @@ t0=$(date +%s)
 el() { echo $(( $(date +%s) - t0 )); }
 say() { echo "$*" | tee -a $OUT/summary.txt; }
 step() { timeout 40 "$@" 2>&1 | grep -E "us a step" | head -1 | sed 's/.*position 440: //'; }
+only_on() {
+  local card
+  card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+  case "$card" in *"$1"*) ;; *) say "card $card: not an $1, nothing run"; exit 0 ;; esac
+}
 step_row() {
   local label=$1 var=$2; shift 2
   local cmd=() v line

@@ -2,9 +2,8 @@
 # call 9 of 2026-12-05f: the in-flight cap on an H200 (more bandwidth a SM than the H100 of calls
 # 7-8, so more bytes in flight may pay): kernel steps at caps 0, 2 (default), 3, 4. H200 only.
 # Prediction: 2 or 3 best, -8 to -10% against 0 at one row (bf16).
-card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-case "$card" in *H200*) ;; *) echo "card $card: not an H200, nothing run"; exit 0 ;; esac
 source .devscripts/device-call.sh
+only_on H200
 T=build/tests/test_kernels_pdecode
 for r in 1 2; do
   for cfg in bf16-split fp8-split bf16-split-r4 fp8-split-r4; do
