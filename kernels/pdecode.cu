@@ -135,7 +135,9 @@ struct Params {
     unsigned long long *stamps;
     long long watchdog_ns; // a wait longer than this traps
     // timing experiments only (VOX_PDECODE_EXPERIMENT): 1 no dot products, 2 no waits, 3 no waits
-    // and signals without their release fence
+    // and signals without their release fence, 4 no waits where an op needs only a part of the
+    // op before (attention: its kv group's q|k|v; o: the attention's groups; down: gate|up's
+    // columns), 5 no waits at the others (the RMSNorms' whole rows: q|k|v, gate|up, lm_head)
     int experiment;
     int inflight; // the most ring pages a producer has in flight (kInflightPages; 0: no cap)
     // How a ring page goes back to the producer. 1 (the default): every consumer thread arrives
@@ -241,10 +243,16 @@ __device__ __forceinline__ void consumers_sync() {
     asm volatile("bar.sync %0, %1;" ::"n"(kBarConsumers), "n"(kConsumers) : "memory");
 }
 
-// Consumers: until counter i reaches target. One thread polls; the barrier passes what it
-// acquired on to the others, who read other blocks' outputs through L2 (__ldcg) only.
-__device__ void wait_counter(const Params &p, int i, unsigned target) {
-    if (threadIdx.x == 0 && p.experiment != 2 && p.experiment != 3) {
+// Whether timing experiment 4 or 5 drops the wait of op `op` (OpKind) for the op before it.
+__device__ __forceinline__ bool experiment_skips(const Params &p, int op) {
+    const bool partial = op == OP_ATTN || op == OP_O || op == OP_DOWN;
+    return (p.experiment == 4 && partial) || (p.experiment == 5 && !partial);
+}
+
+// Consumers of op `op`: until counter i reaches target. One thread polls; the barrier passes
+// what it acquired on to the others, who read other blocks' outputs through L2 (__ldcg) only.
+__device__ void wait_counter(const Params &p, int op, int i, unsigned target) {
+    if (threadIdx.x == 0 && p.experiment != 2 && p.experiment != 3 && !experiment_skips(p, op)) {
         const unsigned *c = counter(p, i);
         if (ld_acquire(c) < target) {
             const long long t0 = global_ns();
@@ -1490,7 +1498,7 @@ __device__ void run_attention(const Params &p, const StepRows<ROWS> &st, int lay
     int u = first_unit(offset);
     if (u >= units) return;
     ATTN_MARK(p, layer, 0);
-    wait_counter(p, op_counter(layer, OP_QKV), G);
+    wait_counter(p, OP_ATTN, op_counter(layer, OP_QKV), G);
     ATTN_MARK(p, layer, 1);
     for (bool first = true; u < units; u += G, first = false) {
         int b, g, split;
@@ -1576,11 +1584,11 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
             begin_keys<DPL, ROWS>(p, st, (int)((offset + (p.heads + 2 * p.kv_heads) * p.head_dim / kUnitRows) % G),
                                   first_keys);
         // what this op waits for: the op before it (QKV of layer 0: nothing in this launch)
-        if (op == OP_QKV && layer > 0) wait_counter(p, op_counter(layer - 1, OP_DOWN), G);
-        if (op == OP_O) wait_counter(p, op_counter(layer, OP_ATTN), (unsigned)(p.kv_heads * launch_rows<ROWS>(p)));
-        if (op == OP_GU) wait_counter(p, op_counter(layer, OP_O), G);
-        if (op == OP_DOWN) wait_counter(p, op_counter(layer, OP_GU), G);
-        if (op == OP_LM && p.n_layers > 0) wait_counter(p, op_counter(p.n_layers - 1, OP_DOWN), G);
+        if (op == OP_QKV && layer > 0) wait_counter(p, op, op_counter(layer - 1, OP_DOWN), G);
+        if (op == OP_O) wait_counter(p, op, op_counter(layer, OP_ATTN), (unsigned)(p.kv_heads * launch_rows<ROWS>(p)));
+        if (op == OP_GU) wait_counter(p, op, op_counter(layer, OP_O), G);
+        if (op == OP_DOWN) wait_counter(p, op, op_counter(layer, OP_GU), G);
+        if (op == OP_LM && p.n_layers > 0) wait_counter(p, op, op_counter(p.n_layers - 1, OP_DOWN), G);
         if (p.stamps && threadIdx.x == 0) p.stamps[((size_t)blockIdx.x * n_steps(p) + step) * 2] = global_ns();
         if (op == OP_ATTN) {
             run_attention<DPL, ROWS>(p, st, layer, offset, stage, first_keys); // blocks without units go on
@@ -1796,7 +1804,8 @@ extern "C" int vox_k_pdecode(const vox_k_pdecode_args *a, cudaStream_t stream) {
     static const int experiment = [] {
         const char *e = getenv("VOX_PDECODE_EXPERIMENT");
         return !e ? 0 : strcmp(e, "nocompute") == 0 ? 1 : strcmp(e, "nowait") == 0 ? 2
-                          : strcmp(e, "nofence") == 0 ? 3 : 0;
+                          : strcmp(e, "nofence") == 0 ? 3 : strcmp(e, "nowait-partial") == 0 ? 4
+                          : strcmp(e, "nowait-norm") == 0 ? 5 : 0;
     }();
     static const double watchdog_s = [] {
         const char *e = getenv("VOX_PDECODE_WATCHDOG_S");
