@@ -137,7 +137,9 @@ struct Params {
     // timing experiments only (VOX_PDECODE_EXPERIMENT): 1 no dot products, 2 no waits, 3 no waits
     // and signals without their release fence, 4 no waits where an op needs only a part of the
     // op before (attention: its kv group's q|k|v; o: the attention's groups; down: gate|up's
-    // columns), 5 no waits at the others (the RMSNorms' whole rows: q|k|v, gate|up, lm_head)
+    // columns), 5 no waits at the others (the RMSNorms' whole rows: q|k|v, gate|up, lm_head),
+    // 6 no wait at the attention only (FP8 quantizes o's and down's inputs with a whole row's
+    // scale, so there only the attention could wait for a part)
     int experiment;
     int inflight; // the most ring pages a producer has in flight (kInflightPages; 0: no cap)
     // How a ring page goes back to the producer. 1 (the default): every consumer thread arrives
@@ -243,10 +245,11 @@ __device__ __forceinline__ void consumers_sync() {
     asm volatile("bar.sync %0, %1;" ::"n"(kBarConsumers), "n"(kConsumers) : "memory");
 }
 
-// Whether timing experiment 4 or 5 drops the wait of op `op` (OpKind) for the op before it.
+// Whether timing experiment 4, 5 or 6 drops the wait of op `op` (OpKind) for the op before it.
 __device__ __forceinline__ bool experiment_skips(const Params &p, int op) {
     const bool partial = op == OP_ATTN || op == OP_O || op == OP_DOWN;
-    return (p.experiment == 4 && partial) || (p.experiment == 5 && !partial);
+    return (p.experiment == 4 && partial) || (p.experiment == 5 && !partial) ||
+           (p.experiment == 6 && op == OP_ATTN);
 }
 
 // Consumers of op `op`: until counter i reaches target. One thread polls; the barrier passes
@@ -1805,7 +1808,7 @@ extern "C" int vox_k_pdecode(const vox_k_pdecode_args *a, cudaStream_t stream) {
         const char *e = getenv("VOX_PDECODE_EXPERIMENT");
         return !e ? 0 : strcmp(e, "nocompute") == 0 ? 1 : strcmp(e, "nowait") == 0 ? 2
                           : strcmp(e, "nofence") == 0 ? 3 : strcmp(e, "nowait-partial") == 0 ? 4
-                          : strcmp(e, "nowait-norm") == 0 ? 5 : 0;
+                          : strcmp(e, "nowait-norm") == 0 ? 5 : strcmp(e, "nowait-attn") == 0 ? 6 : 0;
     }();
     static const double watchdog_s = [] {
         const char *e = getenv("VOX_PDECODE_WATCHDOG_S");
