@@ -47,6 +47,15 @@ static const float *row_f32(const vox_tensor *t, int64_t i, int64_t cols, float 
     return buf;
 }
 
+/* Whether a loop of about `ops` multiply-adds (or elementwise operations) is worth OpenMP's
+ * threads. Every parallel region ends with its threads waiting for the slowest, and on a busy
+ * machine (other processes, `ctest -j`, this process's own reader threads) a thread that has lost
+ * its core holds the others for a scheduler time slice, milliseconds: the tiny model's decode
+ * step, ~40 regions of microseconds, took 1 to 136 ms a token with two threads beside two busy
+ * loops against 0.3-0.6 on one thread. Below ~1 M operations (~0.1-0.3 ms on one core) a region
+ * runs on the calling thread alone. Every element is computed the same way either way. */
+static int worth_threads(double ops) { return ops >= (double)(1 << 20); }
+
 static float *act(const vox_tensor *t) {
     VOX_ASSERT(t->dtype == VOX_DTYPE_F32);
     return (float *)t->data;
@@ -134,7 +143,7 @@ static float dot_f32(const float *a, const float *b, int64_t n) {
 /* The rows of x quantized by the FP8 scheme: xq [M, K] the codes' values (exact in float32),
  * sx [M] the rows' scales. Each row alone, so batching cannot change a row's result. */
 static void quantize_rows(const float *x, int64_t M, int64_t K, float *xq, float *sx) {
-#pragma omp parallel
+#pragma omp parallel if (worth_threads((double)M * K))
     {
         uint8_t *codes = malloc((size_t)K);
         VOX_ASSERT(codes);
@@ -173,7 +182,7 @@ static void cpu_matmul(vox_backend *be, vox_tensor *y, const vox_tensor *x, cons
     }
     /* Weight rows in blocks, so that a converted block is reused by every row of x. */
     const int64_t NB = 64;
-#pragma omp parallel
+#pragma omp parallel if (worth_threads((double)M * N * K))
     {
         float *wbuf = malloc((size_t)(NB * K) * sizeof(float));
         VOX_ASSERT(wbuf);
@@ -207,7 +216,7 @@ static void cpu_layer_norm(vox_backend *be, vox_tensor *y, const vox_tensor *x,
     VOX_ASSERT(wf && bf);
     vox_to_f32(wf, w->data, w->dtype, (size_t)C);
     vox_to_f32(bf, b->data, b->dtype, (size_t)C);
-#pragma omp parallel for
+#pragma omp parallel for if (worth_threads((double)M * C))
     for (int64_t m = 0; m < M; m++) {
         const float *xm = act(x) + m * C;
         float *ym = act(y) + m * C;
@@ -230,7 +239,7 @@ static void cpu_rms_norm(vox_backend *be, vox_tensor *y, const vox_tensor *x, co
     float *wf = malloc((size_t)C * sizeof(float));
     VOX_ASSERT(wf);
     vox_to_f32(wf, w->data, w->dtype, (size_t)C);
-#pragma omp parallel for
+#pragma omp parallel for if (worth_threads((double)M * C))
     for (int64_t m = 0; m < M; m++) {
         const float *xm = act(x) + m * C;
         float *ym = act(y) + m * C;
@@ -246,7 +255,7 @@ static void cpu_gelu(vox_backend *be, vox_tensor *x) {
     (void)be;
     float *p = act(x);
     size_t n = vox_tensor_numel(x);
-#pragma omp parallel for
+#pragma omp parallel for if (worth_threads((double)n))
     for (size_t i = 0; i < n; i++) p[i] = 0.5f * p[i] * (1.0f + erff(p[i] * 0.70710678118654752f));
 }
 
@@ -256,7 +265,7 @@ static void cpu_swiglu(vox_backend *be, vox_tensor *y, const vox_tensor *gate_up
     VOX_ASSERT(cols_of(gate_up) == 2 * F && rows_of(y) == M && cols_of(y) == F);
     const float *gu = act(gate_up);
     float *o = act(y);
-#pragma omp parallel for
+#pragma omp parallel for if (worth_threads((double)M * F))
     for (int64_t r = 0; r < M; r++)
         for (int64_t i = 0; i < F; i++) {
             float g = gu[r * 2 * F + i], u = gu[r * 2 * F + F + i];
@@ -299,7 +308,7 @@ static void cpu_conv1d_k3(vox_backend *be, vox_tensor *y, const vox_tensor *x,
     const float *X = act(x);
     float *Y = act(y);
     /* Gather each output step's input window as [c_in * 3] (matching w's layout), then dot. */
-#pragma omp parallel
+#pragma omp parallel if (worth_threads((double)batch * t_out * c_in * 3 * c_out))
     {
         float *win = malloc((size_t)(c_in * 3) * sizeof(float));
         float *wrow = malloc((size_t)(c_in * 3) * sizeof(float));
@@ -460,7 +469,9 @@ static void cpu_paged_attention(vox_backend *be, vox_tensor *out, const vox_tens
     int64_t max_keys = (int64_t)b->table_width * b->block_size;
     const float *Q = act(q), *K = act(k_pool), *V = act(v_pool);
     float *O = act(out);
-#pragma omp parallel
+    double keys = 0; /* keys read by all rows: the work is keys x heads x 2 head_dim */
+    for (int64_t r = 0; r < b->n_rows; r++) keys += (double)b->row_pos[r] + 1;
+#pragma omp parallel if (worth_threads(keys * n_heads * 2 * head_dim))
     {
         float *scores = malloc((size_t)(max_keys ? max_keys : 1) * sizeof(float));
         VOX_ASSERT(scores);
@@ -503,7 +514,7 @@ static void cpu_attention(vox_backend *be, vox_tensor *out, const vox_tensor *q,
     int64_t qs = (int64_t)n_heads * head_dim, ks = (int64_t)n_kv_heads * head_dim;
     const float *Q = act(q), *K = act(k), *V = act(v);
     float *O = act(out);
-#pragma omp parallel
+#pragma omp parallel if (worth_threads((double)batch * n_heads * t_q * t_k * 2 * head_dim))
     {
         float *scores = malloc((size_t)(t_k ? t_k : 1) * sizeof(float));
         VOX_ASSERT(scores);
