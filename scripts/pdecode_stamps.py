@@ -7,7 +7,9 @@
   op before it ended: the gap before an op's first begin is what its boundary costs, and the
   spread of its ends is its tail;
 - inside the attention units, the 10 marks (pdecode.cu, ATTN_MARK), in us after the last
-  q|k|v block ended: where the attention's chain goes.
+  q|k|v block ended: where the attention's chain goes;
+- with bench/2026-12-05g/pdecode-stage-marks-experiment.patch, per projection, the time from a
+  block's begin to its input staged.
 Blocks' stamps are thread 0's: for the tensor-core consumer an op's end is warp 0's, not the
 block's.
 
@@ -43,6 +45,10 @@ def main():
     begin = lambda b, s: raw[(b * steps + s) * 2] - t0
     end = lambda b, s: raw[(b * steps + s) * 2 + 1] - t0
     has_marks = len(raw) >= n_ops + sms * layers * N_MARKS
+    n_marks = n_ops + sms * layers * N_MARKS
+    # the staged marks: written only by bench/2026-12-05g/pdecode-stage-marks-experiment.patch
+    has_staged = len(raw) >= n_marks + sms * steps and any(raw[n_marks:n_marks + sms * steps])
+    staged = lambda b, s: raw[n_marks + b * steps + s] - t0
     mark = lambda b, l, k: raw[n_ops + (b * layers + l) * N_MARKS + k]
 
     middle = range(1, layers - 1) if layers > 2 else range(layers)
@@ -59,6 +65,19 @@ def main():
                 cols[i].append(v)
         m = [statistics.mean(c) / 1e3 for c in cols]
         print(f"{OPS[op]:10s} {m[0]:8.2f} {m[1]:8.2f} {m[2]:8.2f}      {m[3]:8.2f} {m[4]:8.2f} {m[5]:8.2f}")
+    if has_staged:
+        print("staging, us from a block's begin to its input staged: median / last block")
+        for op in range(len(OPS)):
+            if op == 1:
+                continue
+            med, last = [], []
+            for l in middle:
+                s = l * len(OPS) + op
+                v = [staged(b, s) - begin(b, s) for b in range(sms) if raw[n_marks + b * steps + s]]
+                if v:
+                    med.append(statistics.median(v)), last.append(max(v))
+            if med:
+                print(f"  {OPS[op]:10s} {statistics.mean(med) / 1e3:7.2f} {statistics.mean(last) / 1e3:7.2f}")
     last_down = [max(end(b, l * len(OPS) + 4) for b in range(sms)) for l in range(layers)]
     print(f"a layer: {statistics.mean(b - a for a, b in zip(last_down, last_down[1:])) / 1e3:.2f} us")
     if not has_marks:

@@ -519,7 +519,8 @@ static void time_full_size(int fp8, int consumer, int rows) {
            fp8 ? " FP8" : "", kConsumerName[consumer], rows, rows > 1 ? "s" : "", pos, us,
            (double)wbytes / (us * 1e3));
     /* one stamped run */
-    size_t nst = (size_t)sms * steps * 2 + (size_t)sms * layers * 10; /* + the attention marks */
+    /* + the attention marks, + the staged marks (a word a block and step) */
+    size_t nst = (size_t)sms * steps * 2 + (size_t)sms * layers * 10 + (size_t)sms * steps;
     a.stamps = gtu_dev_alloc(nst * sizeof(unsigned long long));
     GTU_CUDA(cudaMemset(a.stamps, 0, nst * sizeof(unsigned long long)));
     vox_k_pdecode(&a, 0);
