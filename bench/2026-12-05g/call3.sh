@@ -3,7 +3,7 @@
 # SwiGLU, FP8's row scale and codes), from a block's begin to its input staged, per op, with the
 # waits (main) and without them (nofence, whose FP8 step is still ~1.3x the weights' floor).
 # Build: bash bench/2026-12-04e/build_variants.sh marks=bench/2026-12-05g/pdecode-stage-marks-experiment.patch
-# then EXTRA_BINS=build/tests/test_kernels_pdecode_marks in the pack (with scripts/ as carried).
+# then EXTRA_BINS=build/tests/test_kernels_pdecode_marks in the pack (main's pdecode_stamps.py prints the marks).
 # Prediction: staging 1-2 us an op with waits (its loads queue behind the ring's copies), 0.5-1
 # without; FP8 more than bf16 by one reduction (the row's max). If the four projections' staging
 # sums to >= 4 us a layer in FP8, staging is the next thing to shorten (precomputed sums of
