@@ -439,11 +439,17 @@ static void cpu_rope_cache(vox_backend *be, vox_tensor *q_out, vox_tensor *k_poo
 static void attend_row(float *o, const float *qi, const float *K, const float *V, int64_t ks,
                        int64_t head_off, int head_dim, float scale, int64_t n_keys,
                        const int32_t *table, int block_size, float *scores) {
+    /* key j is row table[j / block_size] * block_size + j % block_size, walked block by block
+     * (no division a key: it cost as much as the key's dot product at the encoder's head_dim) */
     float mx = -FLT_MAX;
-    for (int64_t j = 0; j < n_keys; j++) {
-        int64_t row = (int64_t)table[j / block_size] * block_size + j % block_size;
-        scores[j] = dot_f32(qi, K + row * ks + head_off, head_dim) * scale;
-        if (scores[j] > mx) mx = scores[j];
+    for (int64_t j0 = 0, b = 0; j0 < n_keys; j0 += block_size, b++) {
+        const int64_t n = n_keys - j0 < block_size ? n_keys - j0 : block_size;
+        const float *k = K + (int64_t)table[b] * block_size * ks + head_off;
+        for (int64_t i = 0; i < n; i++) {
+            float sc = dot_f32(qi, k + i * ks, head_dim) * scale;
+            scores[j0 + i] = sc;
+            if (sc > mx) mx = sc;
+        }
     }
     double sum = 0;
     for (int64_t j = 0; j < n_keys; j++) {
@@ -451,11 +457,13 @@ static void attend_row(float *o, const float *qi, const float *K, const float *V
         sum += scores[j];
     }
     for (int d = 0; d < head_dim; d++) o[d] = 0.0f;
-    for (int64_t j = 0; j < n_keys; j++) {
-        int64_t row = (int64_t)table[j / block_size] * block_size + j % block_size;
-        const float *vj = V + row * ks + head_off;
-        float p = (float)(scores[j] / sum);
-        for (int d = 0; d < head_dim; d++) o[d] += p * vj[d];
+    for (int64_t j0 = 0, b = 0; j0 < n_keys; j0 += block_size, b++) {
+        const int64_t n = n_keys - j0 < block_size ? n_keys - j0 : block_size;
+        const float *v = V + (int64_t)table[b] * block_size * ks + head_off;
+        for (int64_t i = 0; i < n; i++) {
+            float p = (float)(scores[j0 + i] / sum);
+            for (int d = 0; d < head_dim; d++) o[d] += p * v[i * ks + d];
+        }
     }
 }
 
