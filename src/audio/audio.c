@@ -443,6 +443,18 @@ static bool raw_by_extension(const char *name, SF_INFO *info) {
     return false;
 }
 
+/* Why libsndfile would not open a file, for the message. Its check of the header's values
+ * (sample rate and channel count at least 1, no negative length: validate_sfinfo) fails as
+ * "Internal error : SF_INFO struct incomplete.", which reads as a fault of this program; it is
+ * said as what it is. */
+static void sndfile_open_reason(char *why, size_t n) {
+    const char *e = sf_strerror(NULL);
+    if (strstr(e, "SF_INFO struct incomplete"))
+        snprintf(why, n, "invalid header: a sample rate, channel count or length out of range");
+    else
+        snprintf(why, n, "%s", e);
+}
+
 /* libsndfile on the input: a descriptor of its own, or virtual I/O over the bytes in memory. */
 static SNDFILE *sndfile_open_input(const vox_audio_input *in, sndfile_impl *f, SF_INFO *info,
                                    int *dup_errno) {
@@ -478,7 +490,7 @@ static vox_status sndfile_open(const vox_audio_input *in, const char *path, vox_
     f->snd = sndfile_open_input(in, f, &info, &dup_errno);
     char why[128] = "";
     if (!f->snd && !dup_errno) {
-        snprintf(why, sizeof why, "%s", sf_strerror(NULL));
+        sndfile_open_reason(why, sizeof why);
         if (sf_error(NULL) == SF_ERR_UNRECOGNISED_FORMAT && raw_by_extension(path, &info)) {
             /* A file: libsndfile's own open of the path decides as the reference's does (the
              * name only when no format is recognised by content: an AU header it rejects is

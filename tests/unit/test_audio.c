@@ -397,6 +397,10 @@ static void test_bad_files(void) {
     expect_error(bad_path("nan.wav"), 0, VOX_ERR_FORMAT, "NaN");
     expect_error(bad_path("inf.wav"), 0, VOX_ERR_FORMAT, "infinite");
     expect_error(bad_path("garbage.flac"), 0, VOX_ERR_FORMAT, NULL);
+    /* libsndfile's own words for it ("Internal error : SF_INFO struct incomplete.") read as a
+     * fault of this program */
+    expect_error(bad_path("zero_rate.wav"), 0, VOX_ERR_FORMAT,
+                 "invalid header: a sample rate, channel count or length out of range");
     expect_error(g_dir, 0, VOX_ERR_IO, "directory");
 
     /* The header promises 16000 frames, 4000 are there: those are decoded, intact. */
