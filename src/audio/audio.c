@@ -707,7 +707,20 @@ static vox_status decode_source(vox_audio_source *src, const char *path, double 
     free(mono);
 
     if (!st && resample) {
+        /* Input shorter than soxr's first output sample (a frame at 44.1 or 48 kHz, up to 4 at
+         * 192 kHz) resamples to nothing (python-soxr's empty array), where a 16 kHz file of one
+         * frame is one sample: it becomes one sample too, the mean of its frames, so that every
+         * file with a frame transcribes. Such input never filled a piece: it is all pending. */
+        double tiny_mean = 0;
+        const size_t tiny_n = rs.n_in == 0 ? rs.n_pending : 0;
+        for (size_t i = 0; i < tiny_n; i++) tiny_mean += rs.pending[i];
         st = resampler_finish(&rs, err);
+        if (!st && rs.out.n == 0 && tiny_n > 0) {
+            if (vec_reserve(&rs.out, 1))
+                rs.out.data[rs.out.n++] = (float)(tiny_mean / (double)tiny_n);
+            else
+                st = vox_fail(err, VOX_ERR_NOMEM, "resampler: out of memory");
+        }
         if (st) {
             vox_error_prefix(err, "%s", path);
         } else {

@@ -385,6 +385,29 @@ static void test_resample_files(void) {
     vox_audio_free(&a);
     free(x);
     free(y);
+
+    /* A few frames at a high rate: shorter than soxr's first output sample, which gave nothing
+     * (the file was refused as "too short"); one sample, the mean of the frames, as a 16 kHz file
+     * of one frame is that frame. Two frames at 96 kHz is the longest such input there. */
+    struct {
+        int rate;
+        size_t frames;
+    } tiny[] = {{44100, 1}, {48000, 1}, {96000, 2}, {192000, 4}};
+    for (size_t c = 0; c < sizeof tiny / sizeof *tiny; c++) {
+        float v[4] = {0.25f, 0.5f, -0.125f, 0.375f};
+        char name[64];
+        snprintf(name, sizeof name, "tiny%d.wav", tiny[c].rate);
+        const char *tiny_path = tmp_path(name);
+        CHECK(write_audio(tiny_path, SF_FORMAT_WAV | SF_FORMAT_FLOAT, tiny[c].rate, 1, v,
+                          tiny[c].frames));
+        double mean = 0;
+        for (size_t i = 0; i < tiny[c].frames; i++) mean += v[i];
+        mean /= (double)tiny[c].frames;
+        CHECK_MSG(vox_audio_load(tiny_path, 0, &a, &err) == VOX_OK, "%s", err.msg);
+        CHECK_MSG(a.n_samples == 1 && a.samples && a.samples[0] == (float)mean,
+                  "%zu frames at %d Hz: %zu samples", tiny[c].frames, tiny[c].rate, a.n_samples);
+        vox_audio_free(&a);
+    }
 }
 
 /* ---- bad input ------------------------------------------------------------------------------- */
