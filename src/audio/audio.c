@@ -450,9 +450,10 @@ static bool raw_by_extension(const char *name, SF_INFO *info) {
 static void sndfile_open_reason(char *why, size_t n) {
     const char *e = sf_strerror(NULL);
     if (strstr(e, "SF_INFO struct incomplete"))
-        snprintf(why, n, "invalid header: a sample rate, channel count or length out of range");
+        snprintf(why, n, "libsndfile: invalid header: a sample rate, channel count or length out "
+                 "of range");
     else
-        snprintf(why, n, "%s", e);
+        snprintf(why, n, "libsndfile: %s", e);
 }
 
 /* libsndfile on the input: a descriptor of its own, or virtual I/O over the bytes in memory. */
@@ -488,9 +489,12 @@ static vox_status sndfile_open(const vox_audio_input *in, const char *path, vox_
     memset(&info, 0, sizeof info);
     int dup_errno = 0;
     f->snd = sndfile_open_input(in, f, &info, &dup_errno);
-    char why[128] = "";
+    char why[256] = "";
     if (!f->snd && !dup_errno) {
         sndfile_open_reason(why, sizeof why);
+        char ogg[sizeof why];
+        vox_ogg_describe_unsupported(in, ogg, sizeof ogg);
+        if (ogg[0]) memcpy(why, ogg, sizeof why);
         if (sf_error(NULL) == SF_ERR_UNRECOGNISED_FORMAT && raw_by_extension(path, &info)) {
             /* A file: libsndfile's own open of the path decides as the reference's does (the
              * name only when no format is recognised by content: an AU header it rejects is
@@ -519,7 +523,7 @@ static vox_status sndfile_open(const vox_audio_input *in, const char *path, vox_
     src->close = sndfile_close;
     if (!f->snd) { /* the first open's reason: what a headerless fallback made of it is moot */
         sndfile_close(src);
-        return vox_fail(err, VOX_ERR_FORMAT, "%s: not a supported audio file (libsndfile: %s)",
+        return vox_fail(err, VOX_ERR_FORMAT, "%s: not a supported audio file (%s)",
                         path, why);
     }
 #ifdef SF_FORMAT_MPEG

@@ -73,3 +73,47 @@ void vox_ogg_check_end(const vox_audio_input *in, char *why, size_t n) {
     }
     free(buf);
 }
+
+/* The codec of an Ogg stream, from its first packet's magic (each codec's own specification). */
+static const char *ogg_codec(const unsigned char *p, size_t n) {
+    static const struct {
+        const char *magic;
+        size_t len;
+        const char *name;
+    } codecs[] = {{"\x01vorbis", 7, "Vorbis"},       {"OpusHead", 8, "Opus"},
+                  {"Speex   ", 8, "Speex"},          {"\x7f" "FLAC", 5, "FLAC"},
+                  {"\x80theora", 7, "Theora video"}, {"fishead", 8, "Skeleton"},
+                  {"\x80kate\0\0\0", 8, "Kate text"}, {"\x01video\0\0", 8, "video"},
+                  {"CELT    ", 8, "CELT"},           {"PCM     ", 8, "PCM"}};
+    for (size_t i = 0; i < sizeof codecs / sizeof *codecs; i++)
+        if (n >= codecs[i].len && memcmp(p, codecs[i].magic, codecs[i].len) == 0)
+            return codecs[i].name;
+    return "an unknown codec";
+}
+
+void vox_ogg_describe_unsupported(const vox_audio_input *in, char *why, size_t n) {
+    why[0] = '\0';
+    /* The first pages of an Ogg file are the streams' beginning-of-stream pages, one a stream,
+     * each starting with its codec's identification packet (RFC 3533 section 4). */
+    char names[160] = "";
+    size_t len = 0;
+    uint64_t off = 0;
+    for (int page = 0; page < 8; page++) {
+        unsigned char h[PAGE_HEADER + 255 + 8];
+        if (!vox_input_peek(in, off, h, PAGE_HEADER) || memcmp(h, "OggS", 4) != 0) break;
+        if (page > 0 && !(h[5] & 0x02)) break; /* past the beginning-of-stream pages */
+        const size_t nsegs = h[26];
+        if (!vox_input_peek(in, off + PAGE_HEADER, h + PAGE_HEADER, nsegs)) break;
+        size_t body = 0;
+        for (size_t i = 0; i < nsegs; i++) body += h[PAGE_HEADER + i];
+        const size_t got = vox_input_read_at(in, off + PAGE_HEADER + nsegs, h, body < 8 ? body : 8);
+        const char *codec = ogg_codec(h, got);
+        if (strcmp(codec, "Vorbis") == 0 || strcmp(codec, "Opus") == 0) return; /* libsndfile's */
+        if (!strstr(names, codec) && len < sizeof names)
+            len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", len ? ", " : "", codec);
+        off += PAGE_HEADER + nsegs + body;
+    }
+    if (names[0])
+        snprintf(why, n, "an Ogg file of %s, with no Vorbis or Opus audio: only those are decoded "
+                 "from Ogg", names);
+}

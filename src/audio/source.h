@@ -56,4 +56,9 @@ vox_status vox_mpeg_open(const vox_audio_input *in, vox_audio_source *src, char 
  * complete and carries the end-of-stream flag. */
 void vox_ogg_check_end(const vox_audio_input *in, char *why, size_t n);
 
+/* Why libsndfile could not open an Ogg input whose streams hold no Vorbis or Opus (Speex, FLAC
+ * in Ogg, video only): into why[0..n) the codecs found; "" for other inputs, whose reason is
+ * libsndfile's ("Unspecified internal error", "unknown error in flac decoder" otherwise). */
+void vox_ogg_describe_unsupported(const vox_audio_input *in, char *why, size_t n);
+
 #endif

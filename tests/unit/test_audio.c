@@ -424,6 +424,10 @@ static void test_bad_files(void) {
      * fault of this program */
     expect_error(bad_path("zero_rate.wav"), 0, VOX_ERR_FORMAT,
                  "invalid header: a sample rate, channel count or length out of range");
+    /* an Ogg file libsndfile cannot decode says which codec it holds, not libsndfile's
+     * "Unspecified internal error." */
+    expect_error(bad_path("speex.ogg"), 0, VOX_ERR_FORMAT,
+                 "an Ogg file of Speex, with no Vorbis or Opus audio");
     expect_error(g_dir, 0, VOX_ERR_IO, "directory");
 
     /* The header promises 16000 frames, 4000 are there: those are decoded, intact. */
