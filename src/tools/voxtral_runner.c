@@ -31,6 +31,26 @@
 #include "voxtral/voxtral.h"
 
 static vox_progress g_progress;
+/* Where transcripts go: standard output, on a descriptor of its own (take_stdout) */
+static FILE *g_results;
+
+/* Gives the results a copy of standard output's descriptor and points descriptor 1 at standard
+ * error: a library that prints with printf (libsndfile's MIDI sample dump reader writes
+ * "Error A : 45" for each damaged block) would otherwise mix its lines into the transcripts on
+ * standard output; now they go with the other diagnostics. Where the copy cannot be made,
+ * standard output stays as it is. */
+static void take_stdout(void) {
+    g_results = stdout;
+    fflush(stdout);
+    const int fd = dup(STDOUT_FILENO);
+    FILE *results = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!results || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+        if (results) fclose(results);
+        else if (fd >= 0) close(fd);
+        return;
+    }
+    g_results = results;
+}
 
 /* Every message to the user: erase the progress line first so that the two never mix. */
 static void say(const char *fmt, ...) {
@@ -116,7 +136,7 @@ static vox_status emit(const voxtral_context *ctx, const vox_transcript *t,
         if (st) vox_error_prefix(err, "%s", t->path); /* the input it is the output of */
     } else {
         vox_progress_clear(&g_progress);
-        if (fwrite(buf, 1, len, stdout) != len || fflush(stdout) != 0)
+        if (fwrite(buf, 1, len, g_results) != len || fflush(g_results) != 0)
             st = vox_fail(err, VOX_ERR_IO, "%s: standard output: cannot write: %s", t->path,
                           strerror(errno));
     }
@@ -295,6 +315,8 @@ int main(int argc, char **argv) {
         return end_before_work(out_paths, &in, &o, VOX_EXIT_USAGE);
     }
 
+    take_stdout(); /* before anything decodes a file */
+
     /* the model, once per device (-d cuda:0,cuda:1 or cuda:all); a device that cannot load it
      * is reported and the others go on */
     char **dev_names = NULL;
@@ -328,7 +350,7 @@ int main(int argc, char **argv) {
     vox_progress_init(&g_progress, !o.no_progress && isatty(STDERR_FILENO), stderr, in.n);
     vox_output_style style = {.format = o.format, .confidence = o.print_confidence,
                               .threshold = o.confidence_threshold,
-                              .mark = isatty(STDOUT_FILENO) && !o.output_dir ? VOX_MARK_COLOUR
+                              .mark = isatty(fileno(g_results)) && !o.output_dir ? VOX_MARK_COLOUR
                                                                              : VOX_MARK_PLAIN};
     voxtral_transcribe_params tp = run_params(&o);
     tp.on_token = on_token;

@@ -13,7 +13,9 @@
 #    standard output;
 #  - all of them in one batch, bad ones between good ones, at --batch-size 1 and 5, json and txt:
 #    exit 1, the good ones' output equal to their runs alone and in input order, every bad one
-#    reported, the summary's counts; --output-dir holds a file for each good one only.
+#    reported, the summary's counts; --output-dir holds a file for each good one only;
+#  - a library that prints to standard output (libsndfile on a damaged MIDI sample dump,
+#    bad_audio/damaged.sds) does not mix its lines into the json there: they go to stderr.
 # Usage: test_runner_audio_variety.sh BUILD_DIR FIXTURES_DIR
 set -u
 build=$1
@@ -202,6 +204,12 @@ check "--output-dir holds one file per good input" [ "$(ls -A "$tmp/out" | wc -l
 for name in "${good[@]}"; do
     check "--output-dir: ${name%.*}.json" [ -s "$tmp/out/${name%.*}.json" ]
 done
+
+# -- what libraries print stays off standard output --------------------------------------------
+run 0 library_chatter -o json "$fixtures/bad_audio/damaged.sds" "$tmp/in/pcm_16.wav"
+check "library chatter: two json lines on standard output, nothing else: $(head -c 600 "$tmp/library_chatter.out")" \
+    [ "$(grep -c '^{"file":' "$tmp/library_chatter.out")" -eq 2 -a "$(wc -l <"$tmp/library_chatter.out")" -eq 2 ]
+has "$tmp/library_chatter.err" "Error A : 00"
 
 echo "$checks checks, $failures failed"
 [ "$failures" -eq 0 ]
