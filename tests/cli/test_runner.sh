@@ -187,6 +187,15 @@ cp "$audio/short.wav" "$tmp/memo/memo.txt"
 run 2 output_is_input -O "$tmp/memo" "$tmp/memo/memo.txt"
 has output_is_input.err "the output of '$tmp/memo/memo.txt' would replace the input '$tmp/memo/memo.txt'"
 check "the input is left as it was" cmp -s "$audio/short.wav" "$tmp/memo/memo.txt"
+# an input whose output name would be longer than a file name may be (255 bytes): a 255-byte
+# NAME.wav gives a 256-byte NAME.json, refused before the model loads; NAME.txt fits
+long=$(printf 'L%.0s' $(seq 251))
+cp "$audio/short.wav" "$tmp/$long.wav"
+run 2 long_output_name -o json -O "$tmp/long_out" "$tmp/$long.wav"
+has long_output_name.err "the output name of '$tmp/$long.wav' is 256 bytes, more than the 255 a file name may have"
+check "too long an output name: the output directory is not made" [ ! -e "$tmp/long_out" ]
+run 0 long_output_name_fits -o txt -O "$tmp/long_out" "$tmp/$long.wav"
+check "an output name of 255 bytes is written" [ -s "$tmp/long_out/$long.txt" ]
 touch "$tmp/not_a_dir"
 run 2 outdir_file -O "$tmp/not_a_dir" "$audio/short.wav"
 has outdir_file.err "not a directory"
