@@ -10,6 +10,10 @@
 #   step CMD...          the "us a step" figure of a test_kernels_pdecode --timing-only run
 #   step_row LABEL VAR CMD... [-- V1 V2 ...]  one line: LABEL, then "| V step" for CMD run with
 #                        VAR=V, each V in turn (an A/B of one setting's values in one binary)
+#   pdecode_checks       test_kernels_pdecode's checks (no timing): its last line, and up to 8
+#                        failures, into the summary
+#   tiny_e2e ROWS...     test_cuda_transcribe on the tiny bf16 and FP8 models at each
+#                        VOX_PDECODE_ROWS: one summary line each
 #   only_on NAME         stops the call (status 0) unless the card's name contains NAME
 #                        (calls whose figures only count on the card the targets are set for)
 #   bench_run NAME ARGS  python3 ARGS --out /tmp/NAME (a bench script), its results.md,
@@ -24,6 +28,20 @@ t0=$(date +%s)
 el() { echo $(( $(date +%s) - t0 )); }
 say() { echo "$*" | tee -a $OUT/summary.txt; }
 step() { timeout 40 "$@" 2>&1 | grep -E "us a step" | head -1 | sed 's/.*position 440: //'; }
+pdecode_checks() {
+  timeout 300 build/tests/test_kernels_pdecode --no-timing > $OUT/pdecode-checks.txt 2>&1
+  say "test_kernels_pdecode rc $? $(tail -1 $OUT/pdecode-checks.txt) (t $(el) s)"
+  grep -E "FAIL|outside" $OUT/pdecode-checks.txt | head -8 | tee -a $OUT/summary.txt
+}
+tiny_e2e() {
+  local m rows
+  for m in tiny_model tiny_model_fp8; do
+    for rows in "$@"; do
+      VOX_PDECODE_ROWS=$rows timeout 100 build/tests/test_cuda_transcribe build/$m > $OUT/e2e-$m-$rows.txt 2>&1
+      say "e2e $m rows $rows rc $? $(grep -E 'checks' $OUT/e2e-$m-$rows.txt | tail -1) (t $(el) s)"
+    done
+  done
+}
 only_on() {
   local card
   card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)

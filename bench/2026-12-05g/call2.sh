@@ -9,13 +9,7 @@
 #   bench/2026-12-05g/call1.sh bench/2026-12-05g/call2.sh bench/2026-12-05f/call9.sh .devscripts/
 #   && bash .devscripts/pack.sh
 source .devscripts/device-call.sh
-timeout 300 build/tests/test_kernels_pdecode > $OUT/pdecode-checks.txt 2>&1
-say "test_kernels_pdecode rc $? $(grep -E 'checks' $OUT/pdecode-checks.txt | tail -1) (t $(el) s)"
-for m in tiny_model tiny_model_fp8; do
-  for rows in 4 1; do
-    VOX_PDECODE_ROWS=$rows timeout 100 build/tests/test_cuda_transcribe build/$m > $OUT/e2e-$m-$rows.txt 2>&1
-    say "e2e $m rows $rows rc $? $(grep -E 'checks' $OUT/e2e-$m-$rows.txt | tail -1) (t $(el) s)"
-  done
-done
+pdecode_checks
+tiny_e2e 4 1
 bash .devscripts/call1.sh
 bash .devscripts/call9.sh
