@@ -41,6 +41,14 @@ char *vox_cue_text(const char *text, bool vtt) {
     return t;
 }
 
+/* A cue's end: after its start once both are rounded to the millisecond (WebVTT requires it,
+ * and players drop a cue that ends where it begins), so a segment under half a millisecond (a
+ * file that short) is shown for 1 ms. */
+static double cue_end(double start, double end) {
+    const long long a = start > 0 ? llround(start * 1000.0) : 0, b = end > 0 ? llround(end * 1000.0) : 0;
+    return b > a ? end : (double)(a + 1) / 1000.0;
+}
+
 int vox_write_subtitles(FILE *out, const vox_transcript *t, bool vtt) {
     if (vtt && fputs("WEBVTT\n\n", out) < 0) return -1;
     const char sep = vtt ? '.' : ',';
@@ -52,7 +60,7 @@ int vox_write_subtitles(FILE *out, const vox_transcript *t, bool vtt) {
         if (*text) {
             char a[32], b[32];
             vox_format_timestamp(a, sizeof a, t->segs[i].start, sep);
-            vox_format_timestamp(b, sizeof b, t->segs[i].end, sep);
+            vox_format_timestamp(b, sizeof b, cue_end(t->segs[i].start, t->segs[i].end), sep);
             if (!vtt) rc = fprintf(out, "%d\n", ++cue);
             if (rc >= 0) rc = fprintf(out, "%s --> %s\n%s\n\n", a, b, text);
         }

@@ -132,6 +132,35 @@ static void test_subtitles(void) {
     vox_transcript_free(&t);
 }
 
+/* A cue ends after it begins, also for a segment under half a millisecond (a file that short):
+ * it is shown for 1 ms; a segment that ends a millisecond or more later keeps its end. */
+static void test_short_cues(void) {
+    vox_transcript t;
+    memset(&t, 0, sizeof t);
+    t.path = "tiny.wav";
+    t.segmented = true;
+    t.audio_seconds = 2.0;
+    t.n_segs = 2;
+    t.segs = calloc(2, sizeof *t.segs);
+    t.segs[0] = (vox_cli_segment){0.0, 0.0002, result(" Hi", 1)};
+    t.segs[1] = (vox_cli_segment){1.2344, 1.2346, result(" there", 1)};
+    t.text = strdup("Hi there");
+    vox_output_style s = {.format = VOX_OUT_SRT};
+    char *out = render(&t, &s);
+    CHECK_MSG(strcmp(out, "1\n00:00:00,000 --> 00:00:00,001\nHi\n\n"
+                          "2\n00:00:01,234 --> 00:00:01,235\nthere\n\n") == 0,
+              "srt:\n%s", out);
+    free(out);
+    t.segs[1].end = 1.2341; /* both 1.234 once rounded: shown until 1.235 */
+    s.format = VOX_OUT_VTT;
+    out = render(&t, &s);
+    CHECK_MSG(strcmp(out, "WEBVTT\n\n00:00:00.000 --> 00:00:00.001\nHi\n\n"
+                          "00:00:01.234 --> 00:00:01.235\nthere\n\n") == 0,
+              "vtt:\n%s", out);
+    free(out);
+    vox_transcript_free(&t);
+}
+
 static void test_whole_file_txt(void) {
     vox_transcript t = {.path = "a.wav", .n_segs = 1};
     t.segs = calloc(1, sizeof *t.segs);
@@ -191,6 +220,7 @@ int main(void) {
     test_timestamps();
     test_cue_text();
     test_subtitles();
+    test_short_cues();
     test_whole_file_txt();
     test_marking();
     test_utf8();
