@@ -29,6 +29,14 @@ static char *render(const vox_transcript *t, const vox_output_style *s) {
     return buf;
 }
 
+/* Checks that t rendered as format (no header) is want. */
+static void check_render(const vox_transcript *t, vox_output_format format, const char *want) {
+    vox_output_style s = {.format = format};
+    char *out = render(t, &s);
+    CHECK_MSG(strcmp(out, want) == 0, "format %d:\n%s\nwanted:\n%s", (int)format, out, want);
+    free(out);
+}
+
 static void test_timestamps(void) {
     char b[32];
     vox_format_timestamp(b, sizeof b, 0, ',');
@@ -73,21 +81,12 @@ static void make_transcript(vox_transcript *t) {
 static void test_subtitles(void) {
     vox_transcript t;
     make_transcript(&t);
-    vox_output_style s = {.format = VOX_OUT_SRT};
+    check_render(&t, VOX_OUT_SRT, "1\n00:00:00,300 --> 00:00:03,929\nHello there.\n\n"
+                                  "2\n00:00:06,250 --> 00:00:11,000\nFish & <chips> please\n\n");
+    check_render(&t, VOX_OUT_VTT, "WEBVTT\n\n00:00:00.300 --> 00:00:03.929\nHello there.\n\n"
+                                  "00:00:06.250 --> 00:00:11.000\nFish &amp; &lt;chips&gt; please\n\n");
+    vox_output_style s = {.format = VOX_OUT_TXT, .header = "x.wav"};
     char *out = render(&t, &s);
-    CHECK_MSG(strcmp(out, "1\n00:00:00,300 --> 00:00:03,929\nHello there.\n\n"
-                          "2\n00:00:06,250 --> 00:00:11,000\nFish & <chips> please\n\n") == 0,
-              "srt:\n%s", out);
-    free(out);
-    s.format = VOX_OUT_VTT;
-    out = render(&t, &s);
-    CHECK_MSG(strcmp(out, "WEBVTT\n\n00:00:00.300 --> 00:00:03.929\nHello there.\n\n"
-                          "00:00:06.250 --> 00:00:11.000\nFish &amp; &lt;chips&gt; please\n\n") == 0,
-              "vtt:\n%s", out);
-    free(out);
-    s.format = VOX_OUT_TXT;
-    s.header = "x.wav";
-    out = render(&t, &s);
     CHECK_MSG(strcmp(out, "==> x.wav <==\n[00:00:00.300 --> 00:00:03.929]  Hello there.\n"
                           "[00:00:06.250 --> 00:00:11.000]  Fish & <chips> please\n") == 0,
               "txt:\n%s", out);
@@ -145,19 +144,11 @@ static void test_short_cues(void) {
     t.segs[0] = (vox_cli_segment){0.0, 0.0002, result(" Hi", 1)};
     t.segs[1] = (vox_cli_segment){1.2344, 1.2346, result(" there", 1)};
     t.text = strdup("Hi there");
-    vox_output_style s = {.format = VOX_OUT_SRT};
-    char *out = render(&t, &s);
-    CHECK_MSG(strcmp(out, "1\n00:00:00,000 --> 00:00:00,001\nHi\n\n"
-                          "2\n00:00:01,234 --> 00:00:01,235\nthere\n\n") == 0,
-              "srt:\n%s", out);
-    free(out);
+    check_render(&t, VOX_OUT_SRT, "1\n00:00:00,000 --> 00:00:00,001\nHi\n\n"
+                                  "2\n00:00:01,234 --> 00:00:01,235\nthere\n\n");
     t.segs[1].end = 1.2341; /* both 1.234 once rounded: shown until 1.235 */
-    s.format = VOX_OUT_VTT;
-    out = render(&t, &s);
-    CHECK_MSG(strcmp(out, "WEBVTT\n\n00:00:00.000 --> 00:00:00.001\nHi\n\n"
-                          "00:00:01.234 --> 00:00:01.235\nthere\n\n") == 0,
-              "vtt:\n%s", out);
-    free(out);
+    check_render(&t, VOX_OUT_VTT, "WEBVTT\n\n00:00:00.000 --> 00:00:00.001\nHi\n\n"
+                                  "00:00:01.234 --> 00:00:01.235\nthere\n\n");
     vox_transcript_free(&t);
 }
 
