@@ -7,8 +7,11 @@
 #include "common/utf8.h"
 #include "common/text.h"
 
+/* A time as the whole milliseconds it is written as (negative times as 0). */
+static long long timestamp_ms(double seconds) { return seconds > 0 ? llround(seconds * 1000.0) : 0; }
+
 void vox_format_timestamp(char *buf, size_t size, double seconds, char sep) {
-    long long ms = seconds > 0 ? llround(seconds * 1000.0) : 0;
+    long long ms = timestamp_ms(seconds);
     snprintf(buf, size, "%02lld:%02lld:%02lld%c%03lld", ms / 3600000, ms / 60000 % 60,
              ms / 1000 % 60, sep, ms % 1000);
 }
@@ -45,8 +48,8 @@ char *vox_cue_text(const char *text, bool vtt) {
  * and players drop a cue that ends where it begins), so a segment under half a millisecond (a
  * file that short) is shown for 1 ms. */
 static double cue_end(double start, double end) {
-    const long long a = start > 0 ? llround(start * 1000.0) : 0, b = end > 0 ? llround(end * 1000.0) : 0;
-    return b > a ? end : (double)(a + 1) / 1000.0;
+    const long long a = timestamp_ms(start);
+    return timestamp_ms(end) > a ? end : (double)(a + 1) / 1000.0;
 }
 
 int vox_write_subtitles(FILE *out, const vox_transcript *t, bool vtt) {
