@@ -136,6 +136,17 @@ int vox_find_duplicate(char *const *paths, size_t n, size_t *a, size_t *b) {
     return found;
 }
 
+int vox_find_overlong_name(char *const *paths, size_t n, size_t *i) {
+    for (size_t k = 0; k < n; k++) {
+        const char *slash = strrchr(paths[k], '/');
+        if (strlen(slash ? slash + 1 : paths[k]) > NAME_MAX) {
+            *i = k;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 typedef struct {
     dev_t dev;
     ino_t ino;

@@ -108,15 +108,12 @@ static int plan_outputs(const vox_cli_options *o, const vox_inputs *in, char ***
             "or -o format", in->paths[a], in->paths[b], paths[a]);
         return -1;
     }
-    /* a NAME.EXT longer than a file name may be (the input's own name can be, when its
-     * extension is shorter): found here, not as a failed write after its transcription */
-    for (size_t i = 0; i < in->n; i++) {
-        const char *slash = strrchr(paths[i], '/'), *name = slash ? slash + 1 : paths[i];
-        if (strlen(name) > NAME_MAX) {
-            say("the output name of '%s' is %zu bytes, more than the %d a file name may have: "
-                "rename the input", in->paths[i], strlen(name), NAME_MAX);
-            return -1;
-        }
+    /* found here, not as a failed write after its transcription */
+    if (vox_find_overlong_name(paths, in->n, &a)) {
+        const char *slash = strrchr(paths[a], '/');
+        say("the output name of '%s' is %zu bytes, more than the %d a file name may have: "
+            "rename the input", in->paths[a], strlen(slash ? slash + 1 : paths[a]), NAME_MAX);
+        return -1;
     }
     vox_error err = {0};
     if (vox_output_dir_prepare(o->output_dir, &err)) {

@@ -3,6 +3,7 @@
 #define _DEFAULT_SOURCE /* mkdtemp, fmemopen */
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -191,6 +192,15 @@ static void test_output_names(void) {
     CHECK(vox_find_duplicate(paths, 5, &a, &b) == 1 && a == 1 && b == 3);
     CHECK(vox_find_duplicate(paths, 3, &a, &b) == 0);
     CHECK(vox_find_duplicate(paths, 0, &a, &b) == 0);
+    /* a last component of NAME_MAX bytes fits, one more does not; the directory part is not
+     * counted */
+    char fits[NAME_MAX + 8], over[NAME_MAX + 8];
+    snprintf(fits, sizeof fits, "o/%0*d", NAME_MAX, 0);
+    snprintf(over, sizeof over, "%0*d", NAME_MAX + 1, 0);
+    char *names[] = {"o/a.srt", fits, over, over};
+    CHECK(vox_find_overlong_name(names, 2, &a) == 0);
+    a = 9;
+    CHECK(vox_find_overlong_name(names, 4, &a) == 1 && a == 2);
 }
 
 /* Entries of a directory other than . and .. (hidden ones too: a left temporary file). */
