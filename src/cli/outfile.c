@@ -136,12 +136,13 @@ int vox_find_duplicate(char *const *paths, size_t n, size_t *a, size_t *b) {
     return found;
 }
 
-int vox_find_overlong_name(char *const *paths, size_t n, size_t *i) {
+size_t vox_find_overlong_name(char *const *paths, size_t n, size_t *i) {
     for (size_t k = 0; k < n; k++) {
         const char *slash = strrchr(paths[k], '/');
-        if (strlen(slash ? slash + 1 : paths[k]) > NAME_MAX) {
+        const size_t len = strlen(slash ? slash + 1 : paths[k]);
+        if (len > NAME_MAX) {
             *i = k;
-            return 1;
+            return len;
         }
     }
     return 0;

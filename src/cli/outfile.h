@@ -36,8 +36,8 @@ int vox_find_duplicate(char *const *paths, size_t n, size_t *a, size_t *b);
 
 /* Finds a path whose last component (NAME.EXT) is longer than a file name may be (NAME_MAX): an
  * input's own name can fit where its output's does not, when its extension is shorter. Returns
- * 1 and the first such path's index *i, or 0. */
-int vox_find_overlong_name(char *const *paths, size_t n, size_t *i);
+ * that component's length in bytes and the first such path's index *i, or 0 when all fit. */
+size_t vox_find_overlong_name(char *const *paths, size_t n, size_t *i);
 
 /* Finds an output path that is an existing input file (the same file, whatever the spelling:
  * device and inode): returns 1 and the first such output's index *o and the input's *i, or 0.

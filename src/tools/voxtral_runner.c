@@ -109,10 +109,10 @@ static int plan_outputs(const vox_cli_options *o, const vox_inputs *in, char ***
         return -1;
     }
     /* found here, not as a failed write after its transcription */
-    if (vox_find_overlong_name(paths, in->n, &a)) {
-        const char *slash = strrchr(paths[a], '/');
+    const size_t name_len = vox_find_overlong_name(paths, in->n, &a);
+    if (name_len) {
         say("the output name of '%s' is %zu bytes, more than the %d a file name may have: "
-            "rename the input", in->paths[a], strlen(slash ? slash + 1 : paths[a]), NAME_MAX);
+            "rename the input", in->paths[a], name_len, NAME_MAX);
         return -1;
     }
     vox_error err = {0};

@@ -200,7 +200,7 @@ static void test_output_names(void) {
     char *names[] = {"o/a.srt", fits, over, over};
     CHECK(vox_find_overlong_name(names, 2, &a) == 0);
     a = 9;
-    CHECK(vox_find_overlong_name(names, 4, &a) == 1 && a == 2);
+    CHECK(vox_find_overlong_name(names, 4, &a) == NAME_MAX + 1 && a == 2);
 }
 
 /* Entries of a directory other than . and .. (hidden ones too: a left temporary file). */
