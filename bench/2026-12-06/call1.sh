@@ -6,19 +6,11 @@
 # Predictions: cap 2 against 0 on the H200 -8 to -11% a step (as the H100); 3 within +-1.5% of 2
 # (Little's law gives ~2.5 pages a block on the H200); bench_gpu bf16 2.334 -> ~2.10 ms/token,
 # ~221 ms for 30 s + 100 tokens; FP8 1.846 -> ~1.72, ~183 ms.
-# On another card (an H100 is what comes most often): the batch-1 prompt's FP8 GEMMs instead, at
-# 380 rows (a 30 s prompt), outer-vector scales (what prefill runs: FP8_PLAIN_ROWS = 128) against
-# plain FP8 products (float32 out; the scale pass after them is not in these figures) and bf16.
-# Prediction: plain 30-40% under outer vectors, which would cut FP8 prefill (5.3 ms, as bf16's)
-# by ~1.5 ms: a reason to raise FP8_PLAIN_ROWS past 380 if the scale pass costs less.
+# On another card (first run, result 2): the batch-1 prompt's FP8 GEMMs at 380 and 760 rows,
+# outer-vector scales against plain products and bf16 (`time_gemm_algos MODE --first 380 760`
+# for MODE in --fp8, --fp8-fp32 and none); measured once, now the call stops there.
 source .devscripts/device-call.sh
-if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-  for mode in --fp8 --fp8-fp32 ""; do
-    say "== time_gemm_algos $mode --first 380 760"
-    timeout 60 build/tests/time_gemm_algos $mode --first 380 760 2>&1 | tail -12 | tee -a $OUT/summary.txt
-  done
-  exit 0
-fi
+only_on H200
 H=build/tests/test_kernels_pdecode
 for r in 1 2; do
   for cfg in bf16-split fp8-split bf16-split-r4 fp8-split-r4; do
