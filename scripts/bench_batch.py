@@ -473,10 +473,7 @@ def report(res, a):
     env, cfg, st = res["env"], res["config"], res.get("steps", {})
     judge = a.size == "full" and a.runner_device.startswith("cuda") and a.device.startswith("cuda")
     md = [f"# voxtral_runner batching benchmark (issue 9), {a.size} size", ""]
-    md.append(f"{env.get('date')}; {env.get('gpu', 'no GPU')} {env.get('nvidia_smi', '')}; torch {env.get('torch')}, "
-              f"transformers {env.get('transformers')}; runner {env.get('runner_version')} "
-              f"(build {env.get('build_CMAKE_BUILD_TYPE', '?')}, git {str(env.get('git', '?'))[:12]}"
-              f"{' + local changes' if env.get('git_dirty') else ''}), -d {a.runner_device}; transformers on {a.device}.")
+    md.append(vr.environment_line(env, a.runner_device, a.device))
     m = cfg.get("model", {})
     md.append(f"Model: random Voxtral, {m.get('params', 0) / 1e9:.3f} B parameters, seed {m.get('seed')}; bf16 "
               f"checkpoint, exported weights {fnum((res.get('weights_file_bytes') or 0) / 1e9)} GB.")

@@ -683,10 +683,7 @@ def report(res, a):
     env, cfg = res["env"], res["config"]
     small_note = a.size != "full" or a.runner_device == "cpu" or a.device == "cpu"
     md = [f"# voxtral_runner vs transformers: fidelity and speed ({a.size} size{', FP8 decoder' if a.dtype == 'fp8' else ''})", ""]
-    md.append(f"{env.get('date')}; {env.get('gpu', 'no GPU')} {env.get('nvidia_smi', '')}; torch {env.get('torch')}, "
-              f"transformers {env.get('transformers')}; runner {env.get('runner_version')} "
-              f"(build {env.get('build_CMAKE_BUILD_TYPE', '?')}, git {str(env.get('git', '?'))[:12]}"
-              f"{' + local changes' if env.get('git_dirty') else ''}), -d {a.runner_device}; transformers on {a.device}.")
+    md.append(vr.environment_line(env, a.runner_device, a.device))
     m = cfg.get("model", {})
     md.append(f"Model: random Voxtral, {m.get('params', 0) / 1e9:.3f} B parameters, seed {m.get('seed')}, "
               f"audio {m.get('audio')}, text {m.get('text')}; bf16 checkpoint (embed_positions fp32).")

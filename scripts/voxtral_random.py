@@ -105,6 +105,14 @@ def command_line(script):
     return " ".join(env + ["python3", script] + sys.argv[1:])
 
 
+def environment_line(env, runner_device, device):
+    """A results header's first line: when, which GPU and libraries, which runner build."""
+    return (f"{env.get('date')}; {env.get('gpu', 'no GPU')} {env.get('nvidia_smi', '')}; torch {env.get('torch')}, "
+            f"transformers {env.get('transformers')}; runner {env.get('runner_version')} "
+            f"(build {env.get('build_CMAKE_BUILD_TYPE', '?')}, git {str(env.get('git', '?'))[:12]}"
+            f"{' + local changes' if env.get('git_dirty') else ''}), -d {runner_device}; transformers on {device}.")
+
+
 def log(msg):
     print(f"[{time.strftime('%H:%M:%S')} +{time.monotonic() - _T0:6.1f}s] {msg}", flush=True)
 
