@@ -11,6 +11,8 @@
 # for MODE in --fp8, --fp8-fp32 and none); measured once, now the call stops there.
 source .devscripts/device-call.sh
 only_on H200
+# the memory clock the by-device cap (pdecode-inflight-by-device.patch) would read
+say "memory clock max $(nvidia-smi --query-gpu=clocks.max.memory --format=csv,noheader)"
 H=build/tests/test_kernels_pdecode
 for r in 1 2; do
   for cfg in bf16-split fp8-split bf16-split-r4 fp8-split-r4; do
