@@ -1,0 +1,15 @@
+#!/bin/bash
+# call 2 of 2026-12-06 (H200 only): call1.sh's cap sweep alone, for the last ~250 s of the
+# session's device budget (bench_gpu does not fit): VOX_PDECODE_INFLIGHT 0 / 2 / 3 / 4 on main's
+# test_kernels_pdecode, one row and 4 rows, bf16 and FP8, two rounds. Prediction as call1.sh: 2
+# against 0 -8 to -11%; 3 within +-1.5% of 2 (Little's law: ~3 pages a block on an H200). If 3 is
+# >= 1% under 2 at one row in both formats, pdecode-inflight-by-device.patch is worth landing.
+source .devscripts/device-call.sh
+only_on H200
+say "memory clock max $(nvidia-smi --query-gpu=clocks.max.memory --format=csv,noheader)"
+H=build/tests/test_kernels_pdecode
+for r in 1 2; do
+  for cfg in bf16-split fp8-split bf16-split-r4 fp8-split-r4; do
+    step_row "round $r cap $(printf '%-14s' $cfg)" VOX_PDECODE_INFLIGHT $H --timing-only $cfg -- 0 2 3 4
+  done
+done
