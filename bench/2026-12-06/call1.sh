@@ -9,16 +9,8 @@
 # On another card (first run, result 2): the batch-1 prompt's FP8 GEMMs at 380 and 760 rows,
 # outer-vector scales against plain products and bf16 (`time_gemm_algos MODE --first 380 760`
 # for MODE in --fp8, --fp8-fp32 and none); measured once, now the call stops there.
-source .devscripts/device-call.sh
-only_on H200
-# the memory clock the by-device cap (pdecode-inflight-by-device.patch) would read
-say "memory clock max $(nvidia-smi --query-gpu=clocks.max.memory --format=csv,noheader)"
-H=build/tests/test_kernels_pdecode
-for r in 1 2; do
-  for cfg in bf16-split fp8-split bf16-split-r4 fp8-split-r4; do
-    step_row "round $r cap $(printf '%-14s' $cfg)" VOX_PDECODE_INFLIGHT $H --timing-only $cfg -- 0 2 3 4
-  done
-done
+# The cap sweep is call2.sh's (copy both into .devscripts/).
+source .devscripts/call2.sh
 bench_run gpu_bf16 scripts/bench_gpu.py --size full --device cuda --runner-device cuda --build build --budget-s 140
 say "t $(el) s"
 # FP8 only where the call has time left for it (~4 min; the session's device budget runs short)
