@@ -16,9 +16,10 @@ for r in 1 2; do
     step_row "round $r cap $(printf '%-14s' $cfg)" VOX_PDECODE_INFLIGHT $H --timing-only $cfg -- 0 2 3 4
   done
 done
+# the by-device binary: its default (an empty VOX_PDECODE_INFLIGHT counts as unset), then 3 and 2
 B=build/tests/test_kernels_pdecode_bydev
 if [ -x $B ]; then
   for cfg in bf16-split fp8-split; do
-    say "by device $(printf '%-14s' $cfg) | default $(step $B --timing-only $cfg | cut -d' ' -f1) | 3 $(step env VOX_PDECODE_INFLIGHT=3 $B --timing-only $cfg | cut -d' ' -f1) | 2 $(step env VOX_PDECODE_INFLIGHT=2 $B --timing-only $cfg | cut -d' ' -f1)"
+    step_row "by device $(printf '%-14s' $cfg)" VOX_PDECODE_INFLIGHT $B --timing-only $cfg -- "" 3 2
   done
 fi
