@@ -46,10 +46,12 @@
 // for P@V and fp32 sums; FP8 layers quantize each staged input row with its own scale (each
 // block holds the whole row, so every block finds the same scale) and multiply a row's sum by
 // s_x * s_w. Only the order of fp32 sums differs from that path.
+#include <stdio.h>
 #include <string.h>
 
 #include <initializer_list>
 #include <type_traits>
+#include <utility>
 
 #include "common.cuh"
 #include "fp8.cuh"
@@ -111,6 +113,19 @@ constexpr double kWatchdogSeconds = 10.0; // VOX_PDECODE_WATCHDOG_S changes it (
 // (bf16) and 2140 -> 1990 (FP8); 1 page starves the stream (bf16 +9%), 3 gain half as much
 // (bench/NOTES-2026-12-05f.md).
 constexpr int kInflightPages = 2;
+// An op's first pages go one at a time (VOX_PDECODE_INFLIGHT_HEAD=N,K: the first K at N; 0,0 turns
+// it off). They are copied while the op before ends, and its last pages, on every block, are what
+// the boundary waits for: fewer bytes of the next op in flight let them land sooner. How many pages
+// pays depends on what a page costs the stream: on an H100 the one-row step went 2633 -> 2614 us
+// with the first 4 bf16 pages (8 starve it: 2716), 1983 -> 1871 with the first 8 FP8 pages (every
+// page of q|k|v, o and down; 16 reach into gate|up: 1950), and the batched instances gained most
+// with their whole 6-page ring (4 rows bf16 3487 -> 3355, 8 rows 4731 -> 4640; FP8 4 rows 3283 ->
+// 3260). Capping only the pages ahead of the consumers' op (1%), or capping while the consumers
+// wait (0%), gained less (bench/NOTES-2026-12-06b.md).
+constexpr int kHeadInflight = 1;
+template <int ROWS> __host__ __device__ constexpr int head_pages(bool fp8) {
+    return ROWS > 1 ? Smem<ROWS>::kPages : fp8 ? 8 : 4;
+}
 
 enum OpKind { OP_QKV, OP_ATTN, OP_O, OP_GU, OP_DOWN, OP_LM };
 constexpr int kOpsPerLayer = 5;
@@ -142,6 +157,9 @@ struct Params {
     // scale, so there only the attention could wait for a part)
     int experiment;
     int inflight; // the most ring pages a producer has in flight (kInflightPages; 0: no cap)
+    // an op's first head_pages at most head_inflight (kHeadInflight, head_pages<ROWS>; -1: the
+    // defaults; head_inflight 0: no head)
+    int head_inflight, head_pages;
     // How a ring page goes back to the producer. 1 (the default): every consumer thread arrives
     // on the page's empty barrier and every copying producer lane waits on it itself. 0
     // (VOX_PDECODE_HANDOVER=lane, for comparison): one lane a warp arrives after __syncwarp and
@@ -437,18 +455,24 @@ __device__ void producer(const Params &p, unsigned char *ring, uint64_t *full, u
     const int lane = threadIdx.x & 31;
     const uint64_t policy = evict_first_policy();
     PageCursor c = cursor_begin<ROWS>(p);
-    for (uint32_t page = 0; !c.done; page++, cursor_next<ROWS>(p, c)) {
+    int op_step = -1;
+    uint32_t op_page = 0; // the page's place among this block's pages of its op
+    for (uint32_t page = 0; !c.done; page++, op_page++, cursor_next<ROWS>(p, c)) {
         const int slot = page % kPages;
+        if (c.step != op_step) op_step = c.step, op_page = 0;
+        const bool fp8 = c.q.w_scale != nullptr;
+        const int head = p.head_pages >= 0 ? p.head_pages : head_pages<ROWS>(fp8);
+        const int cap = p.head_inflight > 0 && op_page < (uint32_t)head ? p.head_inflight : p.inflight;
         unsigned bytes;
         const unsigned char *src = page_row(c, lane & (kUnitRows - 1), &bytes);
         if (lane == 0 || (p.handover && lane < kUnitRows))
             vk_mbar_wait(vk_smem_u32(&empty[slot]), ((page / kPages) & 1) ^ 1);
-        // at most p.inflight pages copied and not yet landed: the page that many before this
-        // one has arrived (its full barrier's phase is complete; see kInflightPages). A cap of
-        // kPages or more is the ring's own bound: no wait (past kPages, the page's slot may
+        // at most cap pages copied and not yet landed: the page that many before this one has
+        // arrived (its full barrier's phase is complete; see kInflightPages, kHeadInflight). A cap
+        // of kPages or more is the ring's own bound: no wait (past kPages, the page's slot may
         // have a later phase, and its parity would name the wrong one)
-        if (lane == 0 && p.inflight > 0 && p.inflight < kPages && page >= (uint32_t)p.inflight) {
-            const uint32_t older = page - (uint32_t)p.inflight;
+        if (lane == 0 && cap > 0 && cap < kPages && page >= (uint32_t)cap) {
+            const uint32_t older = page - (uint32_t)cap;
             vk_mbar_wait(vk_smem_u32(&full[older % kPages]), (older / kPages) & 1);
         }
         if (lane == 0) vk_mbar_expect_tx(vk_smem_u32(&full[slot]), bytes * kUnitRows);
@@ -1838,6 +1862,16 @@ extern "C" int vox_k_pdecode(const vox_k_pdecode_args *a, cudaStream_t stream) {
     if (p.rows > 1) p.consumer = CONSUMER_SPLIT;
     p.experiment = experiment;
     p.inflight = inflight;
+    // VOX_PDECODE_INFLIGHT_HEAD=N,K: an op's first K pages at most N in flight; 0: no head
+    static const std::pair<int, int> head = [] {
+        const char *e = getenv("VOX_PDECODE_INFLIGHT_HEAD");
+        int n = -1, k = -1;
+        const int got = e ? sscanf(e, "%d,%d", &n, &k) : 0;
+        if (got >= 1 && n == 0) return std::make_pair(0, 0);
+        if (got != 2 || n < 0 || k < 0) return std::make_pair(kHeadInflight, -1);
+        return std::make_pair(n, k);
+    }();
+    p.head_inflight = head.first, p.head_pages = head.second;
     p.handover = handover;
     p.max_splits = max_splits;
     p.watchdog_ns = (long long)(watchdog_s * 1e9);
