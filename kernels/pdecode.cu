@@ -36,16 +36,19 @@
 //         (the newest read from the fresh values, not the cache); the last split of a group
 //         to finish merges the partials and writes the group's bf16 output
 //   O     x' = x + bf16(attn @ Wo^T)
-//   GU    gate|up = RMSNorm(x') @ Wgu^T, stored bf16 (SwiGLU is applied by DOWN's staging)
-//   DOWN  x'' = x' + bf16(swiglu(gate, up) @ Wdown^T)
+//   GU    gate|up = RMSNorm(x') @ Wgu^T, stored bf16 (SwiGLU is applied by DOWN's staging); in the
+//         batched instances act = SwiGLU(gate, up) instead: a block takes gate rows i..i+7 and up
+//         rows i..i+7 in turn and writes act[i..i+7] (Proj::pairs)
+//   DOWN  x'' = x' + bf16(swiglu(gate, up) @ Wdown^T), or x' + bf16(act @ Wdown^T)
 // then LM: logits = RMSNorm(x) @ Wlm^T (bf16 weights, also in an FP8 model).
 //
 // Numerics: the rounding points of the op-by-op path (matvec.cuh, fused.cu, attention.cu):
 // RMSNorm as stage_input, q/k/v/gate/up rounded to bf16 before RoPE and SwiGLU (the helpers of
 // common.cuh), the bf16 product added to the bf16 residual, attention with P rounded to bf16
 // for P@V and fp32 sums; FP8 layers quantize each staged input row with its own scale (each
-// block holds the whole row, so every block finds the same scale) and multiply a row's sum by
-// s_x * s_w. Only the order of fp32 sums differs from that path.
+// block holds the whole row, or, batched, the row's maximum from the op that wrote it, so every
+// block finds the same scale) and multiply a row's sum by s_x * s_w. Only the order of fp32 sums
+// differs from that path.
 #include <stdio.h>
 #include <string.h>
 
@@ -176,6 +179,9 @@ struct Params {
     // CONSUMER_SPLIT (the default where it fits), a warp a column slice of every page on the
     // tensor cores; CONSUMER_ROW, a warp a row on the CUDA cores (each its own instance).
     int consumer;
+    // The batched instances' FP8 input maxima (Proj::in_amax; amax_slot), zeroed by the last block
+    // of a batched launch (last, so that the one-row instances' parameters are where they were)
+    unsigned *amax;
 };
 enum { CONSUMER_ROW = 1, CONSUMER_SPLIT = 2 };
 
@@ -218,6 +224,18 @@ template <int ROWS> __device__ __forceinline__ int launch_rows(const Params &p) 
 // ---- counters ------------------------------------------------------------------------------
 __device__ __forceinline__ unsigned *counter(const Params &p, int i) {
     return p.counters + (size_t)i * kCounterStride;
+}
+// The batched instances' row maxima of an FP8 input without an RMSNorm (Proj::in_amax), a word a
+// (layer, input, row), kCounterStride apart: input 0 is o's (the attention's output), 1 down's
+// (SwiGLU of gate|up); row b's at + b * kCounterStride.
+enum { AMAX_O = 0, AMAX_DOWN = 1, kAmaxInputs = 2 };
+__device__ __forceinline__ unsigned *amax_slot(const Params &p, int layer, int input) {
+    return p.amax + (size_t)(layer * kAmaxInputs + input) * kMaxRows * kCounterStride;
+}
+// Publishes a row's maximum of |values| (NaN left out, as the staging's fmaxf leaves it out): the
+// bits of non-negative floats order as the floats do.
+__device__ __forceinline__ void publish_amax(unsigned *slot, float amax) {
+    if (amax > 0.0f) atomicMax(slot, __float_as_uint(amax));
 }
 __device__ __forceinline__ int op_counter(int layer, int op) { return layer * kOpsPerLayer + op; }
 // The tickets of row b's kv head g in a layer: at places that do not depend on the launch's rows,
@@ -332,11 +350,24 @@ struct Proj {
     const bf16 *resid; // ADD: y = resid + product; else STORE
     bf16 *y;
     int64_t in_stride, y_stride; // elements from one row's input, output (and resid) to the next
+    // The batched instances' gate|up: units dealt in pairs (gate rows i..i+7, then up rows
+    // ffn + i..), both added by one warp, which writes y[i..i+7] = SwiGLU(gate, up) (fused.cu's
+    // rounding) instead of gate and up; down's staging then loads half the bytes and computes no
+    // SwiGLU (each block computed all ffn of them, an expf and a division each). On an H100 the
+    // 4-row step went 3360 -> 3125 us (bf16), 8 rows FP8 6570 -> 4910; the one-row instance lost
+    // 1.2-2.7% with it and keeps SwiGLU in its staging (bench/NOTES-2026-12-06b.md).
+    bool pairs;
+    // The batched instances' FP8 inputs without an RMSNorm (o's, down's): their rows' maxima of
+    // |value|, published by the ops that write them (amax_out: the attention's merger, gate|up's
+    // adders), so that the staging needs no block-wide reduction of its own (a chunked input no
+    // pass over the whole row).
+    const unsigned *in_amax;
+    unsigned *amax_out;
 };
 
 __device__ __forceinline__ int n_steps(const Params &p) { return p.n_layers * kOpsPerLayer + 1; }
 
-__device__ Proj proj_of(const Params &p, int step) {
+template <int ROWS> __device__ Proj proj_of(const Params &p, int step) {
     Proj q = {};
     const int layer = step / kOpsPerLayer, op = step == n_steps(p) - 1 ? OP_LM : step % kOpsPerLayer;
     const int QD = p.heads * p.head_dim, KD = p.kv_heads * p.head_dim;
@@ -358,16 +389,25 @@ __device__ Proj proj_of(const Params &p, int step) {
         q.w = L.o, q.w_scale = L.o_scale, q.n = p.hidden, q.k = QD, q.in = p.attn;
         q.resid = x_cur, q.y = p.xa;
         q.in_stride = QD, q.y_stride = p.hidden;
+        if (ROWS > 1 && L.o_scale) q.in_amax = amax_slot(p, layer, AMAX_O);
         break;
     case OP_GU:
         q.w = L.gate_up, q.w_scale = L.gate_up_scale, q.n = 2 * (int64_t)p.ffn, q.k = p.hidden;
         q.in = p.xa, q.norm = (const bf16 *)L.ffn_norm, q.y = p.gu;
         q.in_stride = p.hidden, q.y_stride = 2 * (int64_t)p.ffn;
+        if (ROWS > 1) { // SwiGLU(gate, up), ffn values a row
+            q.pairs = true, q.y_stride = p.ffn;
+            if (L.down_scale) q.amax_out = amax_slot(p, layer, AMAX_DOWN);
+        }
         break;
     case OP_DOWN:
         q.w = L.down, q.w_scale = L.down_scale, q.n = p.hidden, q.k = p.ffn, q.in = p.gu;
         q.swiglu = true, q.resid = p.xa, q.y = p.xb;
         q.in_stride = 2 * (int64_t)p.ffn, q.y_stride = p.hidden;
+        if (ROWS > 1) { // gate|up's epilogue wrote SwiGLU
+            q.swiglu = false, q.in_stride = p.ffn;
+            if (L.down_scale) q.in_amax = amax_slot(p, layer, AMAX_DOWN);
+        }
         break;
     default: break; // OP_ATTN has no weights
     }
@@ -387,6 +427,27 @@ __device__ __forceinline__ int page_cols(bool fp8) { return kRowBytes / (fp8 ? 1
 __device__ __forceinline__ int first_unit(int offset) {
     return (int)((blockIdx.x - offset + gridDim.x) % gridDim.x);
 }
+// Where q deals pairs (Proj::pairs), pair i (gate unit i and up unit i + units / 2) goes to block
+// (i + offset) % G, which takes the gate unit and then the up unit. This block's first unit of
+// q, and the one after u, its nth (counted from 0); `units` (q's count) past its last.
+template <int ROWS> __device__ __forceinline__ int64_t op_first_unit(const Proj &q, int offset, int64_t units) {
+    const int64_t u = first_unit(offset);
+    return ROWS > 1 && q.pairs && u >= units / 2 ? units : u;
+}
+template <int ROWS> __device__ __forceinline__ int64_t next_unit(const Proj &q, int64_t u, int nth, int64_t units) {
+    if (ROWS > 1 && q.pairs) {
+        if (nth & 1) return u + units / 2;                // the up unit of u's pair
+        const int64_t i = u - units / 2 + gridDim.x;      // the next pair's gate unit
+        return i < units / 2 ? i : units;
+    }
+    return u + (int)gridDim.x;
+}
+// The batched split consumer's adder of a pair (ROWS > 1 and q.pairs): one warp for both units,
+// (nth / 2) % 8; its k-th unit (k < 4: prefetch_row's lanes 8k .. 8k + 7), and the k of its nth.
+__device__ __forceinline__ int pair_adder_nth(int warp, int k) {
+    return 2 * warp + (k & 1) + 2 * kConsumerWarps * (k >> 1);
+}
+__device__ __forceinline__ int pair_adder_k(int nth) { return nth / (2 * kConsumerWarps) * 2 + (nth & 1); }
 
 // ---- the producer --------------------------------------------------------------------------------
 // The pages of this block's units in the order the consumers take them: ops in order, a
@@ -394,7 +455,7 @@ __device__ __forceinline__ int first_unit(int offset) {
 // instance stages the input in chunks (chunk_cols), chunk by chunk: the units' pages of columns
 // lo .. hi - 1, then of the next chunk.
 struct PageCursor {
-    int step, offset, c0, lo, hi;
+    int step, offset, c0, lo, hi, nth; // nth: u's place among the block's units of the op
     int64_t u, units;
     Proj q;
     bool done;
@@ -405,9 +466,9 @@ __device__ void cursor_op(const Params &p, PageCursor &c) { // the first page fr
     const int G = gridDim.x;
     for (; c.step < n_steps(p); c.step++) {
         if (step_is_attention(p, c.step)) continue;
-        c.q = proj_of(p, c.step);
+        c.q = proj_of<ROWS>(p, c.step);
         c.units = c.q.n / kUnitRows;
-        c.u = first_unit(c.offset);
+        c.u = op_first_unit<ROWS>(c.q, c.offset, c.units), c.nth = 0;
         c.c0 = c.lo = 0, c.hi = chunk_end<ROWS>(c.q.k, 0);
         if (c.u < c.units) return;
         c.offset = (int)((c.offset + c.units) % G);
@@ -426,11 +487,11 @@ template <int ROWS> __device__ void cursor_next(const Params &p, PageCursor &c) 
     c.c0 += page_cols(c.q.w_scale != nullptr);
     if (c.c0 < c.hi) return;
     c.c0 = c.lo;
-    c.u += G;
+    c.u = next_unit<ROWS>(c.q, c.u, ++c.nth, c.units);
     if (c.u < c.units) return;
     if (c.hi < c.q.k) { // the next chunk, from the block's first unit
         c.c0 = c.lo = c.hi, c.hi = chunk_end<ROWS>(c.q.k, c.lo);
-        c.u = first_unit(c.offset);
+        c.u = op_first_unit<ROWS>(c.q, c.offset, c.units), c.nth = 0;
         return;
     }
     c.offset = (int)((c.offset + c.units) % G);
@@ -602,45 +663,28 @@ template <bool MAX, int ROWS> __device__ void consumers_reduce_rows(float (&v)[R
 // flight at once and one reduction for all of them. FP8: each row quantized with its own scale
 // (sx[b]), its codes written over the bf16 values, row b's at b * cstride(hi - lo) bytes (4 rows
 // of bf16 values and of codes at K = 8192 would not fit beside the partial sums): every thread
-// quantizes its values of every row into registers, a barrier, then the codes go in. A chunked
-// input's scale is its whole row's: the first chunk finds it in a pass over the row that stores
-// nothing (o and down have no RMSNorm; a normalised input is never chunked). Ends with a barrier,
-// after putting the residuals the thread prefetched (ResidPrefetch) in resid_s.
+// quantizes its values of every row into registers, a barrier, then the codes go in. A row's
+// scale is its whole row's maximum: published by the op before for o's and down's inputs
+// (q.in_amax), found by a block-wide reduction for the normalised ones (never chunked). Down's
+// input is gate|up's SwiGLU as written (Proj::pairs). Ends with a barrier, after putting the
+// residuals the thread prefetched (ResidPrefetch) in resid_s.
 constexpr int kMaxRowsK = 8192; // the largest K the batched instances take
 // Rows whose loads a thread has in flight at once, one vector of each (2 vectors a row, as
 // stage_input's kStageBatch, made ptxas spill 60 bytes a thread at head_dim 128; 8 rows' at once
 // spilled more).
 constexpr int kRowsInFlight = 4;
-// The bf16 values of one 8-element vector of an input row: the element values, or SwiGLU of
-// gate|up (u: up's vector) as fused.cu rounds it.
-__device__ __forceinline__ void input_values(const Proj &q, uint4 a, uint4 u, float (&xf)[8]) {
-    vk_unpack8(a, xf);
-    if (q.swiglu) {
-        float up[8];
-        vk_unpack8(u, up);
-#pragma unroll
-        for (int j = 0; j < 8; j++) xf[j] = vk_round(vk_swiglu(xf[j], up[j]));
-    }
-}
-
 // The batched instances' residuals of the block's first kPrefUnits units of an ADD projection:
 // loaded before the staging (value i of the block: unit i / (ROWS x 8), input row i / 8 % ROWS,
 // weight row i % 8; consumer thread t holds values t, t + kConsumers, ...), put in shared memory
 // (resid_s, in that order) by the staging's last barrier, read by the units' epilogues.
 constexpr int kPrefUnits = 8;
-// The 16-byte vectors from column e of input rows b0 .. b0 + kRowsInFlight - 1 (gate|up: u holds
-// up's), their loads in flight at once; zeros for rows past the launch's.
+// The 16-byte vectors from column e of input rows b0 .. b0 + kRowsInFlight - 1, their loads in
+// flight at once; zeros for rows past the launch's.
 __device__ __forceinline__ void load_row_vectors(const Params &p, const Proj &q, int b0, int e,
-                                                 uint4 (&a)[kRowsInFlight], uint4 (&u)[kRowsInFlight]) {
+                                                 uint4 (&a)[kRowsInFlight]) {
 #pragma unroll
-    for (int i = 0; i < kRowsInFlight; i++) {
-        a[i] = u[i] = make_uint4(0u, 0u, 0u, 0u);
-        if (b0 + i < p.rows) {
-            const bf16 *in = q.in + (b0 + i) * q.in_stride;
-            a[i] = __ldcg((const uint4 *)(in + e));
-            if (q.swiglu) u[i] = __ldcg((const uint4 *)(in + p.ffn + e));
-        }
-    }
+    for (int i = 0; i < kRowsInFlight; i++)
+        a[i] = b0 + i < p.rows ? __ldcg((const uint4 *)(q.in + (b0 + i) * q.in_stride + e)) : make_uint4(0u, 0u, 0u, 0u);
 }
 
 template <int ROWS> struct ResidPrefetch {
@@ -664,41 +708,27 @@ __device__ void stage_rows(const Params &p, const Proj &q, int lo, int hi, bf16 
     constexpr int kRowsVecs = ((chunk_cols<ROWS>() ? chunk_cols<ROWS>() : kMaxRowsK) + kConsumers * 8 - 1) / (kConsumers * 8);
     const int t = threadIdx.x, K = q.k, W = hi - lo, rows = p.rows;
     const int xst = Split<ROWS>::xstride(W);
-    const bool whole = lo == 0 && hi == K;
     constexpr int stride = kConsumers * 8;
+    const bool known = q.w_scale && q.in_amax; // (whole or chunked; a normalised input is neither)
     float ss[ROWS], mx[ROWS];
 #pragma unroll
-    for (int b = 0; b < ROWS; b++) ss[b] = mx[b] = 0.0f;
-    if (q.w_scale && !whole && lo == 0) { // a chunked FP8 input: its rows' maxima over every column
-        for (int e = t * 8; e < K; e += stride)
-#pragma unroll
-            for (int b0 = 0; b0 < ROWS; b0 += kRowsInFlight) {
-                uint4 a[kRowsInFlight], u[kRowsInFlight];
-                load_row_vectors(p, q, b0, e, a, u);
-#pragma unroll
-                for (int i = 0; i < kRowsInFlight; i++) {
-                    float xf[8];
-                    input_values(q, a[i], u[i], xf);
-#pragma unroll
-                    for (int j = 0; j < 8; j++) mx[b0 + i] = fmaxf(mx[b0 + i], fabsf(xf[j]));
-                }
-            }
-        consumers_reduce_rows<true, ROWS>(mx, red);
-        if (t == 0)
-            for (int b = 0; b < rows; b++) sx[b] = vk_fp8_scale(mx[b]);
-        consumers_sync(); // the scales, to every thread
-    }
+    for (int b = 0; b < ROWS; b++)
+        ss[b] = 0.0f, mx[b] = known && b < rows ? __uint_as_float(__ldcg(q.in_amax + b * kCounterStride)) : 0.0f;
     for (int e = lo + t * 8; e < hi; e += stride)
 #pragma unroll
         for (int b0 = 0; b0 < ROWS; b0 += kRowsInFlight) {
-            uint4 a[kRowsInFlight], u[kRowsInFlight];
-            load_row_vectors(p, q, b0, e, a, u);
+            uint4 a[kRowsInFlight];
+            load_row_vectors(p, q, b0, e, a);
 #pragma unroll
             for (int i = 0; i < kRowsInFlight; i++) {
                 const int b = b0 + i;
                 if (b >= rows) continue;
                 float xf[8];
-                input_values(q, a[i], u[i], xf);
+                vk_unpack8(a[i], xf);
+                if (known) { // the row's maximum is the published one
+                    vk_store8(xs + b * xst + (e - lo), xf);
+                    continue;
+                }
 #pragma unroll
                 for (int j = 0; j < 8; j++) {
                     ss[b] = fmaf(xf[j], xf[j], ss[b]);
@@ -728,17 +758,14 @@ __device__ void stage_rows(const Params &p, const Proj &q, int lo, int hi, bf16 
             }
     }
     if (q.w_scale) {
-        if (whole) {
-            consumers_reduce_rows<true, ROWS>(mx, red);
-            if (t == 0)
-                for (int b = 0; b < rows; b++) sx[b] = vk_fp8_scale(mx[b]);
-        }
+        if (!known) consumers_reduce_rows<true, ROWS>(mx, red); // (whole)
+        if (t == 0)
+            for (int b = 0; b < rows; b++) sx[b] = vk_fp8_scale(mx[b]);
         const int cst = Split<ROWS>::cstride(W);
         uint2 c[ROWS][kRowsVecs];
 #pragma unroll
         for (int b = 0; b < ROWS; b++) {
-            // this row's scale: found above (whole), or by the first chunk (its barrier passed it on)
-            const float s = whole ? vk_fp8_scale(mx[b]) : b < rows ? sx[b] : 1.0f;
+            const float s = vk_fp8_scale(mx[b]); // the row's maximum, over every column
 #pragma unroll
             for (int i = 0; i < kRowsVecs; i++) {
                 const int e = t * 8 + i * stride; // from lo
@@ -767,7 +794,11 @@ __device__ void stage_rows(const Params &p, const Proj &q, int lo, int hi, bf16 
 }
 
 // Row w of the block's nth unit of q, -1 if the block has no such unit.
-__device__ __forceinline__ int64_t unit_row(const Proj &q, int offset, int nth, int w) {
+template <int ROWS> __device__ __forceinline__ int64_t unit_row(const Proj &q, int offset, int nth, int w) {
+    if (ROWS > 1 && q.pairs) { // pair nth / 2, its gate or up unit (op_first_unit, next_unit)
+        const int64_t half = q.n / kUnitRows / 2, i = first_unit(offset) + (int64_t)(nth >> 1) * gridDim.x;
+        return i < half ? (i + (nth & 1) * half) * kUnitRows + w : -1;
+    }
     const int64_t u = first_unit(offset) + (int64_t)nth * gridDim.x;
     return u < q.n / kUnitRows ? u * kUnitRows + w : -1;
 }
@@ -782,8 +813,9 @@ __device__ __forceinline__ int64_t unit_row(const Proj &q, int offset, int nth, 
 struct RowPrefetch {
     float resid, wscale;
 };
+template <int ROWS>
 __device__ __forceinline__ RowPrefetch prefetch_row(const Proj &q, int offset, int nth, int w, bool resid = true) {
-    const int64_t r = unit_row(q, offset, nth, w);
+    const int64_t r = unit_row<ROWS>(q, offset, nth, w);
     RowPrefetch f;
     f.resid = resid && q.resid && r >= 0 ? vk_f(__ldcg(q.resid + r)) : 0.0f;
     f.wscale = q.w_scale && r >= 0 ? __ldg(q.w_scale + r) : 1.0f;
@@ -797,13 +829,28 @@ __device__ __forceinline__ ResidPrefetch<ROWS> prefetch_resid(const Params &p, c
 #pragma unroll
     for (int j = 0; j < ResidPrefetch<ROWS>::kEach; j++) {
         const int i = threadIdx.x + j * kConsumers, b = i / kUnitRows % ROWS;
-        const int64_t r = i < ResidPrefetch<ROWS>::kValues ? unit_row(q, offset, i / (ROWS * kUnitRows), i % kUnitRows) : -1;
+        const int64_t r = i < ResidPrefetch<ROWS>::kValues ? unit_row<ROWS>(q, offset, i / (ROWS * kUnitRows), i % kUnitRows) : -1;
         f.v[j] = q.resid && r >= 0 && b < p.rows ? vk_f(__ldcg(q.resid + b * q.y_stride + r)) : 0.0f;
     }
     return f;
 }
 
 // ---- a projection (consumers) ------------------------------------------------------------------
+// The batched gate|up's epilogue (Proj::pairs) of weight row r of the block's nth unit u, for one
+// input row whose output is y: the gate unit's bf16 value v waits in gate for the same row of its
+// up unit, then SwiGLU of the two (fused.cu's rounding) goes to y at the gate row's place and into
+// amax, the row's running maximum of |SwiGLU| (Proj::amax_out).
+__device__ __forceinline__ void pair_epilogue(const Proj &q, int nth, int64_t u, int r, float v, float &gate,
+                                              float &amax, bf16 *y) {
+    if (!(nth & 1)) {
+        gate = v;
+        return;
+    }
+    const float a = vk_round(vk_swiglu(gate, v));
+    y[(u - q.n / kUnitRows / 2) * kUnitRows + r] = vk_bf(a);
+    amax = fmaxf(amax, fabsf(a));
+}
+
 __device__ __forceinline__ float dot_vec(uint4 w, const bf16 *x, bool fp8) {
     if (fp8) {
         float xf[16];
@@ -989,7 +1036,7 @@ __device__ void run_projection_split(const Params &p, const Proj &q, int offset,
     constexpr int kWarpVecs = kRowBytes / 16 / kConsumerWarps; // a warp's vectors of a row
     constexpr int kVecsInFlight = kWarpVecs / 8; // vectors a lane loads at once (half a page's)
     static_assert(kWarpVecs % 8 == 0, "a page's vectors of a warp are two loads of a lane's");
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, G = gridDim.x;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int g = lane >> 2, t = lane & 3;
     const int pc = page_cols(FP8), ve = vec_elems(FP8);
     const int v0 = warp * (kRowBytes / 16 / kConsumerWarps); // this warp's first vector of a row
@@ -999,8 +1046,14 @@ __device__ void run_projection_split(const Params &p, const Proj &q, int offset,
         g < launch_rows<ROWS>(p) ? (const unsigned char *)xs + (size_t)g * (FP8 ? S::cstride(hi - lo) : 2 * S::xstride(hi - lo))
                    : nullptr;
     const bool first = lo == 0, last = hi == q.k; // of the chunks
+    const bool paired = ROWS > 1 && q.pairs;       // gate|up's pairs (pair_epilogue)
+    constexpr int kHalves = (ROWS * kUnitRows + 31) / 32; // the adder's sums a lane (8 rows: two)
+    float gate[kHalves], amax[kHalves];                   // pair_epilogue's, of the half's input row
+#pragma unroll
+    for (int half = 0; half < kHalves; half++) gate[half] = amax[half] = 0.0f;
     int nth = 0; // the unit's place among this block's units
-    for (int64_t u = first_unit(offset); u < units; u += G, nth++, unit_ord++) {
+    for (int64_t u = op_first_unit<ROWS>(q, offset, units); u < units;
+         nth++, unit_ord++, u = next_unit<ROWS>(q, u, nth, units)) {
         const int us = (int)(unit_ord % S::kSlots);
         const uint32_t round = unit_ord / S::kSlots; // the slot's uses before this one
         // the unit's pages, each through products(weight row g's bytes of the page, the offset of
@@ -1059,12 +1112,13 @@ __device__ void run_projection_split(const Params &p, const Proj &q, int offset,
                 vk_mbar_arrive(vk_smem_u32(&unit_bar[us])); // releases this lane's sums
             }
         }
-        if (warp != nth % kConsumerWarps) continue;
+        if (warp != (paired ? nth >> 1 : nth) % kConsumerWarps) continue;
         vk_mbar_wait(vk_smem_u32(&unit_bar[us]), round & 1);
         const int r = lane & 7;                                // weight row r of the unit
-        const int src = ((nth / kConsumerWarps) & 3) * 8 + r; // the prefetch's lane
+        const int k = paired ? pair_adder_k(nth) : nth / kConsumerWarps; // the adder's k-th unit
+        const bool prefetched = paired ? k < 4 : nth < 4 * kConsumerWarps;
+        const int src = (k & 3) * 8 + r;                       // the prefetch's lane
         const float ws0 = FP8 ? __shfl_sync(0xffffffffu, pre.wscale, src) : 1.0f;
-        constexpr int kHalves = (ROWS * kUnitRows + 31) / 32; // 8 rows: two sums a lane
 #pragma unroll
         for (int half = 0; half < kHalves; half++) {
             const int b = ROWS == 1 ? 0 : (lane + 32 * half) >> 3; // input row b
@@ -1088,11 +1142,23 @@ __device__ void run_projection_split(const Params &p, const Proj &q, int offset,
             }
             if (q.resid && nth >= (ROWS == 1 ? 4 * kConsumerWarps : kPrefUnits)) // past the prefetched units
                 res = vk_f(__ldcg(q.resid + b * q.y_stride + rw));
-            if (FP8 && nth >= 4 * kConsumerWarps) ws = q.w_scale[rw];
+            if (FP8 && !prefetched) ws = q.w_scale[rw];
             if (FP8) sum *= sx[b] * ws;
-            q.y[b * q.y_stride + rw] = q.resid ? vk_bf(res + vk_round(sum)) : vk_bf(sum);
+            if (paired)
+                pair_epilogue(q, nth, u, r, vk_round(sum), gate[half], amax[half], q.y + b * q.y_stride);
+            else
+                q.y[b * q.y_stride + rw] = q.resid ? vk_bf(res + vk_round(sum)) : vk_bf(sum);
         }
     }
+    if (paired && q.amax_out) // each row's maximum over its adder lanes (lanes 8b .. 8b + 7 of a half)
+#pragma unroll
+        for (int half = 0; half < kHalves; half++) {
+            float m = amax[half];
+#pragma unroll
+            for (int o = 1; o < kUnitRows; o <<= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+            const int b = (lane + 32 * half) >> 3;
+            if ((lane & 7) == 0 && b < launch_rows<ROWS>(p)) publish_amax(q.amax_out + b * kCounterStride, m);
+        }
 }
 
 // ---- attention (consumers) -----------------------------------------------------------------------
@@ -1262,13 +1328,23 @@ __device__ __forceinline__ int64_t split_slots(const Params &p, int b, int g, in
     return ((int64_t)b * p.kv_heads + g) * GQ * kMaxSplits;
 }
 
+// The batched instances' FP8 o input: publishes the largest |value| of row b's attention output
+// that a consumer thread wrote (Proj::in_amax); every consumer thread takes part.
+__device__ __forceinline__ void publish_attn_amax(const Params &p, int layer, int b, float amax) {
+    if (!p.layers[layer].o_scale) return;
+    amax = vk_warp_max(amax);
+    if ((threadIdx.x & 31) == 0) publish_amax(amax_slot(p, layer, AMAX_O) + b * kCounterStride, amax);
+}
+
 // The group's split partials merged (vk_merge, the op-by-op path's arithmetic and order) with
 // every read in flight at once: each thread's partial outputs to registers, the (max, sum)
 // pairs through shared memory (ml_s), one L2 round trip in all (a loop over the splits' loads
 // took one a split).
-__device__ __forceinline__ void merge_group(const Params &p, int b, int g, int GQ, int D, int n_active,
+template <int ROWS>
+__device__ __forceinline__ void merge_group(const Params &p, int layer, int b, int g, int GQ, int D, int n_active,
                                             float *ml_s) {
     const int t = threadIdx.x;
+    float amax = 0.0f; // of this thread's outputs (publish_attn_amax)
     const int64_t ws0 = split_slots(p, b, g, GQ); // this group's (head, split) slots
     static_assert(kMaxGroup * kMaxSplits * 2 <= kConsumers, "a thread loads one (max, sum) value");
     const float mlv = t < GQ * kMaxSplits * 2 ? __ldcg(&p.part_ml[ws0 * 2 + t]) : 0.0f;
@@ -1298,9 +1374,12 @@ __device__ __forceinline__ void merge_group(const Params &p, int b, int g, int G
             const float v = vk_merge<kMaxSplits>(
                 n_active, [&](int sp) { return ml[sp * 2]; }, [&](int sp) { return ml[sp * 2 + 1]; },
                 [&](int sp) { return o[sp]; });
-            p.attn[(int64_t)b * p.heads * D + (int64_t)(g * GQ + h) * D + d] = vk_bf(v);
+            const bf16 out = vk_bf(v);
+            p.attn[(int64_t)b * p.heads * D + (int64_t)(g * GQ + h) * D + d] = out;
+            amax = fmaxf(amax, fabsf(vk_f(out)));
         }
     }
+    if constexpr (ROWS > 1) publish_attn_amax(p, layer, b, amax);
 }
 
 // The shared memory past an attention unit's scratch where its later keys are staged (the rest
@@ -1481,6 +1560,7 @@ __device__ __forceinline__ void attention_unit(const Params &p, const StepRows<R
     }
     consumers_sync();
     const int64_t ws0 = split_slots(p, b, g, GQ); // this group's (head, split) slots
+    float amax = 0.0f; // of this thread's outputs (one split: publish_attn_amax)
     for (int i = t; i < GQ * D; i += kConsumers) {
         const int h = i / D, d = i % D;
         float mx = -INFINITY;
@@ -1493,13 +1573,17 @@ __device__ __forceinline__ void attention_unit(const Params &p, const StepRows<R
             ls += f * s.wl[w * GQ + h];
         }
         if (n_active == 1) {
-            attn[(int64_t)(g * GQ + h) * D + d] = vk_bf(ls > 0.0f ? acc / ls : 0.0f);
+            const bf16 out = vk_bf(ls > 0.0f ? acc / ls : 0.0f);
+            attn[(int64_t)(g * GQ + h) * D + d] = out;
+            amax = fmaxf(amax, fabsf(vk_f(out)));
         } else {
             const int64_t slot = ws0 + (int64_t)h * kMaxSplits + split;
             p.part_o[slot * D + d] = acc;
             if (d == 0) p.part_ml[slot * 2] = mx, p.part_ml[slot * 2 + 1] = ls;
         }
     }
+    if constexpr (ROWS > 1)
+        if (n_active == 1) publish_attn_amax(p, layer, b, amax);
     if (n_active > 1) { // the last split of the group to finish merges them all
         consumers_sync();
         ATTN_MARK(p, layer, 4);
@@ -1509,7 +1593,7 @@ __device__ __forceinline__ void attention_unit(const Params &p, const StepRows<R
         consumers_sync();
         ATTN_MARK(p, layer, 5);
         if (!*s.last) return;
-        merge_group(p, b, g, GQ, D, n_active, s.wo); // the warps' outputs are written out
+        merge_group<ROWS>(p, layer, b, g, GQ, D, n_active, s.wo); // the warps' outputs are written out
     }
     ATTN_MARK(p, layer, 6);
     signal_counter(p, op_counter(layer, OP_ATTN)); // one more group's output is complete
@@ -1622,11 +1706,14 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
             if (p.stamps && threadIdx.x == 0) p.stamps[((size_t)blockIdx.x * n_steps(p) + step) * 2 + 1] = global_ns();
             continue;
         }
-        const Proj q = proj_of(p, step);
+        const Proj q = proj_of<ROWS>(p, step);
         bf16 *xs = reinterpret_cast<bf16 *>(stage);
         if constexpr (SPLIT) {
-            // lane 8k + r of warp w: row r of the block's unit w + 8k (k < 4), whose sums warp w adds up
-            const RowPrefetch pre = prefetch_row(q, offset, warp + (lane >> 3) * kConsumerWarps, lane & 7, ROWS == 1);
+            // lane 8k + r of warp w: row r of the block's unit w + 8k (k < 4), whose sums warp w adds
+            // up (gate|up's pairs: its k-th unit, pair_adder_nth)
+            const RowPrefetch pre = prefetch_row<ROWS>(
+                q, offset, ROWS > 1 && q.pairs ? pair_adder_nth(warp, lane >> 3) : warp + (lane >> 3) * kConsumerWarps,
+                lane & 7, ROWS == 1);
             float *partials = reinterpret_cast<float *>(stage + S::kPartialsAt);
             // the products of columns lo .. hi - 1 of the staged input `in` (bf16 values, or FP8's codes)
             auto project = [&](int lo, int hi, const void *in) {
@@ -1656,7 +1743,7 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
             }
         } else {
             // lane j of warp w: row w of the block's j-th unit (before staging: its round trip overlaps)
-            const RowPrefetch pre = prefetch_row(q, offset, lane, warp);
+            const RowPrefetch pre = prefetch_row<ROWS>(q, offset, lane, warp);
             stage_input(p, q, xs, red, &st.sx[0], nullptr);
             if (op == OP_QKV) fetch_keys<DPL, ROWS>(p, st, layer, first_keys); // table entries in by now
             if (q.w_scale)
@@ -1677,6 +1764,9 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
         consumers_sync();
         if (s_last) {
             for (int i = threadIdx.x; i < p.n_counters; i += kConsumers) *counter(p, i) = 0u;
+            if constexpr (ROWS > 1) // the FP8 inputs' maxima (amax_slot)
+                for (int i = threadIdx.x; i < p.n_layers * kAmaxInputs * kMaxRows; i += kConsumers)
+                    p.amax[(size_t)i * kCounterStride] = 0u;
         }
     }
 #endif
@@ -1687,7 +1777,7 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
 // that one workspace, zeroed once, serves launches of any rows (the counters sit at the same
 // places and the last block of a launch zeroes all of them).
 struct Layout {
-    size_t counters, xa, xb, qkv, attn, gu, part_o, part_ml, total;
+    size_t counters, xa, xb, qkv, attn, gu, part_o, part_ml, amax, total;
     int n_counters;
 };
 
@@ -1707,6 +1797,8 @@ Layout layout_of(const vox_k_pdecode_args *a) {
     l.gu = at, at += align256(R * a->ffn * 4);
     l.part_o = at, at += align256(R * a->heads * kMaxSplits * a->head_dim * sizeof(float));
     l.part_ml = at, at += align256(R * a->heads * kMaxSplits * 2 * sizeof(float));
+    // the batched instances' FP8 input maxima (amax_slot), after the rest so that nothing moves
+    l.amax = at, at += align256((size_t)a->n_layers * 2 * R * kCounterStride * sizeof(unsigned));
     l.total = at;
     return l;
 }
@@ -1825,6 +1917,7 @@ extern "C" int vox_k_pdecode(const vox_k_pdecode_args *a, cudaStream_t stream) {
     p.xa = (bf16 *)(ws + l.xa), p.xb = (bf16 *)(ws + l.xb), p.qkv = (bf16 *)(ws + l.qkv);
     p.attn = (bf16 *)(ws + l.attn), p.gu = (bf16 *)(ws + l.gu);
     p.part_o = (float *)(ws + l.part_o), p.part_ml = (float *)(ws + l.part_ml);
+    p.amax = (unsigned *)(ws + l.amax);
     p.stamps = (unsigned long long *)a->stamps;
     // read once (C++ initialises function statics once, also when engines on two devices
     // launch from their own threads at the same time)
