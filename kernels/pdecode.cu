@@ -709,7 +709,7 @@ __device__ void stage_rows(const Params &p, const Proj &q, int lo, int hi, bf16 
     const int t = threadIdx.x, K = q.k, W = hi - lo, rows = p.rows;
     const int xst = Split<ROWS>::xstride(W);
     constexpr int stride = kConsumers * 8;
-    const bool known = q.w_scale && q.in_amax; // (whole or chunked; a normalised input is neither)
+    const bool known = q.w_scale && q.in_amax; // o's and down's FP8 inputs (whole or chunked)
     float ss[ROWS], mx[ROWS];
 #pragma unroll
     for (int b = 0; b < ROWS; b++)
