@@ -2,7 +2,7 @@
 # call 9 of 2026-12-06b, PREPARED FOR THE NEXT SESSION, NOT RUN (any card; first thing):
 # 1. the checks of 315c9d6's landed form (the batched instances' pairs and published maxima were
 #    restructured after calls 6-8 and not run again), tiny models at 1, 4 and 8 rows;
-# 2. the step: b6b1df5 (`base`: main with bench/2026-12-06b/pdecode-before-pairs.patch), main, and
+# 2. the step: b6b1df5 (`base`: main with bench/2026-12-06b/pdecode-before-pairs.patch, made against 099bf3e), main, and
 #    the pairs at one row (`pairs1`: pdecode-pairs-one-row-experiment.patch; the one-row split
 #    consumer takes gate|up's pairs, its staging keeps its own FP8 reduction);
 # 3. decode_ab at batch 8 with VOX_PDECODE_ROWS=8 against the default 4 (the 8-row step is now
