@@ -36,10 +36,11 @@
 //         (the newest read from the fresh values, not the cache); the last split of a group
 //         to finish merges the partials and writes the group's bf16 output
 //   O     x' = x + bf16(attn @ Wo^T)
-//   GU    gate|up = RMSNorm(x') @ Wgu^T, stored bf16 (SwiGLU is applied by DOWN's staging); in the
-//         batched instances act = SwiGLU(gate, up) instead: a block takes gate rows i..i+7 and up
-//         rows i..i+7 in turn and writes act[i..i+7] (Proj::pairs)
-//   DOWN  x'' = x' + bf16(swiglu(gate, up) @ Wdown^T), or x' + bf16(act @ Wdown^T)
+//   GU    act = SwiGLU(RMSNorm(x') @ Wgu^T), gate and up rounded to bf16 first: the one-row split
+//         consumer's units hold gate rows i..i+3 and up rows i..i+3 (Proj::glu_units), the
+//         batched instances take gate rows i..i+7 and up rows i..i+7 in turn (Proj::pairs); with
+//         the row consumer gate|up is stored and DOWN's staging applies SwiGLU
+//   DOWN  x'' = x' + bf16(act @ Wdown^T)
 // then LM: logits = RMSNorm(x) @ Wlm^T (bf16 weights, also in an FP8 model).
 //
 // Numerics: the rounding points of the op-by-op path (matvec.cuh, fused.cu, attention.cu):
@@ -355,8 +356,16 @@ struct Proj {
     // rounding) instead of gate and up; down's staging then loads half the bytes and computes no
     // SwiGLU (each block computed all ffn of them, an expf and a division each). On an H100 the
     // 4-row step went 3360 -> 3125 us (bf16), 8 rows FP8 6570 -> 4910; the one-row instance lost
-    // 1.2-2.7% with it and keeps SwiGLU in its staging (bench/NOTES-2026-12-06b.md).
+    // 1.2-4% with it (bench/NOTES-2026-12-06b.md) and takes glu_units instead.
     bool pairs;
+    // The one-row split consumer's gate|up: a unit is gate rows 4i..4i+3 and up rows ffn + 4i..
+    // ffn + 4i + 3 (glu_row), so that its adder holds both halves of 4 SwiGLUs and writes
+    // y[4i..4i+3] = SwiGLU(gate, up) (fused.cu's rounding): down's staging loads half the bytes
+    // and computes none of the ffn SwiGLUs that every block computed (3.4% of an FP8 step), and
+    // no state passes from unit to unit, as the pairs' gate sums do. With the adding's lag
+    // (run_projection_split) the one-row step went 1865 -> 1823 us (FP8) and 2616 -> 2604
+    // (bf16) on an H100 (bench/NOTES-2026-12-06c.md).
+    bool glu_units;
     // The batched instances' FP8 inputs without an RMSNorm (o's, down's): their rows' maxima of
     // |value|, published by the ops that write them (amax_out: the attention's merger, gate|up's
     // adders), so that the staging needs no block-wide reduction of its own (a chunked input no
@@ -398,15 +407,17 @@ template <int ROWS> __device__ Proj proj_of(const Params &p, int step) {
         if (ROWS > 1) { // SwiGLU(gate, up), ffn values a row
             q.pairs = true, q.y_stride = p.ffn;
             if (L.down_scale) q.amax_out = amax_slot(p, layer, AMAX_DOWN);
+        } else if (p.consumer == CONSUMER_SPLIT) {
+            q.glu_units = true, q.y_stride = p.ffn;
         }
         break;
     case OP_DOWN:
         q.w = L.down, q.w_scale = L.down_scale, q.n = p.hidden, q.k = p.ffn, q.in = p.gu;
         q.swiglu = true, q.resid = p.xa, q.y = p.xb;
         q.in_stride = 2 * (int64_t)p.ffn, q.y_stride = p.hidden;
-        if (ROWS > 1) { // gate|up's epilogue wrote SwiGLU
+        if (ROWS > 1 || p.consumer == CONSUMER_SPLIT) { // gate|up's epilogue wrote SwiGLU
             q.swiglu = false, q.in_stride = p.ffn;
-            if (L.down_scale) q.in_amax = amax_slot(p, layer, AMAX_DOWN);
+            if (ROWS > 1 && L.down_scale) q.in_amax = amax_slot(p, layer, AMAX_DOWN);
         }
         break;
     default: break; // OP_ATTN has no weights
@@ -421,6 +432,14 @@ __device__ __forceinline__ bool step_is_attention(const Params &p, int step) {
 // Elements a 16-byte vector holds, and columns a page holds of each of its rows.
 __device__ __forceinline__ int vec_elems(bool fp8) { return fp8 ? 16 : 8; }
 __device__ __forceinline__ int page_cols(bool fp8) { return kRowBytes / (fp8 ? 1 : 2); }
+
+// The weight row that row r (< kUnitRows) of unit u holds: rows 8u .. 8u + 7, or, where q deals
+// SwiGLU units (Proj::glu_units), gate rows 4u .. 4u + 3 and then the same rows of up.
+__device__ __forceinline__ int64_t glu_row(const Proj &q, int64_t u, int r) {
+    constexpr int kHalf = kUnitRows / 2;
+    if (!q.glu_units) return u * kUnitRows + r;
+    return (r < kHalf ? 0 : q.n / 2) + u * kHalf + (r & (kHalf - 1));
+}
 
 // Units are dealt round robin: unit u of an op goes to block (u + offset) % G, offset carried
 // from op to op. This block's first unit of an op dealt from offset (then + G, + 2G, ...).
@@ -503,7 +522,7 @@ template <int ROWS> __device__ void cursor_next(const Params &p, PageCursor &c) 
 __device__ __forceinline__ const unsigned char *page_row(const PageCursor &c, int r, unsigned *bytes) {
     const int esz = c.q.w_scale ? 1 : 2;
     *bytes = (unsigned)(min(page_cols(c.q.w_scale != nullptr), c.q.k - c.c0) * esz);
-    return (const unsigned char *)c.q.w + ((c.u * kUnitRows + r) * c.q.k + c.c0) * esz;
+    return (const unsigned char *)c.q.w + (glu_row(c.q, c.u, r) * c.q.k + c.c0) * esz;
 }
 
 // Lanes 0..7 copy the 8 rows of each page into the ring, as soon as its slot is free. (Asking
@@ -800,7 +819,7 @@ template <int ROWS> __device__ __forceinline__ int64_t unit_row(const Proj &q, i
         return i < half ? (i + (nth & 1) * half) * kUnitRows + w : -1;
     }
     const int64_t u = first_unit(offset) + (int64_t)nth * gridDim.x;
-    return u < q.n / kUnitRows ? u * kUnitRows + w : -1;
+    return u < q.n / kUnitRows ? glu_row(q, u, w) : -1;
 }
 
 // What an ADD projection adds to row w of the block's nth unit, and (FP8) that weight row's
@@ -1051,9 +1070,66 @@ __device__ void run_projection_split(const Params &p, const Proj &q, int offset,
     float gate[kHalves], amax[kHalves];                   // pair_epilogue's, of the half's input row
 #pragma unroll
     for (int half = 0; half < kHalves; half++) gate[half] = amax[half] = 0.0f;
+    // unit u's sums (its nth, its slot us in its round), added up by its adder warp
+    auto add_unit = [&](int64_t u, int nth, int us, uint32_t round) {
+        if (warp != (paired ? nth >> 1 : nth) % kConsumerWarps) return;
+        vk_mbar_wait(vk_smem_u32(&unit_bar[us]), round & 1);
+        const int r = lane & 7;                                // weight row r of the unit
+        const int k = paired ? pair_adder_k(nth) : nth / kConsumerWarps; // the adder's k-th unit
+        const bool prefetched = paired ? k < 4 : nth < 4 * kConsumerWarps;
+        const int src = (k & 3) * 8 + r;                       // the prefetch's lane
+        const float ws0 = FP8 ? __shfl_sync(0xffffffffu, pre.wscale, src) : 1.0f;
+#pragma unroll
+        for (int half = 0; half < kHalves; half++) {
+            const int b = ROWS == 1 ? 0 : (lane + 32 * half) >> 3; // input row b
+            float res = 0.0f, ws = ws0;
+            if constexpr (ROWS == 1) res = __shfl_sync(0xffffffffu, pre.resid, src); // every lane takes part
+            if (ROWS == 1 ? lane >= kUnitRows : b >= launch_rows<ROWS>(p)) continue;
+            if (ROWS > 1 && nth < kPrefUnits) res = resid_s[(nth * ROWS + b) * kUnitRows + r];
+            const int64_t rw = glu_row(q, u, r);
+            const float *pu = partials + ((size_t)us * kConsumerWarps * ROWS + b) * kUnitRows + r;
+            float sum = 0.0f;
+#pragma unroll
+            for (int w = 0; w < kConsumerWarps; w++) sum += pu[w * ROWS * kUnitRows];
+            vk_mbar_arrive(vk_smem_u32(&slot_free[us])); // the slot can take its next unit
+            if (!first || !last) { // chunked: the chunks' sums in chunk order
+                float *acc_u = chunk_acc + ((size_t)nth * ROWS + b) * kUnitRows + r;
+                if (!first) sum = *acc_u + sum;
+                if (!last) {
+                    *acc_u = sum;
+                    continue;
+                }
+            }
+            if (q.resid && nth >= (ROWS == 1 ? 4 * kConsumerWarps : kPrefUnits)) // past the prefetched units
+                res = vk_f(__ldcg(q.resid + b * q.y_stride + rw));
+            if (FP8 && !prefetched) ws = q.w_scale[rw];
+            if (FP8) sum *= sx[b] * ws;
+            if (ROWS == 1 && q.glu_units) { // lanes 0-3 hold gate rows, 4-7 the same rows of up
+                constexpr int kHalf = kUnitRows / 2;
+                const float v = vk_round(sum), up = __shfl_down_sync(0xffu, v, kHalf);
+                if (r < kHalf) q.y[u * kHalf + r] = vk_bf(vk_round(vk_swiglu(v, up)));
+                continue;
+            }
+            if (paired)
+                pair_epilogue(q, nth, u, r, vk_round(sum), gate[half], amax[half], q.y + b * q.y_stride);
+            else
+                q.y[b * q.y_stride + rw] = q.resid ? vk_bf(res + vk_round(sum)) : vk_bf(sum);
+        }
+    };
     int nth = 0; // the unit's place among this block's units
-    for (int64_t u = op_first_unit<ROWS>(q, offset, units); u < units;
-         nth++, unit_ord++, u = next_unit<ROWS>(q, u, nth, units)) {
+    // The adding lags a unit behind (kLag: FP8, and the batched instances): an adder that waits
+    // for the slowest warp's sums, adds, and is then itself the slowest warp of the next unit puts
+    // every unit's epilogue on the op's chain, one after another; added after its products of the
+    // next unit, the sums are there and the epilogue runs beside the other warps' pages (with the
+    // SwiGLU units, H100: one-row FP8 step -2.2%, 8 rows -2.5%; one-row bf16, whose units are two
+    // pages or more, measured +0.25% with it and adds at once: bench/NOTES-2026-12-06c.md).
+    constexpr bool kLag = FP8 || ROWS > 1;
+    int64_t pending = -1; // the unit whose adding waits for this warp's products of the next
+    int pending_us = 0;
+    uint32_t pending_round = 0;
+    // one turn past the last unit, for its adding alone (one copy of add_unit's code)
+    for (int64_t u = op_first_unit<ROWS>(q, offset, units);; nth++, unit_ord++, u = next_unit<ROWS>(q, u, nth, units)) {
+        const bool more = u < units;
         const int us = (int)(unit_ord % S::kSlots);
         const uint32_t round = unit_ord / S::kSlots; // the slot's uses before this one
         // the unit's pages, each through products(weight row g's bytes of the page, the offset of
@@ -1070,7 +1146,8 @@ __device__ void run_projection_split(const Params &p, const Proj &q, int offset,
                 if (lane == 0 || p.handover) vk_mbar_arrive(vk_smem_u32(&empty[slot]));
             }
         };
-        if constexpr (ROWS == 1) { // the pairs: lanes (r, 0) end with weight row r's sum
+        if (!more) { // past the last unit: only the adding below
+        } else if constexpr (ROWS == 1) { // the pairs: lanes (r, 0) end with weight row r's sum
             constexpr int kPairs = kWarpVecs / 8;
             float acc[kPairs][4];
 #pragma unroll
@@ -1112,42 +1189,13 @@ __device__ void run_projection_split(const Params &p, const Proj &q, int offset,
                 vk_mbar_arrive(vk_smem_u32(&unit_bar[us])); // releases this lane's sums
             }
         }
-        if (warp != (paired ? nth >> 1 : nth) % kConsumerWarps) continue;
-        vk_mbar_wait(vk_smem_u32(&unit_bar[us]), round & 1);
-        const int r = lane & 7;                                // weight row r of the unit
-        const int k = paired ? pair_adder_k(nth) : nth / kConsumerWarps; // the adder's k-th unit
-        const bool prefetched = paired ? k < 4 : nth < 4 * kConsumerWarps;
-        const int src = (k & 3) * 8 + r;                       // the prefetch's lane
-        const float ws0 = FP8 ? __shfl_sync(0xffffffffu, pre.wscale, src) : 1.0f;
-#pragma unroll
-        for (int half = 0; half < kHalves; half++) {
-            const int b = ROWS == 1 ? 0 : (lane + 32 * half) >> 3; // input row b
-            float res = 0.0f, ws = ws0;
-            if constexpr (ROWS == 1) res = __shfl_sync(0xffffffffu, pre.resid, src); // every lane takes part
-            if (ROWS == 1 ? lane >= kUnitRows : b >= launch_rows<ROWS>(p)) continue;
-            if (ROWS > 1 && nth < kPrefUnits) res = resid_s[(nth * ROWS + b) * kUnitRows + r];
-            const int64_t rw = u * kUnitRows + r;
-            const float *pu = partials + ((size_t)us * kConsumerWarps * ROWS + b) * kUnitRows + r;
-            float sum = 0.0f;
-#pragma unroll
-            for (int w = 0; w < kConsumerWarps; w++) sum += pu[w * ROWS * kUnitRows];
-            vk_mbar_arrive(vk_smem_u32(&slot_free[us])); // the slot can take its next unit
-            if (!first || !last) { // chunked: the chunks' sums in chunk order
-                float *acc_u = chunk_acc + ((size_t)nth * ROWS + b) * kUnitRows + r;
-                if (!first) sum = *acc_u + sum;
-                if (!last) {
-                    *acc_u = sum;
-                    continue;
-                }
-            }
-            if (q.resid && nth >= (ROWS == 1 ? 4 * kConsumerWarps : kPrefUnits)) // past the prefetched units
-                res = vk_f(__ldcg(q.resid + b * q.y_stride + rw));
-            if (FP8 && !prefetched) ws = q.w_scale[rw];
-            if (FP8) sum *= sx[b] * ws;
-            if (paired)
-                pair_epilogue(q, nth, u, r, vk_round(sum), gate[half], amax[half], q.y + b * q.y_stride);
-            else
-                q.y[b * q.y_stride + rw] = q.resid ? vk_bf(res + vk_round(sum)) : vk_bf(sum);
+        if constexpr (kLag) { // the unit before, whose adder has done this unit's products since
+            if (pending >= 0) add_unit(pending, nth - 1, pending_us, pending_round);
+            if (!more) break;
+            pending = u, pending_us = us, pending_round = round;
+        } else {
+            if (!more) break;
+            add_unit(u, nth, us, round);
         }
     }
     if (paired && q.amax_out) // each row's maximum over its adder lanes (lanes 8b .. 8b + 7 of a half)
