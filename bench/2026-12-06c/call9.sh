@@ -7,9 +7,14 @@
 # none added: compared with bench/2026-12-06b/sass_compare.py); the batched ones shrink 1% (8 rows
 # 15432 -> 15312 instructions at head_dim 128, 4 rows 13368 -> 13208).
 # Build and pack:
-#   VARIANT_RUNNER=1 bash bench/2026-12-04e/build_variants.sh glub=bench/2026-12-06c/pdecode-glu-units-batched.patch
+#   VARIANT_RUNNER=1 bash bench/2026-12-04e/build_variants.sh glub=bench/2026-12-06c/pdecode-glu-units-batched.patch \
+#        nosw=bench/2026-12-06c/pdecode-no-switches-experiment.patch
 #   mkdir -p .devscripts && cp bench/device-call.sh bench/2026-12-04c/pack.sh bench/2026-12-06c/call9.sh .devscripts/
-#   EXTRA_BINS="build/tests/test_kernels_pdecode_glub build/tests/test_cuda_transcribe_glub" bash .devscripts/pack.sh
+#   EXTRA_BINS="build/tests/test_kernels_pdecode_glub build/tests/test_cuda_transcribe_glub build/tests/test_kernels_pdecode_nosw" bash .devscripts/pack.sh
+# Also timed: `nosw` (pdecode-no-switches-experiment.patch), main with the timing experiments'
+# and VOX_PDECODE_HANDOVER's run-time branches taken out (56 instructions fewer an instance; call
+# 5 of 2026-12-06c found two more run-time switches costing 3% FP8 with both off). If nosw is >= 1%
+# faster at one row in both formats, those switches should leave the production kernel.
 # Checks first (every kernel check; the tiny models at 2, 3, 4, 5 and 8 rows with the variant's
 # test_cuda_transcribe), then the step against main at 1, 2, 4 and 8 rows.
 # Prediction: checks pass; one row even (+-0.3%); batched -0 to -2% (the pairs' adding bursts on one
@@ -27,7 +32,7 @@ for m in tiny_model tiny_model_fp8; do
 done
 for r in 1 2; do
   for cfg in fp8-split bf16-split fp8-split-r2 bf16-split-r2 fp8-split-r4 bf16-split-r4 fp8-split-r8 bf16-split-r8; do
-    say "round $r $(printf '%-14s' $cfg) | main $(step build/tests/test_kernels_pdecode --timing-only $cfg | cut -d' ' -f1) | glub $(step $V --timing-only $cfg | cut -d' ' -f1)"
+    say "round $r $(printf '%-14s' $cfg) | main $(step build/tests/test_kernels_pdecode --timing-only $cfg | cut -d' ' -f1) | glub $(step $V --timing-only $cfg | cut -d' ' -f1) | nosw $(step build/tests/test_kernels_pdecode_nosw --timing-only $cfg | cut -d' ' -f1)"
   done
 done
 say "end t $(el) s"
