@@ -4,7 +4,7 @@
 # mechanism for every split-consumer instance, no gate sums carried from unit to unit, each unit
 # added by its own warp (nth % 8, not one warp for both units of a pair), FP8 row maxima published
 # from the units' adders. The one-row instances' sm_90 code is main's (22-23 instructions reordered,
-# none added: compared with bench/2026-12-06b/sass_compare.py); the batched ones shrink 1% (8 rows
+# none added: scripts/pdecode_sass.py f2c278d); the batched ones shrink 1% (8 rows
 # 15432 -> 15312 instructions at head_dim 128, 4 rows 13368 -> 13208).
 # Build and pack:
 #   VARIANT_RUNNER=1 bash bench/2026-12-04e/build_variants.sh glub=bench/2026-12-06c/pdecode-glu-units-batched.patch \
