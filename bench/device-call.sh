@@ -18,6 +18,10 @@
 #                        (calls whose figures only count on the card the targets are set for)
 #   bench_run NAME ARGS  python3 ARGS --out /tmp/NAME (a bench script), its results.md,
 #                        results.json and log into $OUT/NAME, and its summary on stdout
+#   sanitize TOOL SECS SHAPE [CONSUMER]  compute-sanitizer TOOL on test_kernels_pdecode's checks of
+#                        one shape (and consumer), at most SECS seconds and only if the call's
+#                        580 s leave them (racecheck with its analysis report; set
+#                        VOX_PDECODE_WATCHDOG_S first): its summary line into the summary
 set -o pipefail
 tar -xJf .devrun.tar.xz
 export LD_LIBRARY_PATH=$PWD/.devlibs:$LD_LIBRARY_PATH
@@ -62,4 +66,11 @@ bench_run() {
   mkdir -p $OUT/$name; cp /tmp/$name/results.md /tmp/$name/results.json $OUT/$name/ 2>/dev/null
   cp /tmp/$name.log $OUT/$name/ 2>/dev/null
   sed -n '/## Summary/,/## /p' /tmp/$name/results.md | head -30
+}
+sanitize() {
+  local tool=$1 secs=$2 shape=$3 consumer=${4:-} log=$OUT/$1-${3// /-}.log extra=
+  [ $(( $(el) + secs )) -gt 580 ] && { say "skip $tool $shape (t $(el) s)"; return; }
+  [ $tool = racecheck ] && extra="--racecheck-report analysis"
+  timeout $secs compute-sanitizer --tool $tool $extra build/tests/test_kernels_pdecode --no-timing "$shape" $consumer > $log 2>&1
+  say "$tool $shape rc $? $(grep -E 'SUMMARY|checks,' $log | tr '\n' ' ') (t $(el) s)"
 }

@@ -7,17 +7,9 @@
 # FP8 (the batched lag). Pack: main's binaries (bench/2026-12-04c/pack.sh, no EXTRA_BINS).
 # Prediction: 0 errors and 0 hazards everywhere (the slots' barriers order the lagged reads).
 source .devscripts/device-call.sh
-X=build/tests/test_kernels_pdecode
 export VOX_PDECODE_WATCHDOG_S=900
-san() { # tool, seconds, shape
-  local tool=$1 secs=$2 shape=$3 log=$OUT/$1-${3// /-}.log extra=
-  [ $(( $(el) + secs )) -gt 580 ] && { say "skip $tool $shape (t $(el) s)"; return; }
-  [ $tool = racecheck ] && extra="--racecheck-report analysis"
-  timeout $secs compute-sanitizer --tool $tool $extra $X --no-timing "$shape" split > $log 2>&1
-  say "$tool $shape rc $? $(grep -E 'SUMMARY|checks,' $log | tr '\n' ' ') (t $(el) s)"
-}
-san racecheck 200 "full width fp8"
-san synccheck 90 "awkward fp8"
-san memcheck 90 "ffn chunks fp8"
-san racecheck 180 "rows 4 full width fp8"
+sanitize racecheck 200 "full width fp8" split
+sanitize synccheck 90 "awkward fp8" split
+sanitize memcheck 90 "ffn chunks fp8" split
+sanitize racecheck 180 "rows 4 full width fp8" split
 say "end t $(el) s"
