@@ -6,7 +6,7 @@
 #     default follow the card, worth landing if 3 is >= 1% under 2 in both rounds;
 #  2. scripts/bench_gpu.py bf16, then FP8 as the time leaves room, with the cap the sweep found
 #     best by that rule for each format (what the by-device default would run; the cap is in the
-#     summary): the decode figures of issues 10 and 11 were last measured on an H200 on 2026-12-05e,
+#     summary; then, for the record, the head at one row bf16 with that cap): the decode figures of issues 10 and 11 were last measured on an H200 on 2026-12-05e,
 #     before the cap, the head and the adding's lag.
 # Elsewhere: call2.sh (2026-12-06c's call9.sh, the SwiGLU units in the batched instances and the
 # switch-free kernel, then a racecheck).
@@ -30,6 +30,8 @@ best_cap() {
 }
 cb=$(best_cap bf16-split); cf=$(best_cap fp8-split)
 say "bench caps: bf16 $cb, FP8 $cf (t $(el) s)"
+# for the record (not used below): the head at one row bf16 with that cap (the default is 1,4)
+VOX_PDECODE_INFLIGHT=$cb step_row "head bf16-split cap $cb" VOX_PDECODE_INFLIGHT_HEAD $H --timing-only bf16-split -- 1,4 0,0 1,2 1,6 2,4
 VOX_PDECODE_INFLIGHT=$cb bench_run gpu_bf16 scripts/bench_gpu.py --size full --device cuda --runner-device cuda --build build --budget-s 150
 say "bf16 bench done t $(el) s"
 if [ $(el) -lt 300 ]; then
