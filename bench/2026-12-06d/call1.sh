@@ -8,6 +8,7 @@
 #     best by that rule for each format (what the by-device default would run; the cap is in the
 #     summary; then, for the record, the head at one row bf16 with that cap): the decode figures of issues 10 and 11 were last measured on an H200 on 2026-12-05e,
 #     before the cap, the head and the adding's lag.
+# On any card first: the hand-off probe (handoff_probe.cu; NOTES-2026-12-06d section 4).
 # Elsewhere: call2.sh (2026-12-06c's call9.sh, the SwiGLU units in the batched instances and the
 # switch-free kernel, then a racecheck).
 # Pack: bench/NOTES-2026-12-06c.md section 5, with this directory's scripts in .devscripts/.
@@ -15,6 +16,9 @@
 # bf16 decode 2.334 -> ~2.04 ms/token, 30 s + 100 tokens 244 -> ~215 ms; FP8 1.846 -> ~1.59; cap 3
 # within -2% .. +1% of 2.
 source .devscripts/device-call.sh
+# first, on any card (a few seconds): the hand-off probe (handoff_probe.cu, carried as
+# build/tests/handoff_probe), L2 counters against a cluster's shared memory, stream off and on
+[ -x build/tests/handoff_probe ] && timeout 60 build/tests/handoff_probe 2>&1 | tee -a $OUT/summary.txt
 card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 case "$card" in *H200*) ;; *) exec bash .devscripts/call2.sh ;; esac
 H=build/tests/test_kernels_pdecode
