@@ -170,7 +170,7 @@ __global__ void __launch_bounds__(64, 1) probe(const Args a) {
                 __syncwarp();
                 if (lane == 0) {
                     red_release_gpu(c, 1u);
-                    while (ld_acquire_gpu(c) < target) {}
+                    while (ld_acquire_gpu(c) < target) __nanosleep(32); // as pdecode.cu's wait_counter
                 }
                 __syncwarp();
                 if (a.mode == GRID_DATA) { // every block's slot, one L2 round trip (lanes in parallel)
@@ -188,7 +188,7 @@ __global__ void __launch_bounds__(64, 1) probe(const Args a) {
                 __syncwarp();
                 if (lane < kCluster) red_release_cluster(mapa(smem_u32(&cl_counter), (uint32_t)lane), 1u);
                 if (lane == 0)
-                    while (ld_acquire_cluster(smem_u32(&cl_counter)) < (unsigned)((r + 1) * kCluster)) {}
+                    while (ld_acquire_cluster(smem_u32(&cl_counter)) < (unsigned)((r + 1) * kCluster)) __nanosleep(32);
                 __syncwarp();
                 if (a.mode == CLUSTER_DATA) {
                     // Two rounds' slots alternate: a block can be at most one round ahead of
