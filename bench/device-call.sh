@@ -20,7 +20,7 @@
 #                        results.json and log into $OUT/NAME, and its summary on stdout
 #   sanitize TOOL SECS SHAPE [CONSUMER]  compute-sanitizer TOOL on test_kernels_pdecode's checks of
 #                        one shape (and consumer), at most SECS seconds and only if the call's
-#                        580 s leave them (racecheck with its analysis report; set
+#                        580 s (CALL_LIMIT) leave them (racecheck with its analysis report; set
 #                        VOX_PDECODE_WATCHDOG_S first): its summary line into the summary;
 #                        SAN_BIN=PATH checks another build of the test (a variant's)
 set -o pipefail
@@ -70,7 +70,7 @@ bench_run() {
 }
 sanitize() {
   local tool=$1 secs=$2 shape=$3 consumer=${4:-} log=$OUT/$1-${3// /-}.log extra=
-  [ $(( $(el) + secs )) -gt 580 ] && { say "skip $tool $shape (t $(el) s)"; return; }
+  [ $(( $(el) + secs )) -gt ${CALL_LIMIT:-580} ] && { say "skip $tool $shape (t $(el) s)"; return; }
   [ $tool = racecheck ] && extra="--racecheck-report analysis"
   timeout $secs compute-sanitizer --tool $tool $extra ${SAN_BIN:-build/tests/test_kernels_pdecode} --no-timing "$shape" $consumer > $log 2>&1
   say "$tool ${SAN_BIN:+($SAN_BIN) }$shape rc $? $(grep -E 'SUMMARY|checks,' $log | tr '\n' ' ') (t $(el) s)"
