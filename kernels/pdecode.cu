@@ -36,10 +36,9 @@
 //         (the newest read from the fresh values, not the cache); the last split of a group
 //         to finish merges the partials and writes the group's bf16 output
 //   O     x' = x + bf16(attn @ Wo^T)
-//   GU    act = SwiGLU(RMSNorm(x') @ Wgu^T), gate and up rounded to bf16 first: the one-row split
-//         consumer's units hold gate rows i..i+3 and up rows i..i+3 (Proj::glu_units), the
-//         batched instances take gate rows i..i+7 and up rows i..i+7 in turn (Proj::pairs); with
-//         the row consumer gate|up is stored and DOWN's staging applies SwiGLU
+//   GU    act = SwiGLU(RMSNorm(x') @ Wgu^T), gate and up rounded to bf16 first: the split
+//         consumer's units hold gate rows i..i+3 and up rows i..i+3 (Proj::glu_units); with the
+//         row consumer gate|up is stored and DOWN's staging applies SwiGLU
 //   DOWN  x'' = x' + bf16(act @ Wdown^T)
 // then LM: logits = RMSNorm(x) @ Wlm^T (bf16 weights, also in an FP8 model).
 //
@@ -351,20 +350,14 @@ struct Proj {
     const bf16 *resid; // ADD: y = resid + product; else STORE
     bf16 *y;
     int64_t in_stride, y_stride; // elements from one row's input, output (and resid) to the next
-    // The batched instances' gate|up: units dealt in pairs (gate rows i..i+7, then up rows
-    // ffn + i..), both added by one warp, which writes y[i..i+7] = SwiGLU(gate, up) (fused.cu's
-    // rounding) instead of gate and up; down's staging then loads half the bytes and computes no
-    // SwiGLU (each block computed all ffn of them, an expf and a division each). On an H100 the
-    // 4-row step went 3360 -> 3125 us (bf16), 8 rows FP8 6570 -> 4910; the one-row instance lost
-    // 1.2-4% with it (bench/NOTES-2026-12-06b.md) and takes glu_units instead.
-    bool pairs;
-    // The one-row split consumer's gate|up: a unit is gate rows 4i..4i+3 and up rows ffn + 4i..
-    // ffn + 4i + 3 (glu_row), so that its adder holds both halves of 4 SwiGLUs and writes
-    // y[4i..4i+3] = SwiGLU(gate, up) (fused.cu's rounding): down's staging loads half the bytes
-    // and computes none of the ffn SwiGLUs that every block computed (3.4% of an FP8 step), and
-    // no state passes from unit to unit, as the pairs' gate sums do. With the adding's lag
-    // (run_projection_split) the one-row step went 1865 -> 1823 us (FP8) and 2616 -> 2604
-    // (bf16) on an H100 (bench/NOTES-2026-12-06c.md).
+    // The split consumer's gate|up: a unit is gate rows 4i..4i+3 and up rows ffn + 4i..ffn + 4i +
+    // 3 (glu_row), so that its adder holds both halves of 4 SwiGLUs a row and writes y[4i..4i+3]
+    // = SwiGLU(gate, up) (fused.cu's rounding): down's staging loads half the bytes and computes
+    // none of the ffn SwiGLUs that every block computed (3.4% of a one-row FP8 step; the batched
+    // instances' SwiGLU staging was 7-25% of theirs, bench/NOTES-2026-12-06b.md). With the
+    // adding's lag (run_projection_split) the one-row step went 1865 -> 1823 us (FP8) and 2616 ->
+    // 2604 (bf16) on an H100 (bench/NOTES-2026-12-06c.md). (The batched instances first dealt
+    // gate units and up units in pairs to one adder warp, which carried the gate sums over.)
     bool glu_units;
     // The batched instances' FP8 inputs without an RMSNorm (o's, down's): their rows' maxima of
     // |value|, published by the ops that write them (amax_out: the attention's merger, gate|up's
@@ -404,11 +397,9 @@ template <int ROWS> __device__ Proj proj_of(const Params &p, int step) {
         q.w = L.gate_up, q.w_scale = L.gate_up_scale, q.n = 2 * (int64_t)p.ffn, q.k = p.hidden;
         q.in = p.xa, q.norm = (const bf16 *)L.ffn_norm, q.y = p.gu;
         q.in_stride = p.hidden, q.y_stride = 2 * (int64_t)p.ffn;
-        if (ROWS > 1) { // SwiGLU(gate, up), ffn values a row
-            q.pairs = true, q.y_stride = p.ffn;
-            if (L.down_scale) q.amax_out = amax_slot(p, layer, AMAX_DOWN);
-        } else if (p.consumer == CONSUMER_SPLIT) {
+        if (ROWS > 1 || p.consumer == CONSUMER_SPLIT) { // SwiGLU(gate, up), ffn values a row
             q.glu_units = true, q.y_stride = p.ffn;
+            if (ROWS > 1 && L.down_scale) q.amax_out = amax_slot(p, layer, AMAX_DOWN);
         }
         break;
     case OP_DOWN:
@@ -446,27 +437,6 @@ __device__ __forceinline__ int64_t glu_row(const Proj &q, int64_t u, int r) {
 __device__ __forceinline__ int first_unit(int offset) {
     return (int)((blockIdx.x - offset + gridDim.x) % gridDim.x);
 }
-// Where q deals pairs (Proj::pairs), pair i (gate unit i and up unit i + units / 2) goes to block
-// (i + offset) % G, which takes the gate unit and then the up unit. This block's first unit of
-// q, and the one after u, its nth (counted from 0); `units` (q's count) past its last.
-template <int ROWS> __device__ __forceinline__ int64_t op_first_unit(const Proj &q, int offset, int64_t units) {
-    const int64_t u = first_unit(offset);
-    return ROWS > 1 && q.pairs && u >= units / 2 ? units : u;
-}
-template <int ROWS> __device__ __forceinline__ int64_t next_unit(const Proj &q, int64_t u, int nth, int64_t units) {
-    if (ROWS > 1 && q.pairs) {
-        if (nth & 1) return u + units / 2;                // the up unit of u's pair
-        const int64_t i = u - units / 2 + gridDim.x;      // the next pair's gate unit
-        return i < units / 2 ? i : units;
-    }
-    return u + (int)gridDim.x;
-}
-// The batched split consumer's adder of a pair (ROWS > 1 and q.pairs): one warp for both units,
-// (nth / 2) % 8; its k-th unit (k < 4: prefetch_row's lanes 8k .. 8k + 7), and the k of its nth.
-__device__ __forceinline__ int pair_adder_nth(int warp, int k) {
-    return 2 * warp + (k & 1) + 2 * kConsumerWarps * (k >> 1);
-}
-__device__ __forceinline__ int pair_adder_k(int nth) { return nth / (2 * kConsumerWarps) * 2 + (nth & 1); }
 
 // ---- the producer --------------------------------------------------------------------------------
 // The pages of this block's units in the order the consumers take them: ops in order, a
@@ -474,7 +444,7 @@ __device__ __forceinline__ int pair_adder_k(int nth) { return nth / (2 * kConsum
 // instance stages the input in chunks (chunk_cols), chunk by chunk: the units' pages of columns
 // lo .. hi - 1, then of the next chunk.
 struct PageCursor {
-    int step, offset, c0, lo, hi, nth; // nth: u's place among the block's units of the op
+    int step, offset, c0, lo, hi;
     int64_t u, units;
     Proj q;
     bool done;
@@ -487,7 +457,7 @@ __device__ void cursor_op(const Params &p, PageCursor &c) { // the first page fr
         if (step_is_attention(p, c.step)) continue;
         c.q = proj_of<ROWS>(p, c.step);
         c.units = c.q.n / kUnitRows;
-        c.u = op_first_unit<ROWS>(c.q, c.offset, c.units), c.nth = 0;
+        c.u = first_unit(c.offset);
         c.c0 = c.lo = 0, c.hi = chunk_end<ROWS>(c.q.k, 0);
         if (c.u < c.units) return;
         c.offset = (int)((c.offset + c.units) % G);
@@ -506,11 +476,11 @@ template <int ROWS> __device__ void cursor_next(const Params &p, PageCursor &c) 
     c.c0 += page_cols(c.q.w_scale != nullptr);
     if (c.c0 < c.hi) return;
     c.c0 = c.lo;
-    c.u = next_unit<ROWS>(c.q, c.u, ++c.nth, c.units);
+    c.u += G;
     if (c.u < c.units) return;
     if (c.hi < c.q.k) { // the next chunk, from the block's first unit
         c.c0 = c.lo = c.hi, c.hi = chunk_end<ROWS>(c.q.k, c.lo);
-        c.u = op_first_unit<ROWS>(c.q, c.offset, c.units), c.nth = 0;
+        c.u = first_unit(c.offset);
         return;
     }
     c.offset = (int)((c.offset + c.units) % G);
@@ -685,7 +655,7 @@ template <bool MAX, int ROWS> __device__ void consumers_reduce_rows(float (&v)[R
 // quantizes its values of every row into registers, a barrier, then the codes go in. A row's
 // scale is its whole row's maximum: published by the op before for o's and down's inputs
 // (q.in_amax), found by a block-wide reduction for the normalised ones (never chunked). Down's
-// input is gate|up's SwiGLU as written (Proj::pairs). Ends with a barrier, after putting the
+// input is gate|up's SwiGLU as written (Proj::glu_units). Ends with a barrier, after putting the
 // residuals the thread prefetched (ResidPrefetch) in resid_s.
 constexpr int kMaxRowsK = 8192; // the largest K the batched instances take
 // Rows whose loads a thread has in flight at once, one vector of each (2 vectors a row, as
@@ -814,10 +784,6 @@ __device__ void stage_rows(const Params &p, const Proj &q, int lo, int hi, bf16 
 
 // Row w of the block's nth unit of q, -1 if the block has no such unit.
 template <int ROWS> __device__ __forceinline__ int64_t unit_row(const Proj &q, int offset, int nth, int w) {
-    if (ROWS > 1 && q.pairs) { // pair nth / 2, its gate or up unit (op_first_unit, next_unit)
-        const int64_t half = q.n / kUnitRows / 2, i = first_unit(offset) + (int64_t)(nth >> 1) * gridDim.x;
-        return i < half ? (i + (nth & 1) * half) * kUnitRows + w : -1;
-    }
     const int64_t u = first_unit(offset) + (int64_t)nth * gridDim.x;
     return u < q.n / kUnitRows ? glu_row(q, u, w) : -1;
 }
@@ -855,21 +821,6 @@ __device__ __forceinline__ ResidPrefetch<ROWS> prefetch_resid(const Params &p, c
 }
 
 // ---- a projection (consumers) ------------------------------------------------------------------
-// The batched gate|up's epilogue (Proj::pairs) of weight row r of the block's nth unit u, for one
-// input row whose output is y: the gate unit's bf16 value v waits in gate for the same row of its
-// up unit, then SwiGLU of the two (fused.cu's rounding) goes to y at the gate row's place and into
-// amax, the row's running maximum of |SwiGLU| (Proj::amax_out).
-__device__ __forceinline__ void pair_epilogue(const Proj &q, int nth, int64_t u, int r, float v, float &gate,
-                                              float &amax, bf16 *y) {
-    if (!(nth & 1)) {
-        gate = v;
-        return;
-    }
-    const float a = vk_round(vk_swiglu(gate, v));
-    y[(u - q.n / kUnitRows / 2) * kUnitRows + r] = vk_bf(a);
-    amax = fmaxf(amax, fabsf(a));
-}
-
 __device__ __forceinline__ float dot_vec(uint4 w, const bf16 *x, bool fp8) {
     if (fp8) {
         float xf[16];
@@ -1065,18 +1016,17 @@ __device__ void run_projection_split(const Params &p, const Proj &q, int offset,
         g < launch_rows<ROWS>(p) ? (const unsigned char *)xs + (size_t)g * (FP8 ? S::cstride(hi - lo) : 2 * S::xstride(hi - lo))
                    : nullptr;
     const bool first = lo == 0, last = hi == q.k; // of the chunks
-    const bool paired = ROWS > 1 && q.pairs;       // gate|up's pairs (pair_epilogue)
     constexpr int kHalves = (ROWS * kUnitRows + 31) / 32; // the adder's sums a lane (8 rows: two)
-    float gate[kHalves], amax[kHalves];                   // pair_epilogue's, of the half's input row
+    float amax[kHalves]; // the SwiGLU units' largest |SwiGLU| of the half's input row (amax_out)
 #pragma unroll
-    for (int half = 0; half < kHalves; half++) gate[half] = amax[half] = 0.0f;
+    for (int half = 0; half < kHalves; half++) amax[half] = 0.0f;
     // unit u's sums (its nth, its slot us in its round), added up by its adder warp
     auto add_unit = [&](int64_t u, int nth, int us, uint32_t round) {
-        if (warp != (paired ? nth >> 1 : nth) % kConsumerWarps) return;
+        if (warp != nth % kConsumerWarps) return;
         vk_mbar_wait(vk_smem_u32(&unit_bar[us]), round & 1);
         const int r = lane & 7;                                // weight row r of the unit
-        const int k = paired ? pair_adder_k(nth) : nth / kConsumerWarps; // the adder's k-th unit
-        const bool prefetched = paired ? k < 4 : nth < 4 * kConsumerWarps;
+        const int k = nth / kConsumerWarps;                    // the adder's k-th unit
+        const bool prefetched = k < 4;
         const int src = (k & 3) * 8 + r;                       // the prefetch's lane
         const float ws0 = FP8 ? __shfl_sync(0xffffffffu, pre.wscale, src) : 1.0f;
 #pragma unroll
@@ -1104,16 +1054,19 @@ __device__ void run_projection_split(const Params &p, const Proj &q, int offset,
                 res = vk_f(__ldcg(q.resid + b * q.y_stride + rw));
             if (FP8 && !prefetched) ws = q.w_scale[rw];
             if (FP8) sum *= sx[b] * ws;
-            if (ROWS == 1 && q.glu_units) { // lanes 0-3 hold gate rows, 4-7 the same rows of up
+            if (q.glu_units) { // lanes 8b + 0..3 hold gate rows of row b, 8b + 4..7 the same rows of up
                 constexpr int kHalf = kUnitRows / 2;
-                const float v = vk_round(sum), up = __shfl_down_sync(0xffu, v, kHalf);
-                if (r < kHalf) q.y[u * kHalf + r] = vk_bf(vk_round(vk_swiglu(v, up)));
+                // the 8 lanes of input row b, all here or none (b < rows)
+                const unsigned lanes = ROWS == 1 ? 0xffu : 0xffu << (lane & ~(kUnitRows - 1));
+                const float v = vk_round(sum), up = __shfl_down_sync(lanes, v, kHalf, kUnitRows);
+                if (r < kHalf) {
+                    const float a = vk_round(vk_swiglu(v, up));
+                    q.y[b * q.y_stride + u * kHalf + r] = vk_bf(a);
+                    if (ROWS > 1) amax[half] = fmaxf(amax[half], fabsf(a));
+                }
                 continue;
             }
-            if (paired)
-                pair_epilogue(q, nth, u, r, vk_round(sum), gate[half], amax[half], q.y + b * q.y_stride);
-            else
-                q.y[b * q.y_stride + rw] = q.resid ? vk_bf(res + vk_round(sum)) : vk_bf(sum);
+            q.y[b * q.y_stride + rw] = q.resid ? vk_bf(res + vk_round(sum)) : vk_bf(sum);
         }
     };
     int nth = 0; // the unit's place among this block's units
@@ -1128,7 +1081,7 @@ __device__ void run_projection_split(const Params &p, const Proj &q, int offset,
     int pending_us = 0;
     uint32_t pending_round = 0;
     // one turn past the last unit, for its adding alone (one copy of add_unit's code)
-    for (int64_t u = op_first_unit<ROWS>(q, offset, units);; nth++, unit_ord++, u = next_unit<ROWS>(q, u, nth, units)) {
+    for (int64_t u = first_unit(offset);; nth++, unit_ord++, u += (int)gridDim.x) {
         const bool more = u < units;
         const int us = (int)(unit_ord % S::kSlots);
         const uint32_t round = unit_ord / S::kSlots; // the slot's uses before this one
@@ -1198,7 +1151,7 @@ __device__ void run_projection_split(const Params &p, const Proj &q, int offset,
             add_unit(u, nth, us, round);
         }
     }
-    if (paired && q.amax_out) // each row's maximum over its adder lanes (lanes 8b .. 8b + 7 of a half)
+    if (ROWS > 1 && q.amax_out) // each row's maximum over its adder lanes (lanes 8b .. 8b + 7 of a half)
 #pragma unroll
         for (int half = 0; half < kHalves; half++) {
             float m = amax[half];
@@ -1757,11 +1710,8 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
         const Proj q = proj_of<ROWS>(p, step);
         bf16 *xs = reinterpret_cast<bf16 *>(stage);
         if constexpr (SPLIT) {
-            // lane 8k + r of warp w: row r of the block's unit w + 8k (k < 4), whose sums warp w adds
-            // up (gate|up's pairs: its k-th unit, pair_adder_nth)
-            const RowPrefetch pre = prefetch_row<ROWS>(
-                q, offset, ROWS > 1 && q.pairs ? pair_adder_nth(warp, lane >> 3) : warp + (lane >> 3) * kConsumerWarps,
-                lane & 7, ROWS == 1);
+            // lane 8k + r of warp w: row r of the block's unit w + 8k (k < 4), whose sums warp w adds up
+            const RowPrefetch pre = prefetch_row<ROWS>(q, offset, warp + (lane >> 3) * kConsumerWarps, lane & 7, ROWS == 1);
             float *partials = reinterpret_cast<float *>(stage + S::kPartialsAt);
             // the products of columns lo .. hi - 1 of the staged input `in` (bf16 values, or FP8's codes)
             auto project = [&](int lo, int hi, const void *in) {
