@@ -28,22 +28,25 @@
 // not queue behind the L2's traffic). If cluster with the stream on is under a third of grid, a
 // layout that keeps most hand-offs inside clusters is worth designing.
 //
-// Build:  nvcc -arch=sm_90a -O3 -o build/tests/handoff_probe bench/2026-12-06d/handoff_probe.cu
+// The counters, the stream's bulk copies, its page size and cap are pdecode.cu's own (included
+// below): ld_acquire, red_release_add, bulk_copy, evict_first_policy, kPageBytes, kCounterStride,
+// kInflightPages, and common.cuh's mbarriers.
+//
+// Build:  nvcc -arch=sm_90a -O3 -I kernels -I include -o build/tests/handoff_probe bench/2026-12-06d/handoff_probe.cu
 // Run:    ./handoff_probe        (one line a mode and stream setting; exit 1 on a failed check)
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "pdecode.cu" // the kernel's hand-off and copy primitives (above)
+
 namespace {
 
-constexpr int kPageBytes = 24576;
-constexpr int kSlots = 5;      // 120 KB: one block an SM
-constexpr int kInflight = 2;
+constexpr int kSlots = 5; // 120 KB: one block an SM
 constexpr int kCluster = 8;
 constexpr int kWarm = 16, kRounds = 400;
 constexpr int kMaxGrid = 256;
-constexpr int kCounterStride = 32; // 128 bytes apart, as pdecode.cu's
 
 enum Mode { GRID, GRID_DATA, GROUP, CLUSTER, CLUSTER_DATA, N_MODES };
 const char *kModeNames[N_MODES] = {"grid", "grid+data", "group", "cluster", "cluster+data"};
@@ -58,20 +61,6 @@ struct Args {
     int mode, stream;
 };
 
-__device__ __forceinline__ uint32_t smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
-__device__ __forceinline__ unsigned long long global_ns() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-__device__ __forceinline__ unsigned ld_acquire_gpu(const unsigned *p) {
-    unsigned v;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-__device__ __forceinline__ void red_release_gpu(unsigned *p, unsigned v) {
-    asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
 __device__ __forceinline__ uint32_t cluster_rank() {
     uint32_t r;
     asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
@@ -98,20 +87,6 @@ __device__ __forceinline__ void st_cluster_v4(uint32_t addr, uint4 v) {
 __device__ __forceinline__ void cluster_sync_all() {
     asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
-__device__ __forceinline__ void mbar_init(uint32_t bar, unsigned count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count));
-}
-__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, unsigned bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(uint32_t bar, unsigned parity) {
-    asm volatile(
-        "{\n\t.reg .pred p;\n\tWAIT_%=:\n\t"
-        "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n\t"
-        "@!p bra WAIT_%=;\n\t}" ::"r"(bar),
-        "r"(parity)
-        : "memory");
-}
 
 // The round's value block b writes: tagged with the round, so a stale slot sums wrong.
 __device__ __forceinline__ uint4 slot_value(int round, int b) {
@@ -127,7 +102,7 @@ __global__ void __launch_bounds__(64, 1) probe(const Args a) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, G = gridDim.x;
     const bool in_cluster = a.mode == CLUSTER || a.mode == CLUSTER_DATA;
     if (threadIdx.x == 0) {
-        for (int i = 0; i < kSlots; i++) mbar_init(smem_u32(&full[i]), 1);
+        for (int i = 0; i < kSlots; i++) vk_mbar_init(vk_smem_u32(&full[i]), 1);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
         cl_counter = 0, stop = 0;
     }
@@ -136,29 +111,24 @@ __global__ void __launch_bounds__(64, 1) probe(const Args a) {
     if (warp == 1) {
         if (a.stream && lane == 0) {
             size_t pages = a.weight_bytes / kPageBytes, next = (size_t)blockIdx.x * 977 % pages;
-            uint64_t policy;
-            asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+            const uint64_t policy = evict_first_policy();
             uint32_t i = 0;
             for (; !stop; i++) {
                 const int slot = i % kSlots;
-                if (i >= (uint32_t)kInflight) {
-                    const uint32_t older = i - kInflight;
-                    mbar_wait(smem_u32(&full[older % kSlots]), (older / kSlots) & 1);
+                if (i >= (uint32_t)kInflightPages) {
+                    const uint32_t older = i - kInflightPages;
+                    vk_mbar_wait(vk_smem_u32(&full[older % kSlots]), (older / kSlots) & 1);
                 }
-                mbar_expect_tx(smem_u32(&full[slot]), kPageBytes);
-                asm volatile(
-                    "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
-                    " [%0], [%1], %2, [%3], %4;" ::"r"(smem_u32(ring + (size_t)slot * kPageBytes)),
-                    "l"(a.weights + next * kPageBytes), "r"(kPageBytes), "r"(smem_u32(&full[slot])), "l"(policy)
-                    : "memory");
+                vk_mbar_expect_tx(vk_smem_u32(&full[slot]), kPageBytes);
+                bulk_copy(ring + (size_t)slot * kPageBytes, a.weights + next * kPageBytes, kPageBytes, &full[slot], policy);
                 next = (next + 1) % pages;
             }
-            for (uint32_t j = i > (uint32_t)kInflight ? i - kInflight : 0; j < i; j++) // the last copies land
-                mbar_wait(smem_u32(&full[j % kSlots]), (j / kSlots) & 1);
+            for (uint32_t j = i > (uint32_t)kInflightPages ? i - kInflightPages : 0; j < i; j++) // the last copies land
+                vk_mbar_wait(vk_smem_u32(&full[j % kSlots]), (j / kSlots) & 1);
         }
     } else {
         const uint32_t rank = in_cluster ? cluster_rank() : 0;
-        unsigned long long t0 = 0;
+        long long t0 = 0;
         unsigned sum_bad = 0;
         for (int r = 0; r < kWarm + kRounds; r++) {
             if (r == kWarm) t0 = global_ns();
@@ -169,8 +139,8 @@ __global__ void __launch_bounds__(64, 1) probe(const Args a) {
                 if (a.mode == GRID_DATA && lane == 0) a.slots[(size_t)r * G + blockIdx.x] = slot_value(r, blockIdx.x);
                 __syncwarp();
                 if (lane == 0) {
-                    red_release_gpu(c, 1u);
-                    while (ld_acquire_gpu(c) < target) __nanosleep(32); // as pdecode.cu's wait_counter
+                    red_release_add(c, 1u);
+                    while (ld_acquire(c) < target) __nanosleep(32); // as pdecode.cu's wait_counter
                 }
                 __syncwarp();
                 if (a.mode == GRID_DATA) { // every block's slot, one L2 round trip (lanes in parallel)
@@ -184,11 +154,11 @@ __global__ void __launch_bounds__(64, 1) probe(const Args a) {
                 }
             } else {
                 if (a.mode == CLUSTER_DATA && lane < kCluster) // my slot into every block of the cluster
-                    st_cluster_v4(mapa(smem_u32(&cl_slots[r & 1][rank]), (uint32_t)lane), slot_value(r, rank));
+                    st_cluster_v4(mapa(vk_smem_u32(&cl_slots[r & 1][rank]), (uint32_t)lane), slot_value(r, rank));
                 __syncwarp();
-                if (lane < kCluster) red_release_cluster(mapa(smem_u32(&cl_counter), (uint32_t)lane), 1u);
+                if (lane < kCluster) red_release_cluster(mapa(vk_smem_u32(&cl_counter), (uint32_t)lane), 1u);
                 if (lane == 0)
-                    while (ld_acquire_cluster(smem_u32(&cl_counter)) < (unsigned)((r + 1) * kCluster)) __nanosleep(32);
+                    while (ld_acquire_cluster(vk_smem_u32(&cl_counter)) < (unsigned)((r + 1) * kCluster)) __nanosleep(32);
                 __syncwarp();
                 if (a.mode == CLUSTER_DATA) {
                     // Two rounds' slots alternate: a block can be at most one round ahead of
@@ -202,7 +172,7 @@ __global__ void __launch_bounds__(64, 1) probe(const Args a) {
                 }
             }
         }
-        const unsigned long long t1 = global_ns();
+        const long long t1 = global_ns();
         if (lane == 0) {
             if (blockIdx.x == 0) *a.result_us = (float)((t1 - t0) * 1e-3 / kRounds);
             if (sum_bad) atomicAdd(a.bad, 1);
