@@ -16,6 +16,8 @@
 #                        VOX_PDECODE_ROWS: one summary line each
 #   only_on NAME         stops the call (status 0) unless the card's name contains NAME
 #                        (calls whose figures only count on the card the targets are set for)
+#   step_bins LABEL CFG NAME=BIN...  one line: LABEL, then each binary's step at CFG
+#                        (test_kernels_pdecode --timing-only CFG) as "| NAME us"
 #   bench_run NAME ARGS  python3 ARGS --out /tmp/NAME (a bench script), its results.md,
 #                        results.json and log into $OUT/NAME, and its summary on stdout
 #   sanitize TOOL SECS SHAPE [CONSUMER]  compute-sanitizer TOOL on test_kernels_pdecode's checks of
@@ -59,6 +61,12 @@ step_row() {
   shift
   line=$label
   for v in "$@"; do line="$line | $v $(step env "$var=$v" "${cmd[@]}" | cut -d' ' -f1)"; done
+  say "$line"
+}
+step_bins() {
+  local line="$1 $(printf '%-14s' $2)" cfg=$2 nb
+  shift 2
+  for nb in "$@"; do line="$line | ${nb%%=*} $(step ${nb#*=} --timing-only $cfg | cut -d' ' -f1)"; done
   say "$line"
 }
 bench_run() {

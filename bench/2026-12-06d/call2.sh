@@ -24,7 +24,7 @@ for m in tiny_model tiny_model_fp8; do
 done
 for r in 1 2; do
   for cfg in fp8-split bf16-split fp8-split-r4 bf16-split-r4 fp8-split-r8 bf16-split-r8; do
-    say "round $r $(printf '%-14s' $cfg) | main $(step build/tests/test_kernels_pdecode --timing-only $cfg | cut -d' ' -f1) | glub $(step $V --timing-only $cfg | cut -d' ' -f1) | nosw $(step build/tests/test_kernels_pdecode_nosw --timing-only $cfg | cut -d' ' -f1)"
+    step_bins "round $r" $cfg main=build/tests/test_kernels_pdecode glub=$V nosw=build/tests/test_kernels_pdecode_nosw
   done
 done
 say "timing done t $(el) s"
