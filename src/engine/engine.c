@@ -543,8 +543,10 @@ static void enqueue_step(vox_engine *e, const vox_batch *b, int k, vox_step_rec 
     r->mk1 = be->mark(be);
     r->slot = e->stats_turn = (e->stats_turn + 1) % VOX_STATS_SLOTS;
     vox_tensor logits = vox_tensor_rows(&e->dec.logits, 0, b->n_logits > 0 ? b->n_logits : 1);
+    bool forced = false; /* else no ids to copy: one host-to-device copy less a step */
+    for (int i = 0; i < b->n_logits && !forced; i++) forced = e->b_chosen[i] >= 0;
     if (!r->status && b->n_logits > 0)
-        r->status = be->logits_stats_begin(be, &logits, e->b_chosen, k, r->slot, &r->err);
+        r->status = be->logits_stats_begin(be, &logits, forced ? e->b_chosen : NULL, k, r->slot, &r->err);
 }
 
 /* Whether the step after r can be enqueued before r's tokens are read: r decodes every sequence
