@@ -336,11 +336,6 @@ size_t vox_k_logits_workspace_rows(int rows, int64_t v);
 void vox_k_logits_stats_rows(vox_k_logits_result *out_dev, const void *logits_bf16, int rows,
                              int64_t v, const int32_t *chosen_dev, int k, void *workspace,
                              cudaStream_t stream);
-/* Decode ids chosen on the device from the statistics of the step before (the engine's step
- * ahead): ids_dev[i] < 0 is a rule, -1 the argmax of stats_dev[i], -2 the same but, where the
- * argmax is eos, the better of top_ids[0..1] that is not eos (stats with k >= 2); ids >= 0 stay. */
-void vox_k_choose_ids(int32_t *ids_dev, int n, const vox_k_logits_result *stats_dev, int32_t eos,
-                      cudaStream_t stream);
 
 #ifdef __cplusplus
 }

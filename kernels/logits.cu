@@ -379,24 +379,3 @@ extern "C" void vox_k_logits_stats_rows(vox_k_logits_result *out_dev, const void
                                         void *workspace, cudaStream_t stream) {
     launch_stats(out_dev, logits_bf16, rows, v, chosen_dev, -1, k, workspace, stream);
 }
-
-namespace {
-// One thread a decode row: a rule (< 0) becomes the id backend.h's vox_pick_top picks from the
-// row's statistics (the same expression: the argmax, or under VOX_ID_ARGMAX_NOT_EOS (-2), where
-// the argmax is eos, the better of the top two that is not eos).
-__global__ void choose_ids_kernel(int32_t *ids, int n, const vox_k_logits_result *stats, int32_t eos) {
-    const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n || ids[i] >= 0) return;
-    const vox_k_logits_result &r = stats[i];
-    int32_t id = r.argmax;
-    if (ids[i] == -2 && id == eos) id = r.top_ids[r.top_ids[0] == eos ? 1 : 0];
-    ids[i] = id;
-}
-} // namespace
-
-extern "C" void vox_k_choose_ids(int32_t *ids_dev, int n, const vox_k_logits_result *stats_dev, int32_t eos,
-                                 cudaStream_t stream) {
-    if (n <= 0) return;
-    choose_ids_kernel<<<(n + 127) / 128, 128, 0, stream>>>(ids_dev, n, stats_dev, eos);
-    VOX_K_LAUNCH_CHECK();
-}

@@ -220,8 +220,6 @@ typedef struct {
     double gpu_ms;             /* device time of the queue's work (stage total) */
     long requests;             /* pieces transcribed (a file, or each segment of one) */
     size_t peak_device_bytes;  /* the device's peak memory (totals: the largest) */
-    double ahead_wasted_ms;    /* of gpu_ms, the rows of steps run ahead for sequences that had
-                                  ended by then (</s> or a callback's stop: one step each at most) */
 } voxtral_queue_stats;
 
 voxtral_queue_params voxtral_queue_default_params(void);

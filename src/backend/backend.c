@@ -105,9 +105,3 @@ vox_status vox_backend_create(const char *device, vox_backend **out, vox_error *
 void vox_backend_destroy(vox_backend *be) {
     if (be) be->destroy(be);
 }
-
-vox_status vox_logits_stats_now(vox_backend *be, const vox_tensor *logits, const int32_t *chosen, int k,
-                                vox_logits_stats *out, vox_error *err) {
-    vox_status st = be->logits_stats_begin(be, logits, chosen, k, 0, err);
-    return st ? st : be->logits_stats_end(be, 0, out, err);
-}

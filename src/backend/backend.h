@@ -57,23 +57,6 @@ typedef struct {
     float top_logprobs[VOX_MAX_TOP_K];
 } vox_logits_stats;
 
-/* Result slots of logits_stats_begin: a step's statistics stay in theirs while the next step is
- * enqueued and runs (engine.c's step ahead). */
-#define VOX_STATS_SLOTS 2
-/* Decode ids a batch may give instead of a token id, resolved on the device by choose_ids from
- * the statistics of the step before (whose tokens the host has not read yet). */
-#define VOX_ID_ARGMAX (-1)         /* the argmax */
-#define VOX_ID_ARGMAX_NOT_EOS (-2) /* the argmax, or where it is eos the best other (--ignore-eos) */
-
-/* Which id a row goes on with under `rule` (VOX_ID_ARGMAX or VOX_ID_ARGMAX_NOT_EOS), given its
- * argmax and the first of its top ids (the argmax, up to ties): -1 for the argmax, else the index
- * into its top ids (k >= 2) of the best id that is not eos. The one rule of the engine's
- * take_token and the backends' choose_ids (kernels/logits.cu repeats it in device code). */
-static inline int vox_pick_top(int32_t argmax, int32_t top0, int rule, int32_t eos) {
-    if (rule != VOX_ID_ARGMAX_NOT_EOS || argmax != eos) return -1;
-    return top0 == eos ? 1 : 0;
-}
-
 typedef struct vox_backend vox_backend;
 
 /* A mapped file that weight() sources may point into (see weights_begin): byte i of the file is
@@ -121,11 +104,6 @@ typedef struct {
     int table_width, block_size;
     const int32_t *logit_rows; /* [n_logits] rows whose logits are wanted, in output order */
     int n_logits;
-    /* ids below 0 are rules (VOX_ID_ARGMAX...) that the decoder step resolves on the device, after
-     * batch_set, from the statistics in stats_slot (choose_ids; eos for VOX_ID_ARGMAX_NOT_EOS) */
-    bool ids_from_stats;
-    int stats_slot;
-    int32_t eos;
 } vox_batch;
 
 /* A decoder projection y = out(in(x) @ w^T), x [M, K], w [N, K], as one operation:
@@ -297,20 +275,11 @@ struct vox_backend {
                   size_t n);
     /* dst = src, same element count and dtype (views allowed). */
     void (*copy)(vox_backend *be, vox_tensor *dst, const vox_tensor *src);
-    /* Statistics of each row of logits [n, V] (see vox_logits_stats), in two halves so that the
-     * next step can be enqueued before the host reads this one's tokens: logits_stats_begin
-     * enqueues them into result slot `slot` (< VOX_STATS_SLOTS), where they stay until the next
-     * begin on that slot; logits_stats_end waits for them (not for what was enqueued after) and
-     * writes out[0 .. n-1]. chosen (n entries, or NULL) gives the id each row reports, < 0
-     * meaning the argmax; k <= 20 (k >= 2 where choose_ids reads the slot). The only
-     * device-to-host traffic of a decode step. vox_logits_stats_now() does both at once. */
-    vox_status (*logits_stats_begin)(vox_backend *be, const vox_tensor *logits, const int32_t *chosen,
-                                     int k, int slot, vox_error *err);
-    vox_status (*logits_stats_end)(vox_backend *be, int slot, vox_logits_stats *out, vox_error *err);
-    /* In stream order, after batch_set: each of the current batch's first n decode ids that is a
-     * rule (VOX_ID_ARGMAX, VOX_ID_ARGMAX_NOT_EOS) becomes the id vox_pick_top picks from row i of
-     * the statistics in `slot` (decode row i goes on from logits row i of the step before). */
-    void (*choose_ids)(vox_backend *be, int n, int slot, int32_t eos);
+    /* Statistics of each row of logits [n, V] (see vox_logits_stats) into out[0 .. n-1]; chosen
+     * (n entries, or NULL) gives the id each row reports, < 0 meaning the argmax; k <= 20.
+     * Synchronises: the only device-to-host traffic of a decode step. */
+    vox_status (*logits_stats)(vox_backend *be, const vox_tensor *logits, const int32_t *chosen,
+                               int k, vox_logits_stats *out, vox_error *err);
 
     /* ---- fused decoder projections (optional: NULL where the backend has none) ---- */
     /* One projection with what surrounds it fused in (see vox_projection). Returns false,
@@ -350,9 +319,6 @@ struct vox_backend {
 
 /* Creates a backend by device name: "cpu", "cuda", "cuda:N". */
 vox_status vox_backend_create(const char *device, vox_backend **out, vox_error *err);
-/* logits_stats_begin and _end on slot 0: the statistics of logits [n, V] into out, synchronously. */
-vox_status vox_logits_stats_now(vox_backend *be, const vox_tensor *logits, const int32_t *chosen, int k,
-                                vox_logits_stats *out, vox_error *err);
 /* True when a CUDA device is usable (driver present, at least one GPU). */
 bool vox_backend_cuda_available(void);
 /* Usable CUDA devices (0 without the CUDA backend). */

@@ -24,9 +24,6 @@ typedef struct {
     vox_batch batch;
     int32_t *ids, *row_pos, *row_slot, *seq_row0, *seq_len, *tables, *logit_rows;
     int max_rows, max_seqs, max_table;
-    /* logits_stats_begin's results, a slot each (computed at once: the CPU runs in order) */
-    vox_logits_stats *stats[VOX_STATS_SLOTS];
-    int stats_n[VOX_STATS_SLOTS], stats_cap[VOX_STATS_SLOTS];
 } cpu_state;
 
 static double wall_ms(void) {
@@ -581,41 +578,14 @@ static vox_status cpu_log_mel(vox_backend *be, vox_tensor *features, const float
 void vox_logits_stats_host(const float *logits, int64_t V, int32_t chosen, int k,
                            vox_logits_stats *out);
 
-static vox_status cpu_logits_stats_begin(vox_backend *be, const vox_tensor *logits,
-                                         const int32_t *chosen, int k, int slot, vox_error *err) {
-    cpu_state *s = be->impl;
+static vox_status cpu_logits_stats(vox_backend *be, const vox_tensor *logits,
+                                   const int32_t *chosen, int k, vox_logits_stats *out,
+                                   vox_error *err) {
+    (void)be, (void)err;
     int64_t n = rows_of(logits), V = cols_of(logits);
-    VOX_ASSERT(slot >= 0 && slot < VOX_STATS_SLOTS && n >= 1 && n <= INT32_MAX);
-    if (n > s->stats_cap[slot]) {
-        vox_logits_stats *p = realloc(s->stats[slot], (size_t)n * sizeof *p);
-        if (!p) return vox_fail(err, VOX_ERR_NOMEM, "cpu: out of memory for %lld rows of statistics", (long long)n);
-        s->stats[slot] = p;
-        s->stats_cap[slot] = (int)n;
-    }
     for (int64_t i = 0; i < n; i++)
-        vox_logits_stats_host(act(logits) + i * V, V, chosen ? chosen[i] : -1, k, &s->stats[slot][i]);
-    s->stats_n[slot] = (int)n;
+        vox_logits_stats_host(act(logits) + i * V, V, chosen ? chosen[i] : -1, k, &out[i]);
     return VOX_OK;
-}
-
-static vox_status cpu_logits_stats_end(vox_backend *be, int slot, vox_logits_stats *out, vox_error *err) {
-    (void)err;
-    cpu_state *s = be->impl;
-    VOX_ASSERT(slot >= 0 && slot < VOX_STATS_SLOTS);
-    memcpy(out, s->stats[slot], (size_t)s->stats_n[slot] * sizeof *out);
-    return VOX_OK;
-}
-
-static void cpu_choose_ids(vox_backend *be, int n, int slot, int32_t eos) {
-    cpu_state *s = be->impl;
-    VOX_ASSERT(slot >= 0 && slot < VOX_STATS_SLOTS && n <= s->batch.n_decode && n <= s->stats_n[slot]);
-    for (int i = 0; i < n; i++) {
-        if (s->ids[i] >= 0) continue;
-        const vox_logits_stats *r = &s->stats[slot][i];
-        VOX_ASSERT(r->k >= 2);
-        int t = vox_pick_top(r->argmax, r->top_ids[0], s->ids[i], eos);
-        s->ids[i] = t < 0 ? r->argmax : r->top_ids[t];
-    }
 }
 
 /* Marks live in a ring: a mark is read before CPU_MAX_MARKS more are made. */
@@ -653,7 +623,6 @@ static void cpu_destroy(vox_backend *be) {
     free(s->seq_len);
     free(s->tables);
     free(s->logit_rows);
-    for (int i = 0; i < VOX_STATS_SLOTS; i++) free(s->stats[i]);
     free(s);
     free(be);
 }
@@ -697,9 +666,7 @@ vox_status vox_backend_cpu_create(vox_backend **out, vox_error *err) {
         .embed = cpu_embed,
         .copy = cpu_copy,
         .log_mel = cpu_log_mel,
-        .logits_stats_begin = cpu_logits_stats_begin,
-        .logits_stats_end = cpu_logits_stats_end,
-        .choose_ids = cpu_choose_ids,
+        .logits_stats = cpu_logits_stats,
         .mark = cpu_mark,
         .elapsed_ms = cpu_elapsed_ms,
         .mem_info = cpu_mem_info,

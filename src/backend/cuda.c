@@ -117,31 +117,22 @@ typedef struct {
     int32_t *ids_host;
     size_t ids_cap;
     cudaEvent_t ids_done;
-    /* logits statistics, a result slot each (VOX_STATS_SLOTS): [logits_cap] on the device and
-     * pinned, their rows, what they were asked to report (logits_stats_end's `chosen`), and the
-     * copy back that logits_stats_end waits for */
-    vox_k_logits_result *logits_host[VOX_STATS_SLOTS], *logits_dev[VOX_STATS_SLOTS];
-    int32_t *logits_chosen[VOX_STATS_SLOTS];
-    int logits_n[VOX_STATS_SLOTS];
-    cudaEvent_t logits_done[VOX_STATS_SLOTS];
-    int logits_cap;
+    vox_k_logits_result *logits_host;
     /* device scratch: prompt ids, logits reduction */
     int32_t *ids_dev;
     size_t ids_dev_cap;
+    vox_k_logits_result *logits_dev; /* [logits_cap] */
+    int logits_cap;
     void *logits_ws;
     size_t logits_ws_bytes;
     /* the current batch: a host copy, and its arrays on the device at fixed addresses (so that a
      * recorded step replays with whatever batch_set copied last), staged through pinned memory */
     vox_batch batch;
     int32_t *batch_host, *batch_pinned, *batch_dev;
-    size_t batch_ints;       /* capacity of each of the three (batch_pinned: of each half) */
+    size_t batch_ints;       /* capacity of each of the three */
     int batch_rows, batch_seqs, batch_table; /* capacity: rows, sequences, table entries */
     int32_t *b_ids, *b_pos, *b_slot, *b_row0, *b_len, *b_tables, *b_lrows, *b_chosen; /* in batch_dev */
-    /* The pinned staging is two halves, batch_set's turn by turn, so that the next step's batch
-     * is staged while this step's copy may still wait in the stream (the step ahead): half h's
-     * copies have left it once batch_done[h] has passed. */
-    int batch_half;
-    cudaEvent_t batch_done[2];
+    cudaEvent_t batch_done;  /* the last batch copy has left the pinned buffer */
     /* decode attention: split partials and counters, one region per decode batch size (a
      * launch's layout depends on its batch, and its counters must stay zero between launches of
      * that size, so sizes never share a region); attn_ws_at[b] is batch b's offset, or -1 */
@@ -456,9 +447,10 @@ static void cu_upload_f32(vox_backend *be, vox_tensor *t, const float *src, size
         note_error(s, cudaErrorUnknown, "upload");
 }
 
-/* What a wait for the stream's work found: e from the wait (`call` names it), else a launch error
- * since, else an error noted earlier; VOX_OK when none. */
-static vox_status wait_result(cuda_state *s, cudaError_t e, const char *call, vox_error *err) {
+static vox_status cu_sync(vox_backend *be, vox_error *err) {
+    cuda_state *s = S(be);
+    const char *call = "cudaStreamSynchronize";
+    cudaError_t e = cudaStreamSynchronize(s->stream);
     if (e == cudaSuccess && (e = cudaGetLastError()) != cudaSuccess) call = "cudaGetLastError";
     if (s->first_error != cudaSuccess) return pending_fail(s, err, s->name);
     if (e != cudaSuccess) {
@@ -470,11 +462,6 @@ static vox_status wait_result(cuda_state *s, cudaError_t e, const char *call, vo
         return cuda_fail(err, e, what);
     }
     return VOX_OK;
-}
-
-static vox_status cu_sync(vox_backend *be, vox_error *err) {
-    cuda_state *s = S(be);
-    return wait_result(s, cudaStreamSynchronize(s->stream), "cudaStreamSynchronize", err);
 }
 
 static vox_status cu_download_f32(vox_backend *be, float *dst, const vox_tensor *t, size_t n,
@@ -1135,7 +1122,7 @@ static vox_status cu_batch_reserve(vox_backend *be, int max_rows, int max_seqs, 
     s->batch_pinned = s->batch_host = s->batch_dev = NULL;
     s->batch_rows = s->batch_seqs = s->batch_table = 0;
     cudaError_t e;
-    if ((e = cudaMallocHost((void **)&s->batch_pinned, 2 * ints * sizeof(int32_t))) ||
+    if ((e = cudaMallocHost((void **)&s->batch_pinned, ints * sizeof(int32_t))) ||
         (e = cudaMalloc((void **)&s->batch_dev, ints * sizeof(int32_t))))
         return cuda_fail(err, e, "batch buffers");
     if (!(s->batch_host = malloc(ints * sizeof(int32_t))))
@@ -1184,23 +1171,14 @@ static vox_status cu_batch_reserve(vox_backend *be, int max_rows, int max_seqs, 
         s->attn_ws_dim = head_dim;
     }
     if (max_seqs > s->logits_cap) {
+        cudaFree(s->logits_dev);
+        cudaFreeHost(s->logits_host);
+        s->logits_dev = NULL;
+        s->logits_host = NULL;
         s->logits_cap = 0;
-        for (int i = 0; i < VOX_STATS_SLOTS; i++) {
-            cudaFree(s->logits_dev[i]);
-            cudaFreeHost(s->logits_host[i]);
-            free(s->logits_chosen[i]);
-            s->logits_dev[i] = NULL;
-            s->logits_host[i] = NULL;
-            s->logits_chosen[i] = NULL;
-            s->logits_n[i] = 0;
-        }
-        for (int i = 0; i < VOX_STATS_SLOTS; i++) {
-            if ((e = cudaMalloc((void **)&s->logits_dev[i], (size_t)max_seqs * sizeof *s->logits_dev[i])) ||
-                (e = cudaMallocHost((void **)&s->logits_host[i], (size_t)max_seqs * sizeof *s->logits_host[i])))
-                return cuda_fail(err, e, "logits results");
-            if (!(s->logits_chosen[i] = malloc((size_t)max_seqs * sizeof *s->logits_chosen[i])))
-                return vox_fail(err, VOX_ERR_NOMEM, "out of memory");
-        }
+        if ((e = cudaMalloc((void **)&s->logits_dev, (size_t)max_seqs * sizeof *s->logits_dev)) ||
+            (e = cudaMallocHost((void **)&s->logits_host, (size_t)max_seqs * sizeof *s->logits_host)))
+            return cuda_fail(err, e, "logits results");
         s->logits_cap = max_seqs;
     }
     return VOX_OK;
@@ -1208,7 +1186,7 @@ static vox_status cu_batch_reserve(vox_backend *be, int max_rows, int max_seqs, 
 
 /* Appends n ints of src to the staging buffer at *at; returns where they went (host copy). */
 static const int32_t *stage_ints(cuda_state *s, size_t *at, const int32_t *src, size_t n) {
-    memcpy(s->batch_pinned + (size_t)s->batch_half * s->batch_ints + *at, src, n * sizeof *src);
+    memcpy(s->batch_pinned + *at, src, n * sizeof *src);
     memcpy(s->batch_host + *at, src, n * sizeof *src);
     const int32_t *h = s->batch_host + *at;
     *at += n;
@@ -1220,8 +1198,7 @@ static vox_status cu_batch_set(vox_backend *be, const vox_batch *b, vox_error *e
     VOX_ASSERT(!s->capturing);
     VOX_ASSERT(b->n_rows <= s->batch_rows && b->n_seqs <= s->batch_seqs &&
                b->n_logits <= s->batch_seqs && (int64_t)b->n_seqs * b->table_width <= s->batch_table);
-    s->batch_half ^= 1;
-    cudaError_t e = cudaEventSynchronize(s->batch_done[s->batch_half]); /* its last copy has left */
+    cudaError_t e = cudaEventSynchronize(s->batch_done); /* the previous copy has left */
     if (e) return cuda_fail(err, e, "batch");
     /* the same layout as the device buffer: each array at its fixed offset */
     size_t at = 0, R = (size_t)s->batch_rows, Q = (size_t)s->batch_seqs;
@@ -1240,10 +1217,10 @@ static vox_status cu_batch_set(vox_backend *be, const vox_batch *b, vox_error *e
     at = 3 * Q + 2 * R + 1 + (size_t)s->batch_table;
     s->batch.logit_rows = stage_ints(s, &at, b->logit_rows, (size_t)b->n_logits);
     /* one copy of everything up to the end of the logit rows */
-    e = cudaMemcpyAsync(s->batch_dev, s->batch_pinned + (size_t)s->batch_half * s->batch_ints,
-                        at * sizeof(int32_t), cudaMemcpyHostToDevice, s->stream);
+    e = cudaMemcpyAsync(s->batch_dev, s->batch_pinned, at * sizeof(int32_t), cudaMemcpyHostToDevice,
+                        s->stream);
     if (e) return cuda_fail(err, e, "batch");
-    cudaEventRecord(s->batch_done[s->batch_half], s->stream);
+    cudaEventRecord(s->batch_done, s->stream);
     return VOX_OK;
 }
 
@@ -1552,12 +1529,12 @@ static void cu_graph_free(vox_backend *be, void *graph) {
     if (graph) cudaGraphExecDestroy((cudaGraphExec_t)graph);
 }
 
-static vox_status cu_logits_stats_begin(vox_backend *be, const vox_tensor *logits, const int32_t *chosen,
-                                        int k, int slot, vox_error *err) {
+static vox_status cu_logits_stats(vox_backend *be, const vox_tensor *logits, const int32_t *chosen,
+                                  int k, vox_logits_stats *out, vox_error *err) {
     cuda_state *s = S(be);
     int n = (int)rows(logits);
     int64_t V = cols(logits);
-    VOX_ASSERT(n >= 1 && n <= s->logits_cap && n <= s->batch_seqs && slot >= 0 && slot < VOX_STATS_SLOTS);
+    VOX_ASSERT(n >= 1 && n <= s->logits_cap && n <= s->batch_seqs);
     size_t ws = vox_k_logits_workspace_rows(n, V);
     if (ws > s->logits_ws_bytes) {
         dev_free(s, s->logits_ws, s->logits_ws_bytes);
@@ -1569,41 +1546,29 @@ static vox_status cu_logits_stats_begin(vox_backend *be, const vox_tensor *logit
     }
     const int32_t *chosen_dev = NULL;
     if (chosen) {
-        /* after the current batch's arrays in its half of the staging buffer: that half's copies
-         * of two batches ago, this region's last, have left it (batch_set waited for them) */
-        int32_t *at = s->batch_pinned + (size_t)s->batch_half * s->batch_ints + s->batch_ints -
-                      (size_t)s->batch_seqs;
-        memcpy(at, chosen, (size_t)n * sizeof *chosen);
-        cudaError_t e = cudaMemcpyAsync(s->b_chosen, at, (size_t)n * sizeof *chosen,
-                                        cudaMemcpyHostToDevice, s->stream);
+        /* after the batch's arrays in the staging buffer (the batch copy has been enqueued) */
+        cudaError_t e = cudaEventSynchronize(s->batch_done);
+        size_t at = s->batch_ints - (size_t)s->batch_seqs;
+        memcpy(s->batch_pinned + at, chosen, (size_t)n * sizeof *chosen);
+        if (!e) e = cudaMemcpyAsync(s->b_chosen, s->batch_pinned + at, (size_t)n * sizeof *chosen,
+                                    cudaMemcpyHostToDevice, s->stream);
         if (e) return cuda_fail(err, e, "logits");
-        cudaEventRecord(s->batch_done[s->batch_half], s->stream);
+        cudaEventRecord(s->batch_done, s->stream);
         chosen_dev = s->b_chosen;
     }
-    vox_k_logits_stats_rows(s->logits_dev[slot], logits->data, n, V, chosen_dev, k, s->logits_ws, s->stream);
+    vox_k_logits_stats_rows(s->logits_dev, logits->data, n, V, chosen_dev, k, s->logits_ws, s->stream);
     LAUNCHED(s, "logits_stats");
-    cudaError_t e = cudaMemcpyAsync(s->logits_host[slot], s->logits_dev[slot], (size_t)n * sizeof *s->logits_host[slot],
+    cudaError_t e = cudaMemcpyAsync(s->logits_host, s->logits_dev, (size_t)n * sizeof *s->logits_host,
                                     cudaMemcpyDeviceToHost, s->stream);
-    if (!e) e = cudaEventRecord(s->logits_done[slot], s->stream);
     if (e) return cuda_fail(err, e, "logits");
-    for (int i = 0; i < n; i++) s->logits_chosen[slot][i] = chosen ? chosen[i] : -1;
-    s->logits_n[slot] = n;
-    return VOX_OK;
-}
-
-static vox_status cu_logits_stats_end(vox_backend *be, int slot, vox_logits_stats *out, vox_error *err) {
-    cuda_state *s = S(be);
-    VOX_ASSERT(slot >= 0 && slot < VOX_STATS_SLOTS);
-    /* what was enqueued up to the slot's copy back (not what came after: the step ahead) */
-    vox_status st = wait_result(s, cudaEventSynchronize(s->logits_done[slot]), "cudaEventSynchronize", err);
+    vox_status st = cu_sync(be, err);
     if (st) return st;
-    for (int i = 0; i < s->logits_n[slot]; i++) {
-        const vox_k_logits_result *r = &s->logits_host[slot][i];
-        const int32_t chosen = s->logits_chosen[slot][i];
+    for (int i = 0; i < n; i++) {
+        const vox_k_logits_result *r = &s->logits_host[i];
         vox_logits_stats *o = &out[i];
         o->argmax = r->argmax;
         o->argmax_margin = r->max_logit - r->second_logit;
-        o->chosen = chosen >= 0 ? chosen : r->argmax;
+        o->chosen = chosen && chosen[i] >= 0 ? chosen[i] : r->argmax;
         o->chosen_logprob = r->chosen_logit - r->logsumexp;
         o->k = r->k;
         for (int j = 0; j < r->k; j++) {
@@ -1612,13 +1577,6 @@ static vox_status cu_logits_stats_end(vox_backend *be, int slot, vox_logits_stat
         }
     }
     return VOX_OK;
-}
-
-static void cu_choose_ids(vox_backend *be, int n, int slot, int32_t eos) {
-    cuda_state *s = S(be);
-    VOX_ASSERT(slot >= 0 && slot < VOX_STATS_SLOTS && n <= s->batch.n_decode && n <= s->logits_n[slot]);
-    vox_k_choose_ids(s->b_ids, n, s->logits_dev[slot], eos, s->stream);
-    LAUNCHED(s, "choose_ids");
 }
 
 /* ---- timing and lifetime --------------------------------------------------------------------- */
@@ -1686,14 +1644,8 @@ static void cu_destroy(vox_backend *be) {
     cudaFree(s->batch_dev);
     cudaFreeHost(s->batch_pinned);
     free(s->batch_host);
-    for (int i = 0; i < 2; i++)
-        if (s->batch_done[i]) cudaEventDestroy(s->batch_done[i]);
-    for (int i = 0; i < VOX_STATS_SLOTS; i++) {
-        cudaFree(s->logits_dev[i]);
-        cudaFreeHost(s->logits_host[i]);
-        free(s->logits_chosen[i]);
-        if (s->logits_done[i]) cudaEventDestroy(s->logits_done[i]);
-    }
+    if (s->batch_done) cudaEventDestroy(s->batch_done);
+    cudaFree(s->logits_dev);
     cudaFree(s->mel_basis);
     cudaFree(s->mel_window);
     cudaFree(s->mel_filters);
@@ -1702,6 +1654,7 @@ static void cu_destroy(vox_backend *be) {
         if (s->staging_done[i]) cudaEventDestroy(s->staging_done[i]);
     free(s->pieces);
     cudaFreeHost(s->ids_host);
+    cudaFreeHost(s->logits_host);
     if (s->ids_done) cudaEventDestroy(s->ids_done);
     for (int i = 0; i < CUDA_MAX_MARKS; i++)
         if (s->marks[i]) cudaEventDestroy(s->marks[i]);
@@ -1798,9 +1751,7 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
     double t2 = vox_wall_ms();
     TRY(cudaMalloc(&s->gemm_ws, GEMM_WORKSPACE_BYTES), "GEMM workspace");
     vox_initcheck_mark(s->stream, s->gemm_ws, GEMM_WORKSPACE_BYTES); /* cuBLASLt's alone */
-    for (int i = 0; i < 2; i++) TRY(cudaEventCreateWithFlags(&s->batch_done[i], cudaEventDisableTiming), "event");
-    for (int i = 0; i < VOX_STATS_SLOTS; i++)
-        TRY(cudaEventCreateWithFlags(&s->logits_done[i], cudaEventDisableTiming), "event");
+    TRY(cudaEventCreateWithFlags(&s->batch_done, cudaEventDisableTiming), "event");
     TRY(cudaMallocHost((void **)&s->staging_block, (size_t)STAGING_BUFFERS * STAGING_BYTES),
         "pinned staging");
     for (int i = 0; i < STAGING_BUFFERS; i++) {
@@ -1852,9 +1803,7 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
     be->graph_end = cu_graph_end;
     be->graph_replay = cu_graph_replay;
     be->graph_free = cu_graph_free;
-    be->logits_stats_begin = cu_logits_stats_begin;
-    be->logits_stats_end = cu_logits_stats_end;
-    be->choose_ids = cu_choose_ids;
+    be->logits_stats = cu_logits_stats;
     be->mark = cu_mark;
     be->elapsed_ms = cu_elapsed_ms;
     be->mem_info = cu_mem_info;

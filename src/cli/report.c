@@ -135,8 +135,6 @@ void vox_write_latency_table(FILE *out, const vox_run_totals *t, const char *dev
             100.0 * b->kv_waste);
     fprintf(out, "  %-22s %10.2f   (mean per request, ready to admitted)\n", "queue wait",
             t->n_requests ? s->queue_ms / t->n_requests : 0.0);
-    fprintf(out, "  %-22s %10.2f   (device ms of rows decoded ahead for sequences that had ended)\n",
-            "step-ahead waste", b->ahead_wasted_ms);
     for (int i = 0; t->n_devices > 1 && i < t->n_devices; i++) {
         const voxtral_queue_stats *d = &t->device[i];
         char label[40];
@@ -195,7 +193,6 @@ vox_status vox_write_latency_json(const char *path, const vox_run_totals *t, con
     cJSON_AddNumberToObject(bj, "kv_peak_bytes", (double)b->kv_peak_used_bytes);
     cJSON_AddNumberToObject(bj, "kv_waste", b->kv_waste);
     cJSON_AddNumberToObject(bj, "queue_wait_ms_mean", t->n_requests ? s->queue_ms / t->n_requests : 0.0);
-    cJSON_AddNumberToObject(bj, "ahead_wasted_ms", b->ahead_wasted_ms);
     if (t->n_devices > 1) {
         cJSON *devs = cJSON_AddArrayToObject(o, "devices");
         for (int i = 0; i < t->n_devices; i++) {

@@ -34,7 +34,6 @@
 #include <string.h>
 
 #include "audio/audio.h"
-#include "common/env.h"
 #include "engine/queue.h"
 #include "engine/schedule.h"
 #include "format/safetensors.h"
@@ -89,19 +88,15 @@ static void free_batch_arrays(vox_engine *e) {
     free(e->b_ids), free(e->b_pos), free(e->b_slot), free(e->b_row0), free(e->b_len);
     free(e->b_tables), free(e->b_logit_rows), free(e->b_chosen), free(e->b_logit_seq);
     free(e->b_seq), free(e->b_stats), free(e->active), free(e->prefilling);
-    free(e->b_ident), free(e->ahead_seqs[0]), free(e->ahead_seqs[1]);
     e->b_ids = e->b_pos = e->b_slot = e->b_row0 = e->b_len = e->b_tables = e->b_logit_rows =
-        e->b_chosen = e->b_ident = NULL;
-    e->b_logit_seq = e->b_seq = e->active = e->prefilling = e->ahead_seqs[0] = e->ahead_seqs[1] = NULL;
+        e->b_chosen = NULL;
+    e->b_logit_seq = e->b_seq = e->active = e->prefilling = NULL;
     e->b_stats = NULL;
 }
-
-static void drain_ahead(vox_engine *e);
 
 static void unsize(vox_engine *e) {
     vox_model *m = e->ctx->model;
     if (!e->sized) return;
-    drain_ahead(e); /* it writes to the pool */
     vox_decoder_batch_free(m, &e->dec);
     vox_kv_pool_free(m, &e->kv);
     free_batch_arrays(e);
@@ -153,16 +148,13 @@ static vox_status size_for(vox_engine *e, int max_seqs, int64_t longest, int64_t
     e->b_stats = malloc(seqs * sizeof *e->b_stats);
     e->active = calloc(seqs, sizeof *e->active);
     e->prefilling = malloc(seqs * sizeof *e->prefilling);
-    e->b_ident = malloc((seqs + 1) * sizeof *e->b_ident);
-    for (int i = 0; i < 2; i++) e->ahead_seqs[i] = malloc(seqs * sizeof *e->ahead_seqs[i]);
-    for (size_t i = 0; e->b_ident && i <= seqs; i++) e->b_ident[i] = (int32_t)i;
     e->sized = true;
     e->committed_blocks = 0;
     e->stats.kv_bytes = (size_t)e->kv.n_blocks * VOX_KV_BLOCK * per_pos;
     e->stats.kv_block_size = VOX_KV_BLOCK;
     if (!e->b_ids || !e->b_pos || !e->b_slot || !e->b_row0 || !e->b_len || !e->b_tables ||
         !e->b_logit_rows || !e->b_chosen || !e->b_logit_seq || !e->b_seq || !e->b_stats || !e->active ||
-        !e->prefilling || !e->b_ident || !e->ahead_seqs[0] || !e->ahead_seqs[1]) {
+        !e->prefilling) {
         unsize(e);
         return vox_fail(err, VOX_ERR_NOMEM, "out of memory");
     }
@@ -201,10 +193,6 @@ static void seq_free(vox_engine *e, vox_seq *s) {
 /* Takes s out of the batch: its blocks go back to the pool; its result (when st is VOX_OK) to
  * its request. */
 static void seq_finish(vox_engine *e, vox_seq *s, vox_status st, const char *msg) {
-    /* The step ahead may hold a row of s: its results are dropped. Its blocks may go to a newcomer
-     * now, whose work is enqueued after the step ahead's writes to them. */
-    for (int i = 0; e->ahead_live && i < e->ahead.n_seqs; i++)
-        if (e->ahead.seq[i] == s) e->ahead.seq[i] = NULL;
     vox_kv_pool_give(&e->kv, s->blocks, s->n_blocks);
     e->committed_blocks -= s->need_blocks;
     vox_error err = {0};
@@ -487,10 +475,6 @@ static void seq_reserve(vox_engine *e, vox_seq *s, int64_t positions) {
     }
 }
 
-/* How the next id of s (not forcing) follows from its logits: the argmax, or under --ignore-eos
- * the best that is not </s>. */
-static int id_rule(const vox_seq *s) { return s->req->p.ignore_eos ? VOX_ID_ARGMAX_NOT_EOS : VOX_ID_ARGMAX; }
-
 /* The token chosen for s from its logits' statistics; false when s ends here. */
 static bool take_token(vox_engine *e, vox_seq *s, const vox_logits_stats *st) {
     int eos = e->ctx->model->cfg.tokenizer.eos;
@@ -498,12 +482,11 @@ static bool take_token(vox_engine *e, vox_seq *s, const vox_logits_stats *st) {
     size_t step = s->r->n_ids;
     int32_t id = s->forcing ? p->force_ids[step] : st->argmax;
     float logprob = st->chosen_logprob;
-    /* benchmarks decode exactly N tokens (--ignore-eos): the best token that is not </s>; the
-     * step ahead's ids are chosen on the device by the same rule (vox_pick_top) */
-    int top = s->forcing ? -1 : vox_pick_top(st->argmax, st->top_ids[0], id_rule(s), eos);
-    if (top >= 0) {
-        id = st->top_ids[top];
-        logprob = st->top_logprobs[top];
+    if (!s->forcing && p->ignore_eos && id == eos) {
+        /* benchmarks decode exactly N tokens: the best token that is not </s> */
+        int i = st->top_ids[0] == eos ? 1 : 0;
+        id = st->top_ids[i];
+        logprob = st->top_logprobs[i];
     }
     if (!s->forcing && !p->ignore_eos && id == eos) return false;
     s->r->ids[s->r->n_ids] = id;
@@ -523,233 +506,20 @@ static bool take_token(vox_engine *e, vox_seq *s, const vox_logits_stats *st) {
     return true;
 }
 
-/* A decoder step failed: the sequences it ran fail with it, their caches holding a partial step,
- * and the others go on; unless the device no longer works, which ends the run. */
-static vox_status step_failed(vox_engine *e, const vox_step_rec *r, vox_status st, vox_error *err) {
+/* A decoder step failed: the n sequences it ran (e->b_seq) fail with it, their caches holding a
+ * partial step, and the others go on; unless the device no longer works, which ends the run. */
+static vox_status step_failed(vox_engine *e, int n, vox_status st, vox_error *err) {
     if (!device_works(e)) return st;
     char msg[VOX_ERROR_MSG_MAX];
     snprintf(msg, sizeof msg, "a batched decoder step failed: %.900s", err->msg);
-    for (int i = 0; i < r->n_seqs; i++)
-        if (r->seq[i]) seq_finish(e, r->seq[i], st, msg);
+    for (int i = 0; i < n; i++) seq_finish(e, e->b_seq[i], st, msg);
     return VOX_OK;
 }
 
-/* Enqueues the decoder step over batch b and its logits' statistics (k ids each, chosen[] the
- * ids whose log-probabilities are reported) into r. */
-static void enqueue_step(vox_engine *e, const vox_batch *b, int k, vox_step_rec *r) {
-    vox_backend *be = e->ctx->be;
-    r->mk0 = be->mark(be);
-    r->status = vox_decoder_batch_step(e->ctx->model, &e->kv, &e->dec, b, &r->err);
-    r->mk1 = be->mark(be);
-    r->slot = e->stats_turn = (e->stats_turn + 1) % VOX_STATS_SLOTS;
-    vox_tensor logits = vox_tensor_rows(&e->dec.logits, 0, b->n_logits > 0 ? b->n_logits : 1);
-    bool forced = false; /* else no ids to copy: one host-to-device copy less a step */
-    for (int i = 0; i < b->n_logits && !forced; i++) forced = e->b_chosen[i] >= 0;
-    if (!r->status && b->n_logits > 0)
-        r->status = be->logits_stats_begin(be, &logits, forced ? e->b_chosen : NULL, k, r->slot, &r->err);
-}
-
-/* Whether the step after r can be enqueued before r's tokens are read: r decodes every sequence
- * in flight, one row and one logits row each (no prompt is being filled, so the next step is the
- * same sequences one position on), none dumps its logits (the step ahead would overwrite them),
- * and r was enqueued. */
-static bool ahead_possible(const vox_engine *e, const vox_step_rec *r) {
-    if (!e->step_ahead || r->status || e->q->cancel || r->n_seqs == 0 || r->n_decode != r->n_seqs ||
-        r->rows != r->n_seqs || r->n_logits != r->n_seqs)
-        return false;
-    int n = 0;
-    for (int i = 0; i < r->n_seqs; i++) {
-        if (!r->seq[i]) continue;
-        if (r->seq[i]->dump_logits) return false;
-        n++;
-    }
-    return n == e->n_active;
-}
-
-/* The step after r, enqueued now (when ahead_possible): each sequence of r goes on one position,
- * fed the id the device chooses from its logits in r (forced ids are known: they are given). A
- * sequence that ends at r for certain (its budget) gets a padding row instead (token 0 at
- * position 0 of the reserved block 0, as decoder.c's graph buckets pad); one that ends at r by
- * </s> or a callback's stop keeps a row whose results are dropped: one wasted row of one step. */
-static void enqueue_ahead(vox_engine *e, const vox_step_rec *r) {
-    if (!ahead_possible(e, r)) return;
-    const int n = r->n_seqs, tw = e->table_width;
-    vox_seq **seq = e->ahead_seqs[e->ahead_turn ^= 1];
-    int live = 0, k = 2;
-    for (int i = 0; i < n; i++) {
-        vox_seq *s = r->seq[i];
-        int32_t *table = e->b_tables + (size_t)i * tw;
-        seq[i] = NULL;
-        if (!s || (int64_t)s->r->n_ids + 1 >= s->max_new) { /* no sequence, or none after r */
-            e->b_ids[i] = 0;
-            e->b_pos[i] = 0;
-            e->b_slot[i] = i % VOX_KV_BLOCK;
-            e->b_len[i] = 1;
-            e->b_chosen[i] = -1;
-            memset(table, 0, (size_t)tw * sizeof *table);
-            continue;
-        }
-        /* r writes position n_pos and makes token n_ids; the step ahead feeds that token */
-        const voxtral_transcribe_params *p = &s->req->p;
-        const int64_t pos = s->n_pos + 1;
-        seq_reserve(e, s, pos + 1);
-        e->b_ids[i] = s->forcing ? p->force_ids[s->r->n_ids] : id_rule(s);
-        e->b_pos[i] = (int32_t)pos;
-        e->b_slot[i] = s->blocks[pos / VOX_KV_BLOCK] * VOX_KV_BLOCK + (int32_t)(pos % VOX_KV_BLOCK);
-        e->b_len[i] = (int32_t)(pos + 1);
-        e->b_chosen[i] = s->forcing ? p->force_ids[s->r->n_ids + 1] : -1;
-        memcpy(table, s->blocks, (size_t)s->n_blocks * sizeof *table);
-        for (int j = s->n_blocks; j < tw; j++) table[j] = 0;
-        if (s->k > k) k = s->k;
-        seq[i] = s;
-        live++;
-    }
-    if (live == 0) return;
-    vox_batch b = {.n_rows = n, .n_seqs = n, .n_decode = n, .ids = e->b_ids, .row_pos = e->b_pos,
-                   .row_slot = e->b_slot, .seq_row0 = e->b_ident, .seq_len = e->b_len,
-                   .tables = e->b_tables, .table_width = tw, .block_size = VOX_KV_BLOCK,
-                   .logit_rows = e->b_ident, .n_logits = n, .ids_from_stats = true,
-                   .stats_slot = r->slot, .eos = e->ctx->model->cfg.tokenizer.eos};
-    vox_step_rec *a = &e->ahead;
-    *a = (vox_step_rec){.n_seqs = n, .n_decode = n, .rows = n, .n_logits = n, .seq = seq,
-                        .row0 = e->b_ident, .logit_seq = seq};
-    enqueue_step(e, &b, k, a);
-    e->ahead_live = true;
-}
-
-/* Reads the results of step r: its logits' statistics, its time (shared among its rows), and the
- * token of every sequence it made logits for; ends the sequences that are done. */
-static vox_status read_step(vox_engine *e, vox_step_rec *r, vox_error *err) {
-    vox_model *m = e->ctx->model;
-    vox_backend *be = e->ctx->be;
-    vox_status st = r->status;
-    if (st) *err = r->err;
-    if (!st && r->n_logits > 0) st = be->logits_stats_end(be, r->slot, e->b_stats, err);
-    if (!st && r->n_logits == 0) st = be->sync(be, err); /* for the step's time */
-    int n_live = 0, n_decode = 0; /* the sequences it still serves (a step ahead: not ended) */
-    for (int i = 0; i < r->n_seqs; i++) {
-        n_live += r->seq[i] != NULL;
-        n_decode += i < r->n_decode && r->seq[i];
-    }
-    /* a step ahead whose sequences have all ended counts for nothing (not even for VOX_FAULT) */
-    if (!st && n_live > 0) st = vox_fault_step(&e->fault, be->name, err);
-    if (st) return step_failed(e, r, st, err);
-    /* --dump-tensors: the logits each dumping sequence chose from */
-    for (int i = 0; i < r->n_logits; i++) {
-        vox_seq *s = r->logit_seq[i];
-        if (!s || !s->dump_logits) continue;
-        size_t V = (size_t)m->cfg.decoder.vocab_size;
-        vox_tensor row = vox_tensor_rows(&e->dec.logits, i, 1);
-        if ((st = be->download_f32(be, s->dump_logits + s->dump_steps * V, &row, V, err)))
-            return step_failed(e, r, st, err);
-        s->dump_steps++;
-    }
-
-    /* time shares, then the state of every sequence */
-    double t = be->elapsed_ms(be, r->mk0, r->mk1);
-    e->stats.gpu_ms += t;
-    e->stats.steps++;
-    if (e->trace) {
-        long kv_decode = 0; /* positions the decode rows attend to: the step's K/V reads */
-        for (int i = 0; i < r->n_decode; i++)
-            if (r->seq[i]) kv_decode += r->seq[i]->n_pos + 1;
-        trace_line(e, "step %ld seqs %d decode %d rows %d logits %d active %d kv_decode %ld gpu_ms %.3f "
-                   "ahead %d dropped %d", e->stats.steps, n_live, n_decode, r->rows, r->n_logits,
-                   e->n_active, kv_decode, t, r->seq != e->b_seq, r->n_seqs - n_live);
-    }
-    if (n_decode > 0) {
-        e->stats.decode_steps++;
-        e->decode_rows_sum += n_decode;
-    }
-    for (int i = 0; i < r->n_seqs; i++) {
-        vox_seq *s = r->seq[i];
-        int n = r->row0[i + 1] - r->row0[i];
-        double share = t * n / r->rows;
-        if (!s) { /* a step ahead's row of a sequence that had ended, or a padding row */
-            e->stats.ahead_wasted_ms += share;
-            continue;
-        }
-        if (i < r->n_decode) {
-            s->r->timings.decode_ms += share;
-            s->n_pos += 1;
-        } else {
-            s->r->timings.prefill_ms += share;
-            s->n_prefilled += n;
-            s->n_pos += n;
-            if (s->n_prefilled == (int64_t)s->n_prompt) vox_tensor_free(be, &s->x_prompt);
-        }
-    }
-    /* KV use at its peak: blocks held against positions written */
-    size_t held = (size_t)(e->kv.n_blocks - 1 - e->kv.n_free) * VOX_KV_BLOCK, used = 0;
-    for (int i = 0; i < e->n_active; i++) used += (size_t)e->active[i]->n_pos;
-    size_t per_pos = vox_kv_bytes_per_position(m);
-    if (held * per_pos > e->stats.kv_peak_used_bytes) {
-        e->stats.kv_peak_used_bytes = held * per_pos;
-        e->stats.kv_waste = held ? 1.0 - (double)used / (double)held : 0.0;
-    }
-    for (int i = 0; i < r->n_logits; i++) {
-        vox_seq *s = r->logit_seq[i];
-        if (!s) continue;
-        /* NaN or infinite logits (damaged weights, or an overflow) make every log-probability
-         * NaN: the sequence fails rather than print the argmax of nothing (id 0) */
-        if (!isfinite(e->b_stats[i].chosen_logprob)) {
-            s->finished = s->nonfinite = true;
-            continue;
-        }
-        if (!take_token(e, s, &e->b_stats[i])) {
-            s->finished = true;
-            continue;
-        }
-        s->decoding = true;
-    }
-    for (int i = 0; i < e->n_active;) {
-        vox_seq *s = e->active[i];
-        if (s->finished && s->nonfinite) {
-            char msg[VOX_ERROR_MSG_MAX];
-            snprintf(msg, sizeof msg,
-                     "the model's logits are not finite (NaN or infinite) at output token %zu: its "
-                     "text decoder holds NaN or infinite weights, or overflows (export the model "
-                     "again from a sound checkpoint)",
-                     s->r->n_ids + 1);
-            seq_finish(e, s, VOX_ERR_FORMAT, msg);
-            continue;
-        }
-        if (s->finished) {
-            seq_finish(e, s, VOX_OK, NULL);
-            continue;
-        }
-        i++;
-    }
-    return VOX_OK;
-}
-
-/* Waits for the step ahead, if one is in flight, and drops its results: every sequence it served
- * has ended (or is being abandoned); its time counts as wasted. */
-static void drain_ahead(vox_engine *e) {
-    if (!e->ahead_live) return;
-    e->ahead_live = false;
-    vox_backend *be = e->ctx->be;
-    vox_error ignored;
-    if (e->ahead.status || (e->ahead.n_logits > 0 && be->logits_stats_end(be, e->ahead.slot, e->b_stats, &ignored)))
-        return;
-    double t = be->elapsed_ms(be, e->ahead.mk0, e->ahead.mk1);
-    e->stats.gpu_ms += t;
-    e->stats.ahead_wasted_ms += t;
-}
-
-/* One decoder step: the step ahead if one is in flight, else a step over every sequence (decode
- * rows first, then prompt chunks while the step has room), enqueued now; then, before its
- * results are read, the step after it where that can be known (enqueue_ahead). */
 static vox_status step(vox_engine *e, vox_error *err) {
     voxtral_context *ctx = e->ctx;
+    vox_model *m = ctx->model;
     vox_backend *be = ctx->be;
-    vox_step_rec r;
-    if (e->ahead_live) {
-        r = e->ahead;
-        e->ahead_live = false;
-        enqueue_ahead(e, &r);
-        return read_step(e, &r, err);
-    }
     int rows = 0, n_seqs = 0, n_logits = 0, tw = e->table_width, k_ask = 2;
     const int n_prefilling = vox_prefill_order(e->active, e->n_active, e->prefill_by_budget, e->prefilling);
     /* decode rows first, then prompt chunks while the step has room */
@@ -797,11 +567,94 @@ static vox_status step(vox_engine *e, vox_error *err) {
                    .row_pos = e->b_pos, .row_slot = e->b_slot, .seq_row0 = e->b_row0,
                    .seq_len = e->b_len, .tables = e->b_tables, .table_width = tw,
                    .block_size = VOX_KV_BLOCK, .logit_rows = e->b_logit_rows, .n_logits = n_logits};
-    r = (vox_step_rec){.n_seqs = n_seqs, .n_decode = n_decode, .rows = rows, .n_logits = n_logits,
-                       .seq = e->b_seq, .row0 = e->b_row0, .logit_seq = e->b_logit_seq};
-    enqueue_step(e, &b, k_ask, &r);
-    enqueue_ahead(e, &r);
-    return read_step(e, &r, err);
+    int mk0 = be->mark(be);
+    vox_status st = vox_decoder_batch_step(m, &e->kv, &e->dec, &b, err);
+    int mk1 = be->mark(be);
+    vox_tensor logits = vox_tensor_rows(&e->dec.logits, 0, n_logits > 0 ? n_logits : 1);
+    if (!st && n_logits > 0) st = be->logits_stats(be, &logits, e->b_chosen, k_ask, e->b_stats, err);
+    if (!st && n_logits == 0) st = be->sync(be, err); /* for the step's time */
+    if (!st) st = vox_fault_step(&e->fault, be->name, err);
+    if (st) return step_failed(e, n_seqs, st, err);
+    /* --dump-tensors: the logits each dumping sequence chose from */
+    for (int i = 0; i < n_logits; i++) {
+        vox_seq *s = e->b_logit_seq[i];
+        if (!s->dump_logits) continue;
+        size_t V = (size_t)m->cfg.decoder.vocab_size;
+        vox_tensor row = vox_tensor_rows(&e->dec.logits, i, 1);
+        if ((st = be->download_f32(be, s->dump_logits + s->dump_steps * V, &row, V, err)))
+            return step_failed(e, n_seqs, st, err);
+        s->dump_steps++;
+    }
+
+    /* time shares, then the state of every sequence */
+    double t = be->elapsed_ms(be, mk0, mk1);
+    e->stats.gpu_ms += t;
+    e->stats.steps++;
+    if (e->trace) {
+        long kv_decode = 0; /* positions the decode rows attend to: the step's K/V reads */
+        for (int i = 0; i < n_decode; i++) kv_decode += e->b_len[i];
+        trace_line(e, "step %ld seqs %d decode %d rows %d logits %d active %d kv_decode %ld gpu_ms %.3f",
+                   e->stats.steps, n_seqs, n_decode, rows, n_logits, e->n_active, kv_decode, t);
+    }
+    if (n_decode > 0) {
+        e->stats.decode_steps++;
+        e->decode_rows_sum += n_decode;
+    }
+    for (int i = 0; i < n_seqs; i++) {
+        vox_seq *s = e->b_seq[i];
+        int n = e->b_row0[i + 1] - e->b_row0[i];
+        double share = t * n / rows;
+        if (i < n_decode) {
+            s->r->timings.decode_ms += share;
+            s->n_pos += 1;
+        } else {
+            s->r->timings.prefill_ms += share;
+            s->n_prefilled += n;
+            s->n_pos += n;
+            if (s->n_prefilled == (int64_t)s->n_prompt) vox_tensor_free(be, &s->x_prompt);
+        }
+    }
+    /* KV use at its peak: blocks held against positions written */
+    size_t held = (size_t)(e->kv.n_blocks - 1 - e->kv.n_free) * VOX_KV_BLOCK, used = 0;
+    for (int i = 0; i < e->n_active; i++) used += (size_t)e->active[i]->n_pos;
+    size_t per_pos = vox_kv_bytes_per_position(m);
+    if (held * per_pos > e->stats.kv_peak_used_bytes) {
+        e->stats.kv_peak_used_bytes = held * per_pos;
+        e->stats.kv_waste = held ? 1.0 - (double)used / (double)held : 0.0;
+    }
+    for (int i = 0; i < n_logits; i++) {
+        vox_seq *s = e->b_logit_seq[i];
+        /* NaN or infinite logits (damaged weights, or an overflow) make every log-probability
+         * NaN: the sequence fails rather than print the argmax of nothing (id 0) */
+        if (!isfinite(e->b_stats[i].chosen_logprob)) {
+            s->finished = s->nonfinite = true;
+            continue;
+        }
+        if (!take_token(e, s, &e->b_stats[i])) {
+            s->finished = true;
+            continue;
+        }
+        s->decoding = true;
+    }
+    for (int i = 0; i < e->n_active;) {
+        vox_seq *s = e->active[i];
+        if (s->finished && s->nonfinite) {
+            char msg[VOX_ERROR_MSG_MAX];
+            snprintf(msg, sizeof msg,
+                     "the model's logits are not finite (NaN or infinite) at output token %zu: its "
+                     "text decoder holds NaN or infinite weights, or overflows (export the model "
+                     "again from a sound checkpoint)",
+                     s->r->n_ids + 1);
+            seq_finish(e, s, VOX_ERR_FORMAT, msg);
+            continue;
+        }
+        if (s->finished) {
+            seq_finish(e, s, VOX_OK, NULL);
+            continue;
+        }
+        i++;
+    }
+    return VOX_OK;
 }
 
 /* ---- the run --------------------------------------------------------------------------------- */
@@ -860,7 +713,6 @@ void vox_engine_init(vox_engine *e, voxtral_queue *q, voxtral_context *ctx, int 
      * for A/B runs of schedule.h's largest-budget-first */
     const char *order = getenv("VOX_PREFILL_ORDER");
     e->prefill_by_budget = !(order && strcmp(order, "admission") == 0);
-    e->step_ahead = !vox_env_flag("VOX_NO_STEP_AHEAD");
     const char *trace = getenv("VOX_STEP_TRACE");
     if (trace && *trace) {
         e->trace = fopen(trace, "a"); /* several devices: lines interleave, named by device */
@@ -910,7 +762,6 @@ void vox_engine_run(vox_engine *e) {
         }
         if ((st = step(e, err))) break;
     }
-    drain_ahead(e); /* a step ahead of sequences that have all ended, or a cancelled run's */
     e->status = st;
     if (st) { /* this device failed: what it had in flight fails with it, the others go on */
         char msg[VOX_ERROR_MSG_MAX];
@@ -933,7 +784,6 @@ void vox_engine_abandon(vox_engine *e, vox_status st, const char *msg) {
         for (size_t i = 0; i < never; i++) vox_queue_piece_done(e->q, e, r, 0, NULL, st, msg);
         seq_finish(e, s, st, msg);
     }
-    drain_ahead(e); /* its rows were theirs */
 }
 
 void vox_engine_free(vox_engine *e) {

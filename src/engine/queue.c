@@ -60,7 +60,6 @@ void voxtral_queue_get_stats(const voxtral_queue *q, voxtral_queue_stats *out) {
         waste_weight += (double)e->stats.kv_peak_used_bytes;
         out->queue_wait_ms += e->stats.queue_wait_ms;
         out->gpu_ms += e->stats.gpu_ms;
-        out->ahead_wasted_ms += e->stats.ahead_wasted_ms;
         out->requests += e->stats.requests;
         rows += e->decode_rows_sum;
         size_t live, peak;

@@ -44,18 +44,6 @@ typedef struct {
     size_t dump_steps;
 } vox_seq;
 
-/* A decoder step enqueued: what reading its results needs (engine.c's step). */
-typedef struct {
-    int n_seqs, n_decode, rows, n_logits;
-    vox_seq **seq;       /* [n_seqs]; in a step ahead, NULL for a row whose sequence has ended */
-    const int32_t *row0; /* [n_seqs + 1] first row of each sequence */
-    vox_seq **logit_seq; /* [n_logits] whose logits each is (a step ahead: seq) */
-    int mk0, mk1;        /* its device time */
-    int slot;            /* its logits statistics (logits_stats_begin) */
-    vox_status status;   /* a failure to enqueue it (a step ahead: reported when it is read) */
-    vox_error err;
-} vox_step_rec;
-
 typedef struct vox_engine {
     voxtral_queue *q;
     voxtral_context *ctx;
@@ -76,17 +64,6 @@ typedef struct vox_engine {
     int32_t *b_ids, *b_pos, *b_slot, *b_row0, *b_len, *b_tables, *b_logit_rows, *b_chosen;
     vox_seq **b_logit_seq, **b_seq;
     vox_logits_stats *b_stats;
-    int32_t *b_ident;              /* 0, 1, 2 ...: a step ahead's row starts and logit rows */
-    int stats_turn;                /* the statistics slot of the step enqueued last */
-    /* The step ahead: the next decode step, enqueued before the host reads the tokens of the
-     * step before it (its ids are chosen on the device), so that the device never waits for the
-     * host between steps. Its sequences alternate between two arrays: a step ahead is enqueued
-     * while the one before is read. VOX_NO_STEP_AHEAD=1 turns it off (A/B runs). */
-    bool step_ahead;
-    vox_step_rec ahead;
-    bool ahead_live;
-    vox_seq **ahead_seqs[2];
-    int ahead_turn;
 
     voxtral_queue_stats stats;
     double decode_rows_sum;

@@ -270,7 +270,6 @@ vox_status vox_decoder_batch_step(vox_model *m, vox_kv_pool *kv, vox_decoder_bat
     }
     vox_status st = be->batch_set(be, run, err);
     if (st) return st;
-    if (b->ids_from_stats) be->choose_ids(be, b->n_decode, b->stats_slot, b->eos); /* the step ahead */
     vox_decoder_graph *g = plan.g;
     if (!g) {
         decoder_layers(m, kv, d, run->n_rows, run->n_decode, run->n_logits);

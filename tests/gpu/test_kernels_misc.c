@@ -15,7 +15,6 @@
  * - qkv_rope_cache_rows and logits_stats_rows: bit for bit against the legacy kernels applied to
  *   each row alone (the same arithmetic; only where a row's inputs come from and its outputs go
  *   differ).
- * - choose_ids (the engine's step ahead): exact against backend.h's vox_pick_top.
  * Sizes are awkward on purpose; see each test's cases in main(). */
 #include <math.h>
 #include <stdint.h>
@@ -368,41 +367,6 @@ static void test_embed(int64_t vocab, int64_t n, int64_t c, int offset) {
 
     free(ht), free(ids), free(got), free(ref);
     gtu_dev_free(d_t), gtu_dev_free(d_ids), gtu_dev_free(d_y);
-}
-
-/* ---- the step ahead's ids (vox_k_choose_ids) -------------------------------------------------- */
-
-/* vox_k_choose_ids on n rows against backend.h's vox_pick_top, every element exact: rules -1 (the
- * argmax) and -2 (not eos), fixed ids left alone, rows whose argmax is eos with eos first among
- * their top ids, or not (a tie broken the other way), and top ids 2 to 4 long. */
-static void test_choose_ids(int n) {
-    const int32_t eos = 2;
-    vox_k_logits_result *res = calloc((size_t)n, sizeof *res);
-    int32_t *ids = malloc((size_t)n * sizeof *ids), *want = malloc((size_t)n * sizeof *want),
-            *got = malloc((size_t)n * sizeof *got);
-    for (int r = 0; r < n; r++) {
-        vox_k_logits_result *x = &res[r];
-        x->k = 2 + r % 3;
-        x->argmax = r % 4 == 0 ? eos : 100 + (int32_t)(gtu_next_u64(&rng) % 1000);
-        x->top_ids[0] = r % 8 == 4 ? x->argmax + 1 : x->argmax;
-        for (int j = 1; j < x->k; j++) x->top_ids[j] = 2000 + r * 4 + j;
-        if (r % 5 == 0) x->top_ids[1] = eos;
-        ids[r] = r % 3 == 0 ? VOX_ID_ARGMAX_NOT_EOS : r % 3 == 1 ? VOX_ID_ARGMAX : 7 * r;
-        int t = ids[r] >= 0 ? -2 : vox_pick_top(x->argmax, x->top_ids[0], ids[r], eos);
-        want[r] = t == -2 ? ids[r] : t < 0 ? x->argmax : x->top_ids[t];
-    }
-    int32_t *d_ids = gtu_dev_upload(ids, (size_t)n * sizeof *ids);
-    vox_k_logits_result *d_res = gtu_dev_upload(res, (size_t)n * sizeof *res);
-    vox_k_choose_ids(d_ids, n, d_res, eos, 0);
-    GTU_SYNC_CHECK();
-    gtu_download(got, d_ids, (size_t)n * sizeof *got);
-    int bad = 0;
-    for (int r = 0; r < n; r++)
-        if (got[r] != want[r] && bad++ < 5)
-            fprintf(stderr, "choose_ids n=%d row %d: %d, want %d\n", n, r, got[r], want[r]);
-    CHECK_MSG(bad == 0, "choose_ids n=%d: %d of %d rows wrong", n, bad, n);
-    gtu_dev_free(d_ids), gtu_dev_free(d_res);
-    free(res), free(ids), free(want), free(got);
 }
 
 /* ---- logits statistics ----------------------------------------------------------------------- */
@@ -777,11 +741,6 @@ int main(void) {
     test_logits_rows(FILL_TIES, 130, 1037, 20, 0);
     test_logits_rows(FILL_NORMAL, 2, 1, 20, 1);
     test_logits_rows(FILL_NORMAL, 2, 3145765, 20, 1);
-
-    /* the step ahead's ids: one row, a block's worth and one more, many blocks */
-    test_choose_ids(1);
-    test_choose_ids(129);
-    test_choose_ids(1000);
 
     time_misc();
 
