@@ -18,7 +18,19 @@
 //                  memory (red.release.cluster on the mapa'd address) and polls its own
 //                  (ld.acquire.cluster) until the cluster's 8 blocks have;
 //      cluster+data  the same, each block first writing its 16-byte slot into every block's
-//                  shared memory, and after the wait reading the 8 slots from its own.
+//                  shared memory, and after the wait reading the 8 slots from its own;
+//      vec         grid, each block first writing its share of a 6 KB vector (a bf16 row of
+//                  3072, 16-byte granules dealt round robin) and after the wait loading all of
+//                  it: a boundary of the decode kernel at one row, output rows out, staged input in
+//                  (added 2026-12-06e);
+//      reduce      grid, each block first adding a whole 3072-float partial vector into the
+//                  round's accumulator (red.global.add.v4.f32, 768 vector reds a block onto the
+//                  same 768 addresses), and after the wait loading the 12 KB sum: the boundary of
+//                  a down projection split over K (every block the down product of its own
+//                  gate|up slice, so no hand-off between gate|up and down), 2026-12-06e.
+// Prediction for vec and reduce (2026-12-06e, H100 or H200, stream on): vec ~4.5-6 us (grid+data's
+// 6.1 us loads 16 B of every block; vec loads 6 KB in one round trip); reduce = vec + ~1-3 us (132
+// reds queue at each address's L2 slice). Fusing gate|up and down pays where reduce < 2 x vec.
 // Block 0's warp 0 reports the mean us a hand-off (globaltimer), and every block checks the data
 // it read (the sum of the writers' round-tagged values): a wrong sum is a failed run.
 //
@@ -48,14 +60,17 @@ constexpr int kCluster = 8;
 constexpr int kWarm = 16, kRounds = 400;
 constexpr int kMaxGrid = 256;
 
-enum Mode { GRID, GRID_DATA, GROUP, CLUSTER, CLUSTER_DATA, N_MODES };
-const char *kModeNames[N_MODES] = {"grid", "grid+data", "group", "cluster", "cluster+data"};
+enum Mode { GRID, GRID_DATA, GROUP, CLUSTER, CLUSTER_DATA, VEC, REDUCE, N_MODES };
+const char *kModeNames[N_MODES] = {"grid", "grid+data", "group", "cluster", "cluster+data", "vec", "reduce"};
+constexpr int kVecGranules = 3072 * 2 / 16;    // VEC: a bf16 row of 3072 in 16-byte granules
+constexpr int kReduceGranules = 3072 * 4 / 16; // REDUCE: a float row of 3072 in float4s
 
 struct Args {
     const unsigned char *weights;
     size_t weight_bytes;
     unsigned *counters;   // (kWarm + kRounds) x kCounterStride, zeroed; GROUP: a set per cluster
     uint4 *slots;         // GRID_DATA: (kWarm + kRounds) x grid
+    uint4 *vecs;          // VEC, REDUCE: (kWarm + kRounds) x kReduceGranules, zeroed
     float *result_us;     // block 0's us a hand-off
     int *bad;             // blocks whose data sum was wrong
     int mode, stream;
@@ -86,6 +101,12 @@ __device__ __forceinline__ void st_cluster_v4(uint32_t addr, uint4 v) {
 }
 __device__ __forceinline__ void cluster_sync_all() {
     asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
+__device__ __forceinline__ void red_add_v4(float4 *a, float4 v) {
+    asm volatile("red.relaxed.gpu.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(a), "f"(v.x), "f"(v.y), "f"(v.z),
+                 "f"(v.w)
+                 : "memory");
 }
 
 // The round's value block b writes: tagged with the round, so a stale slot sums wrong.
@@ -132,7 +153,44 @@ __global__ void __launch_bounds__(64, 1) probe(const Args a) {
         unsigned sum_bad = 0;
         for (int r = 0; r < kWarm + kRounds; r++) {
             if (r == kWarm) t0 = global_ns();
-            if (a.mode == GRID || a.mode == GRID_DATA || a.mode == GROUP) {
+            if (a.mode == VEC || a.mode == REDUCE) {
+                uint4 *v = a.vecs + (size_t)r * kReduceGranules;
+                if (a.mode == VEC)
+                    for (int i = blockIdx.x + lane * G; i < kVecGranules; i += 32 * G) v[i] = slot_value(r, i);
+                else
+                    for (int i = lane; i < kReduceGranules; i += 32) {
+                        const float f = (float)(blockIdx.x + 1);
+                        red_add_v4(reinterpret_cast<float4 *>(v + i), make_float4(f, f, f, f));
+                    }
+                __syncwarp();
+                if (lane == 0) {
+                    unsigned *c = a.counters + (size_t)r * kCounterStride;
+                    red_release_add(c, 1u);
+                    while (ld_acquire(c) < (unsigned)G) __nanosleep(32);
+                }
+                __syncwarp();
+                // the whole vector, every load in flight at once
+                constexpr int kMaxPerLane = kReduceGranules / 32;
+                const int n = a.mode == VEC ? kVecGranules : kReduceGranules;
+                uint4 got[kMaxPerLane];
+#pragma unroll
+                for (int j = 0; j < kMaxPerLane; j++)
+                    if (lane + j * 32 < n) got[j] = __ldcg(&v[lane + j * 32]);
+                bool wrong = false;
+                const float want = (float)G * (G + 1) / 2;
+#pragma unroll
+                for (int j = 0; j < kMaxPerLane; j++) {
+                    const int i = lane + j * 32;
+                    if (i >= n) break;
+                    if (a.mode == VEC) {
+                        const uint4 w = slot_value(r, i);
+                        wrong |= got[j].x != w.x || got[j].y != w.y || got[j].z != w.z || got[j].w != w.w;
+                    } else {
+                        wrong |= __uint_as_float(got[j].x) != want || __uint_as_float(got[j].w) != want;
+                    }
+                }
+                sum_bad |= __any_sync(0xffffffffu, wrong);
+            } else if (a.mode == GRID || a.mode == GRID_DATA || a.mode == GROUP) {
                 unsigned *c = a.counters + ((size_t)r * (a.mode == GROUP ? G / kCluster : 1) +
                                             (a.mode == GROUP ? blockIdx.x / kCluster : 0)) * kCounterStride;
                 const unsigned target = a.mode == GROUP ? kCluster : (unsigned)G;
@@ -204,7 +262,7 @@ int main() {
     const size_t weight_bytes = (size_t)2 << 30;
     unsigned char *weights;
     unsigned *counters;
-    uint4 *slots;
+    uint4 *slots, *vecs;
     float *result;
     int *bad;
     CHECK(cudaMalloc(&weights, weight_bytes));
@@ -212,6 +270,8 @@ int main() {
     const size_t n_counters = (size_t)(kWarm + kRounds) * (grid / kCluster) * kCounterStride;
     CHECK(cudaMalloc(&counters, n_counters * sizeof(unsigned)));
     CHECK(cudaMalloc(&slots, (size_t)(kWarm + kRounds) * grid * sizeof(uint4)));
+    const size_t vec_bytes = (size_t)(kWarm + kRounds) * kReduceGranules * sizeof(uint4);
+    CHECK(cudaMalloc(&vecs, vec_bytes));
     CHECK(cudaMalloc(&result, sizeof(float)));
     CHECK(cudaMalloc(&bad, sizeof(int)));
     const int smem = kSlots * kPageBytes;
@@ -237,8 +297,9 @@ int main() {
             for (int rep = 0; rep < 3; rep++) {
                 CHECK(cudaMemset(counters, 0, n_counters * sizeof(unsigned)));
                 CHECK(cudaMemset(slots, 0, (size_t)(kWarm + kRounds) * grid * sizeof(uint4)));
+                CHECK(cudaMemset(vecs, 0, vec_bytes));
                 CHECK(cudaMemset(bad, 0, sizeof(int)));
-                Args a = {weights, weight_bytes, counters, slots, result, bad, mode, stream};
+                Args a = {weights, weight_bytes, counters, slots, vecs, result, bad, mode, stream};
                 cudaLaunchConfig_t cfg = {};
                 cfg.gridDim = dim3(grid), cfg.blockDim = dim3(64), cfg.dynamicSmemBytes = smem;
                 cudaLaunchAttribute attr[1];
