@@ -27,10 +27,15 @@
 //                  round's accumulator (red.global.add.v4.f32, 768 vector reds a block onto the
 //                  same 768 addresses), and after the wait loading the 12 KB sum: the boundary of
 //                  a down projection split over K (every block the down product of its own
-//                  gate|up slice, so no hand-off between gate|up and down), 2026-12-06e.
+//                  gate|up slice, so no hand-off between gate|up and down), 2026-12-06e;
+//      reduce64    the same with the partial as 3072 64-bit fixed-point integers
+//                  (red.global.add.u64, no vector form: 96 adds a lane), whose sum does not depend
+//                  on the order of the adds (a deterministic split-K), and the 24 KB sum loaded.
 // Prediction for vec and reduce (2026-12-06e, H100 or H200, stream on): vec ~4.5-6 us (grid+data's
 // 6.1 us loads 16 B of every block; vec loads 6 KB in one round trip); reduce = vec + ~1-3 us (132
 // reds queue at each address's L2 slice). Fusing gate|up and down pays where reduce < 2 x vec.
+// Prediction for reduce64 (2026-12-06e, after vec 5.3 and reduce 7.7 us on an H100): ~9-11 us
+// (4x the adds of reduce, twice the bytes loaded); a deterministic split-K pays where < 2 x vec.
 // Block 0's warp 0 reports the mean us a hand-off (globaltimer), and every block checks the data
 // it read (the sum of the writers' round-tagged values): a wrong sum is a failed run.
 //
@@ -60,10 +65,11 @@ constexpr int kCluster = 8;
 constexpr int kWarm = 16, kRounds = 400;
 constexpr int kMaxGrid = 256;
 
-enum Mode { GRID, GRID_DATA, GROUP, CLUSTER, CLUSTER_DATA, VEC, REDUCE, N_MODES };
-const char *kModeNames[N_MODES] = {"grid", "grid+data", "group", "cluster", "cluster+data", "vec", "reduce"};
+enum Mode { GRID, GRID_DATA, GROUP, CLUSTER, CLUSTER_DATA, VEC, REDUCE, REDUCE64, N_MODES };
+const char *kModeNames[N_MODES] = {"grid", "grid+data", "group", "cluster", "cluster+data", "vec", "reduce", "reduce64"};
 constexpr int kVecGranules = 3072 * 2 / 16;    // VEC: a bf16 row of 3072 in 16-byte granules
 constexpr int kReduceGranules = 3072 * 4 / 16; // REDUCE: a float row of 3072 in float4s
+constexpr int kReduce64Words = 3072;           // REDUCE64: 64-bit integers
 
 struct Args {
     const unsigned char *weights;
@@ -71,6 +77,7 @@ struct Args {
     unsigned *counters;   // (kWarm + kRounds) x kCounterStride, zeroed; GROUP: a set per cluster
     uint4 *slots;         // GRID_DATA: (kWarm + kRounds) x grid
     uint4 *vecs;          // VEC, REDUCE: (kWarm + kRounds) x kReduceGranules, zeroed
+    unsigned long long *vec64; // REDUCE64: (kWarm + kRounds) x kReduce64Words, zeroed
     float *result_us;     // block 0's us a hand-off
     int *bad;             // blocks whose data sum was wrong
     int mode, stream;
@@ -153,7 +160,29 @@ __global__ void __launch_bounds__(64, 1) probe(const Args a) {
         unsigned sum_bad = 0;
         for (int r = 0; r < kWarm + kRounds; r++) {
             if (r == kWarm) t0 = global_ns();
-            if (a.mode == VEC || a.mode == REDUCE) {
+            if (a.mode == REDUCE64) {
+                unsigned long long *v = a.vec64 + (size_t)r * kReduce64Words;
+                for (int i = lane; i < kReduce64Words; i += 32)
+                    asm volatile("red.relaxed.gpu.global.add.u64 [%0], %1;" ::"l"(v + i),
+                                 "l"((unsigned long long)(blockIdx.x + 1) << 20)
+                                 : "memory");
+                __syncwarp();
+                if (lane == 0) {
+                    unsigned *c = a.counters + (size_t)r * kCounterStride;
+                    red_release_add(c, 1u);
+                    while (ld_acquire(c) < (unsigned)G) __nanosleep(32);
+                }
+                __syncwarp();
+                constexpr int kPerLane = kReduce64Words / 32;
+                unsigned long long got[kPerLane];
+#pragma unroll
+                for (int j = 0; j < kPerLane; j++) got[j] = __ldcg(&v[lane + j * 32]);
+                const unsigned long long want = ((unsigned long long)G * (G + 1) / 2) << 20;
+                bool wrong = false;
+#pragma unroll
+                for (int j = 0; j < kPerLane; j++) wrong |= got[j] != want;
+                sum_bad |= __any_sync(0xffffffffu, wrong);
+            } else if (a.mode == VEC || a.mode == REDUCE) {
                 uint4 *v = a.vecs + (size_t)r * kReduceGranules;
                 if (a.mode == VEC)
                     for (int i = blockIdx.x + lane * G; i < kVecGranules; i += 32 * G) v[i] = slot_value(r, i);
@@ -263,6 +292,7 @@ int main() {
     unsigned char *weights;
     unsigned *counters;
     uint4 *slots, *vecs;
+    unsigned long long *vec64;
     float *result;
     int *bad;
     CHECK(cudaMalloc(&weights, weight_bytes));
@@ -272,6 +302,8 @@ int main() {
     CHECK(cudaMalloc(&slots, (size_t)(kWarm + kRounds) * grid * sizeof(uint4)));
     const size_t vec_bytes = (size_t)(kWarm + kRounds) * kReduceGranules * sizeof(uint4);
     CHECK(cudaMalloc(&vecs, vec_bytes));
+    const size_t vec64_bytes = (size_t)(kWarm + kRounds) * kReduce64Words * sizeof(unsigned long long);
+    CHECK(cudaMalloc(&vec64, vec64_bytes));
     CHECK(cudaMalloc(&result, sizeof(float)));
     CHECK(cudaMalloc(&bad, sizeof(int)));
     const int smem = kSlots * kPageBytes;
@@ -298,8 +330,9 @@ int main() {
                 CHECK(cudaMemset(counters, 0, n_counters * sizeof(unsigned)));
                 CHECK(cudaMemset(slots, 0, (size_t)(kWarm + kRounds) * grid * sizeof(uint4)));
                 CHECK(cudaMemset(vecs, 0, vec_bytes));
+                CHECK(cudaMemset(vec64, 0, vec64_bytes));
                 CHECK(cudaMemset(bad, 0, sizeof(int)));
-                Args a = {weights, weight_bytes, counters, slots, vecs, result, bad, mode, stream};
+                Args a = {weights, weight_bytes, counters, slots, vecs, vec64, result, bad, mode, stream};
                 cudaLaunchConfig_t cfg = {};
                 cfg.gridDim = dim3(grid), cfg.blockDim = dim3(64), cfg.dynamicSmemBytes = smem;
                 cudaLaunchAttribute attr[1];

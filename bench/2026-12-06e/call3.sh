@@ -1,6 +1,6 @@
 #!/bin/bash
 # call 3 of 2026-12-06e, H200 only (the targets' card; elsewhere it stops at once): the hand-off
-# probe (seconds), the one-row in-flight cap (2 against 3, bf16 and FP8, two rounds; 3 where it is
+# probe (seconds; with its reduce64 mode, section 3 of NOTES-2026-12-06e), the one-row in-flight cap (2 against 3, bf16 and FP8, two rounds; 3 where it is
 # >= 1% under 2 in both), then scripts/bench_gpu.py bf16 with that cap (issue 11's figures) and,
 # time allowing, FP8 (issue 10's). Predictions (2026-12-06d): bf16 decode 2.334 -> ~2.03
 # ms/token, 30 s + 100 tokens 244 -> ~215 ms; FP8 1.846 -> ~1.57-1.59; cap 3 within -2% .. +1%.
