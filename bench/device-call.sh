@@ -18,6 +18,8 @@
 #                        (calls whose figures only count on the card the targets are set for)
 #   step_bins LABEL CFG NAME=BIN...  one line: LABEL, then each binary's step at CFG
 #                        (test_kernels_pdecode --timing-only CFG) as "| NAME us"
+#   best_cap CFG         the in-flight cap a call's step_row lines "... cap CFG | 2 US | 3 US" pick: 3
+#                        where it is >= 1% under 2 in every such line (two at least), else 2
 #   bench_run NAME ARGS  python3 ARGS --out /tmp/NAME (a bench script), its results.md,
 #                        results.json and log into $OUT/NAME, and its summary on stdout
 #   sanitize TOOL SECS SHAPE [CONSUMER]  compute-sanitizer TOOL on test_kernels_pdecode's checks of
@@ -68,6 +70,10 @@ step_bins() {
   shift 2
   for nb in "$@"; do line="$line | ${nb%%=*} $(step ${nb#*=} --timing-only $cfg | cut -d' ' -f1)"; done
   say "$line"
+}
+best_cap() {
+  grep "cap $1 |" $OUT/summary.txt | awk -F'|' '{split($2,a," "); split($3,b," "); n++; if (!(a[2] > 0) || !(b[2] > 0) || b[2] > 0.99 * a[2]) bad = 1}
+    END {print bad || n < 2 ? 2 : 3}'
 }
 bench_run() {
   local name=$1; shift

@@ -116,6 +116,18 @@ __device__ __forceinline__ void red_add_v4(float4 *a, float4 v) {
                  : "memory");
 }
 
+// The warp's part of a grid-wide hand-off (what it wrote before is published): lane 0 adds 1 to
+// the round's counter c (release) and polls it (acquire) until all G blocks have, as pdecode.cu's
+// signal_counter / wait_counter.
+__device__ __forceinline__ void grid_handoff(unsigned *c, int G, int lane) {
+    __syncwarp();
+    if (lane == 0) {
+        red_release_add(c, 1u);
+        while (ld_acquire(c) < (unsigned)G) __nanosleep(32);
+    }
+    __syncwarp();
+}
+
 // The round's value block b writes: tagged with the round, so a stale slot sums wrong.
 __device__ __forceinline__ uint4 slot_value(int round, int b) {
     return make_uint4((unsigned)round, (unsigned)b, (unsigned)(round * 7 + b), 1u);
@@ -166,13 +178,7 @@ __global__ void __launch_bounds__(64, 1) probe(const Args a) {
                     asm volatile("red.relaxed.gpu.global.add.u64 [%0], %1;" ::"l"(v + i),
                                  "l"((unsigned long long)(blockIdx.x + 1) << 20)
                                  : "memory");
-                __syncwarp();
-                if (lane == 0) {
-                    unsigned *c = a.counters + (size_t)r * kCounterStride;
-                    red_release_add(c, 1u);
-                    while (ld_acquire(c) < (unsigned)G) __nanosleep(32);
-                }
-                __syncwarp();
+                grid_handoff(a.counters + (size_t)r * kCounterStride, G, lane);
                 constexpr int kPerLane = kReduce64Words / 32;
                 unsigned long long got[kPerLane];
 #pragma unroll
@@ -191,13 +197,7 @@ __global__ void __launch_bounds__(64, 1) probe(const Args a) {
                         const float f = (float)(blockIdx.x + 1);
                         red_add_v4(reinterpret_cast<float4 *>(v + i), make_float4(f, f, f, f));
                     }
-                __syncwarp();
-                if (lane == 0) {
-                    unsigned *c = a.counters + (size_t)r * kCounterStride;
-                    red_release_add(c, 1u);
-                    while (ld_acquire(c) < (unsigned)G) __nanosleep(32);
-                }
-                __syncwarp();
+                grid_handoff(a.counters + (size_t)r * kCounterStride, G, lane);
                 // the whole vector, every load in flight at once
                 constexpr int kMaxPerLane = kReduceGranules / 32;
                 const int n = a.mode == VEC ? kVecGranules : kReduceGranules;
