@@ -1,5 +1,7 @@
 #!/bin/bash
 # call 1 of 2026-12-06e (any card; the figures of issue 11 count only on an H200).
+# RAN ONCE, on an H100 (results/1-call1). The step ahead it measures was reverted afterwards
+# (0701dee): on main VOX_NO_STEP_AHEAD does nothing, and part 2 would time one code twice.
 # 1. The hand-off probe (bench/2026-12-06d/handoff_probe.cu, carried as build/tests/handoff_probe)
 #    with its two new modes: vec (a one-row boundary, 6 KB out and in) and reduce (a down
 #    projection split over K: 12 KB of float reds a block, then the sum in). Prediction: vec
