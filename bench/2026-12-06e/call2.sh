@@ -1,8 +1,7 @@
 #!/bin/bash
 # call 2 of 2026-12-06e (any card): where a batch-1 token's wall time goes, with and without the
-# (RAN ONCE, results/2-call2; the step ahead was reverted afterwards, 0701dee: on main both modes
-# run the same code)
-# step ahead. Call 1's decode_ab saw the decode stage unchanged (2.6717 against 2.6714 ms/token on
+# step ahead. RAN ONCE (results/2-call2); the step ahead was reverted afterwards (0701dee): on main
+# both modes run the same code. Call 1's decode_ab saw the decode stage unchanged (2.6717 against 2.6714 ms/token on
 # an H100: the stage is the device time between a step's marks, which never held the host's turn)
 # but the run's wall 39 ms shorter over 4 files of 100 tokens. Here, per step, from VOX_STEP_TRACE
 # (each line: wall ms since the line before, `gap`, and the step's device ms): one 30 s file, 300
