@@ -62,10 +62,13 @@ int main(void) {
     /* 33 rows pad to 40 (at most 64), 17 to 40 too (twice 17 is 34, but 64 is the floor) */
     expect(&d, 33, 1, VOX_RECORD_AFTER, "P", 40);
     expect(&d, 17, 1, VOX_RECORD_AFTER, "P", 40);
-    /* exact buckets of up to 4 rows (the fused matvec path): padded on 40 while it is young, then
-     * an unrecorded step first (their kernels' workspaces are not those of the GEMM path) */
-    expect(&d, 3, VOX_RECORD_AFTER, VOX_RECORD_AFTER, "P", 40);
+    /* exact buckets of up to 4 rows (the fused decode paths) are never padded onto the GEMM path's
+     * recordings: an unrecorded step first (their kernels' workspaces are not those of the GEMM
+     * path), then their own recording; a smaller one rides on theirs while it is young */
     expect(&d, 3, 3, VOX_RECORD_AFTER, "ERP", 3);
+    expect(&d, 2, VOX_RECORD_AFTER, VOX_RECORD_AFTER, "P", 3);
+    expect(&d, 2, 3, VOX_RECORD_AFTER, "ERP", 2);
+    expect(&d, 1, 2, VOX_RECORD_AFTER, "P", 2);
     /* record_after 0: every bucket its own at once, as before the reuse (20 -> 24, recorded at
      * once since larger ones exist) */
     expect(&d, 20, 2, 0, "RP", 24);
