@@ -28,7 +28,9 @@
 #                        VOX_PDECODE_WATCHDOG_S first): its summary line into the summary;
 #                        SAN_BIN=PATH checks another build of the test (a variant's)
 set -o pipefail
-tar -xJf .devrun.tar.xz
+# unpacked once a call (a call script that runs another one after changing the unpacked files)
+[ -n "${DEVCALL_UNPACKED:-}" ] || tar -xJf .devrun.tar.xz
+export DEVCALL_UNPACKED=1
 export LD_LIBRARY_PATH=$PWD/.devlibs:$LD_LIBRARY_PATH
 export PATH=/usr/local/cuda/bin:$PATH
 export PYTHONUNBUFFERED=1
