@@ -9,10 +9,10 @@
  * ~116 ms of recordings. So a bucket without a recording runs padded on a larger recording
  * while one exists, and is recorded only once it has been asked for record_after times.
  * Not a step of at most FUSED_ROWS sequences, though: the backend runs it as one fused launch (the
- * persistent decode kernel: 2.65 ms at one row, 3.17 at four on an H100, against 3.9 for the
- * same step padded onto a 24-row recording), whose unrecorded step costs no host time to speak
- * of (where that kernel is off, the matvec path's ~155 launches, once a bucket); it runs exact
- * (bench/NOTES-2026-12-06f.md section 3). */
+ * persistent decode kernel: 3.14-3.20 ms at three rows on an H100, against 3.70 for the same step
+ * padded onto an 8-row recording), whose unrecorded step costs no host time to speak of (where
+ * that kernel is off, the matvec path's ~155 launches, once a bucket); it is padded only onto
+ * another fused step's recording (bench/NOTES-2026-12-06f.md section 3). */
 #include "pipeline/pipeline.h"
 
 /* The most rows of a step the backends' fused decode paths take (the persistent kernel's default,
