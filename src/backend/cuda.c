@@ -1369,7 +1369,10 @@ static bool pdecode_workspace(cuda_state *s, const vox_k_pdecode_args *a) {
                             vox_k_pdecode_workspace_bytes(a));
 }
 
-#define PDECODE_DEFAULT_ROWS 4 /* the most rows a decode-only step takes the persistent kernel at */
+/* the most rows a decode-only step takes the persistent kernel at */
+#define PDECODE_DEFAULT_ROWS VOX_FUSED_DECODE_ROWS
+_Static_assert(VOX_K_MATVEC_MAX_M == VOX_FUSED_DECODE_ROWS,
+               "the graph plan treats steps of up to VOX_FUSED_DECODE_ROWS rows as fused (graphs.c)");
 
 /* CUDA backends alive in this process, per device. The persistent kernel needs every one of its
  * blocks resident at once; two backends on one device (-d cuda:0,cuda:0) could launch it from

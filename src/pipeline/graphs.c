@@ -8,22 +8,19 @@
  * (files finishing) visits a new bucket every few steps: 128 files of 3 to 30 s visited 13,
  * ~116 ms of recordings. So a bucket without a recording runs padded on a larger recording
  * while one exists, and is recorded only once it has been asked for record_after times.
- * Not a step of at most FUSED_ROWS sequences, though: the backend runs it as one fused launch (the
- * persistent decode kernel: 3.14-3.20 ms at three rows on an H100, against 3.70 for the same step
- * padded onto an 8-row recording), whose unrecorded step costs no host time to speak of (where
- * that kernel is off, the matvec path's ~155 launches, once a bucket); it is padded only onto
- * another fused step's recording (bench/NOTES-2026-12-06f.md section 3). */
+ * Not a step of at most VOX_FUSED_DECODE_ROWS (backend.h) sequences, though: the backend runs it
+ * as one fused launch (the persistent decode kernel: 3.14-3.20 ms at three rows on an H100,
+ * against 3.70 for the same step padded onto an 8-row recording), whose unrecorded step costs no
+ * host time to speak of (where that kernel is off, the matvec path's ~155 launches, once a
+ * bucket); it is padded only onto another fused step's recording (bench/NOTES-2026-12-06f.md
+ * section 3). */
 #include "pipeline/pipeline.h"
 
-/* The most rows of a step the backends' fused decode paths take (the persistent kernel's default,
- * cuda.c PDECODE_DEFAULT_ROWS, and the matvec kernels' VOX_K_MATVEC_MAX_M). */
-#define FUSED_ROWS 4
-
-/* Rows a decode-only step of n sequences is recorded for: exact up to FUSED_ROWS, then multiples
- * of 8 up to 64 and of 32 beyond: at most 1/8 of a step is padding past 64 rows, and no more
- * than 18 recordings cover 256 sequences. */
+/* Rows a decode-only step of n sequences is recorded for: exact up to VOX_FUSED_DECODE_ROWS, then
+ * multiples of 8 up to 64 and of 32 beyond: at most 1/8 of a step is padding past 64 rows, and no
+ * more than 18 recordings cover 256 sequences. */
 static int bucket_rows(int n) {
-    if (n <= FUSED_ROWS) return n;
+    if (n <= VOX_FUSED_DECODE_ROWS) return n;
     if (n <= 64) return (n + 7) / 8 * 8;
     return (n + 31) / 32 * 32;
 }
@@ -41,7 +38,7 @@ static vox_decoder_graph *graph_for(vox_decoder_batch *d, int rows) {
  * 64 (below that a step's GEMMs cost about the same at any row count); a fused step only on
  * another fused step's recording. */
 static vox_decoder_graph *recorded_above(vox_decoder_batch *d, int n) {
-    int limit = n <= FUSED_ROWS ? FUSED_ROWS : 2 * n > 64 ? 2 * n : 64;
+    int limit = n <= VOX_FUSED_DECODE_ROWS ? VOX_FUSED_DECODE_ROWS : 2 * n > 64 ? 2 * n : 64;
     vox_decoder_graph *best = NULL;
     for (int i = 0; i < d->n_graphs; i++) {
         vox_decoder_graph *g = &d->graphs[i];
@@ -70,9 +67,10 @@ vox_graph_plan vox_decoder_graph_plan(vox_decoder_batch *d, int n, int record_af
     }
     if (!g) return (vox_graph_plan){.g = NULL, .rows = n};
     /* A bucket's first step runs unrecorded (sizing the workspaces its kernels grow outside a
-     * recording, backend.h); its second is recorded. A bucket of more than FUSED_ROWS (the GEMM path)
-     * after a larger one was recorded is recorded at once: its kernels' workspaces are sized
-     * already, and the unrecorded step would cost ~6 ms of kernel launches. */
-    bool record = !g->graph && (g->runs >= 1 || (g->rows > FUSED_ROWS && larger_recorded(d, g->rows)));
+     * recording, backend.h); its second is recorded. A bucket of more than VOX_FUSED_DECODE_ROWS
+     * (the GEMM path) after a larger one was recorded is recorded at once: its kernels' workspaces
+     * are sized already, and the unrecorded step would cost ~6 ms of kernel launches. */
+    bool record = !g->graph && (g->runs >= 1 || (g->rows > VOX_FUSED_DECODE_ROWS &&
+                                                 larger_recorded(d, g->rows)));
     return (vox_graph_plan){.g = g, .rows = g->rows, .record = record};
 }
