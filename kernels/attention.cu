@@ -331,64 +331,6 @@ __device__ __forceinline__ int64_t clamp_len(const AttnParams &p, int b) {
     return L < 0 ? 0 : (L > p.max_kv ? p.max_kv : L);
 }
 
-/* Fused RoPE (p.qkv set): the cos and sin of position pos for each of the D/2 frequencies, rounded
- * to bf16, into shared memory: qkv_rope_cache_kernel's (fused.cu) arithmetic, step by step. */
-template <int D>
-__device__ __forceinline__ void rope_tables(int64_t pos, double theta, float *cs, float *sn) {
-    for (int i = threadIdx.x; i < D / 2; i += blockDim.x) {
-        float s, c;
-        sincosf((float)pos * vk_rope_inv_freq(i, D, theta), &s, &c);
-        cs[i] = vk_round(c);
-        sn[i] = vk_round(s);
-    }
-    __syncthreads();
-}
-
-/* Fused RoPE: sequence b's new key of kv head kh, rotated, and its value, from its q|k|v row into
- * pool row new_slot[b] (as qkv_rope_cache_kernel writes them). */
-template <int D>
-__device__ void write_new_kv(const AttnParams &p, int b, int kh, const float *cs, const float *sn) {
-    constexpr int HALF = D / 2, K_UNITS = HALF / 8, V_UNITS = D / 8;
-    const bf16 *ksrc = p.qkv + (int64_t)b * p.qkv_stride + ((int64_t)p.n_heads + kh) * D;
-    const bf16 *vsrc = ksrc + (int64_t)p.n_kv_heads * D;
-    const int64_t row = (int64_t)p.new_slot[b] * p.kv_stride + (int64_t)kh * D;
-    for (int u = threadIdx.x; u < K_UNITS + V_UNITS; u += blockDim.x) {
-        if (u < K_UNITS) {
-            const int i0 = u * 8;
-            float a[8], c[8];
-            vk_load8(ksrc + i0, a);
-            vk_load8(ksrc + i0 + HALF, c);
-#pragma unroll
-            for (int j = 0; j < 8; j++) vk_rope_rotate(a[j], c[j], cs[i0 + j], sn[i0 + j], &a[j], &c[j]);
-            vk_store8(p.k_write + row + i0, a);
-            vk_store8(p.k_write + row + i0 + HALF, c);
-        } else {
-            const int e = (u - K_UNITS) * 8;
-            *reinterpret_cast<uint4 *>(p.v_write + row + e) = *reinterpret_cast<const uint4 *>(vsrc + e);
-        }
-    }
-}
-
-/* Fused RoPE: the query fragment word of tile row `row`, columns col and col + 1 (col even), of
- * query head row of qb (unrotated, D elements a head): both rotated and rounded to bf16 as the
- * RoPE kernel stores them. col and col + 1 sit on the same side of D/2. */
-template <int D>
-__device__ __forceinline__ uint32_t rope_q_word(const bf16 *qb, int row, int col, const float *cs,
-                                                const float *sn) {
-    constexpr int HALF = D / 2;
-    const bool lo = col < HALF;
-    const int i = lo ? col : col - HALF;
-    const bf16 *h = qb + (int64_t)row * D;
-    const __nv_bfloat162 a2 = *reinterpret_cast<const __nv_bfloat162 *>(h + i);
-    const __nv_bfloat162 b2 = *reinterpret_cast<const __nv_bfloat162 *>(h + i + HALF);
-    float r[2], o1, o2;
-    vk_rope_rotate(__low2float(a2), __low2float(b2), cs[i], sn[i], &o1, &o2);
-    r[0] = lo ? o1 : o2;
-    vk_rope_rotate(__high2float(a2), __high2float(b2), cs[i + 1], sn[i + 1], &o1, &o2);
-    r[1] = lo ? o1 : o2;
-    return pack_bf16(r[0], r[1]);
-}
-
 /* grid (s_max, n_kv_heads * row_chunks, batch); row chunk rc covers query heads
  * kh*group + 16*rc .. +15 of the group. A pipeline stage holds 16 * WARPS keys, warp w takes keys
  * 16w .. 16w + 15 of each. WARP_PIPE: each warp copies its own 16 keys of a stage and waits for
@@ -421,23 +363,6 @@ __global__ void __launch_bounds__(WARPS * 32) attn_decode_split_kernel(const Att
     int64_t chunk;
     int n_active;
     decode_plan(L, p.s_max, &chunk, &n_active);
-    /* Fused RoPE: the blocks of the split whose keys hold the new position write the new key and
-     * value to the cache themselves, before they load any key (so no other block reads that row,
-     * and every row chunk's block writes the same bits); the other blocks only need the tables,
-     * after their first loads are on their way. */
-    __shared__ float rope_cos[D / 2], rope_sin[D / 2];
-    int64_t new_pos = 0;
-    bool kv_writer = false;
-    if (p.qkv) {
-        new_pos = p.new_pos[b];
-        const int64_t holder = n_active == 0 ? 0 : new_pos / chunk < n_active - 1 ? new_pos / chunk : n_active - 1;
-        kv_writer = split == holder;
-        if (kv_writer) {
-            rope_tables<D>(new_pos, p.theta, rope_cos, rope_sin);
-            write_new_kv<D>(p, b, kh, rope_cos, rope_sin);
-            __syncthreads(); /* the rows written before any thread's copies read them */
-        }
-    }
     if (split >= n_active) {
         if (n_active == 0 && split == 0) /* empty cache: zeros, as the reference */
             for (int t = threadIdx.x; t < nrows * D; t += THREADS)
@@ -473,22 +398,19 @@ __global__ void __launch_bounds__(WARPS * 32) attn_decode_split_kernel(const Att
         vk_cp_async_commit();
     }
 
-    /* Q fragments straight from global memory (overlapping the first K/V loads), rotated here
-     * when RoPE is fused in; rows past the group are zero. */
+    /* Q fragments straight from global memory (overlapping the first K/V loads); rows past the
+     * group are zero. */
     uint32_t qa[KS][4];
     {
-        const bool rope = p.qkv != nullptr;
-        if (rope && !kv_writer) rope_tables<D>(new_pos, p.theta, rope_cos, rope_sin);
-        const bf16 *qb = rope ? p.qkv + (int64_t)b * p.qkv_stride + (int64_t)head0 * D
-                              : p.q + (int64_t)b * p.q_stride + (int64_t)head0 * D;
+        const bf16 *qb = p.q + (int64_t)b * p.q_stride + (int64_t)head0 * D;
 #pragma unroll
         for (int ks = 0; ks < KS; ks++) {
 #pragma unroll
             for (int j = 0; j < 4; j++) {
                 const int row = g + (j & 1) * 8, col = ks * 16 + tig * 2 + (j >> 1) * 8;
-                qa[ks][j] = row >= nrows ? 0u
-                            : rope   ? rope_q_word<D>(qb, row, col, rope_cos, rope_sin)
-                                     : *reinterpret_cast<const uint32_t *>(qb + (int64_t)row * D + col);
+                qa[ks][j] = row < nrows
+                                ? *reinterpret_cast<const uint32_t *>(qb + (int64_t)row * D + col)
+                                : 0u;
             }
         }
     }
@@ -1062,9 +984,6 @@ static int decode_auto_variant(const AttnParams &p, int s_max) {
  * kernel's configurations in kDecode) on p, whose kv_len and max_kv are set. */
 static int decode_run(int variant, AttnParams p, void *workspace, cudaStream_t stream) {
     const bool ok = tiled_ok(p);
-    /* fused RoPE: the split kernel only, on 16-byte rows */
-    if (p.qkv && (!ok || variant == 0 || p.qkv_stride % 8 || !aligned(p.k_write, 16) || !aligned(p.v_write, 16)))
-        return 0;
     if (variant < 0)
         variant = ok ? decode_auto_variant(p, decode_s_max(p.batch, p.n_heads, p.max_kv)) : 0;
     if (variant == 0) {
@@ -1125,48 +1044,6 @@ int vox_k_decode_attention_paged_variant(int variant, void *out_bf16, const void
     p.max_kv = max_kv;
     set_paging(p, tables_dev, table_width, block_size);
     return decode_run(variant, p, workspace, stream);
-}
-
-/* The same with RoPE and the cache write of each sequence's new row fused in
- * (vox_k_decode_attention_paged_rope); variants as above, the simple kernel excepted (0: not taken). */
-int vox_k_decode_attention_paged_rope_variant(int variant, void *out_bf16, const void *qkv_bf16,
-                                              void *k_pool, void *v_pool, int batch,
-                                              const int32_t *kv_len_dev, const int32_t *row_pos_dev,
-                                              const int32_t *row_slot_dev, const int32_t *tables_dev,
-                                              int table_width, int block_size, int n_heads,
-                                              int n_kv_heads, int head_dim, float scale, double theta,
-                                              void *workspace, cudaStream_t stream) {
-    if (batch <= 0 || n_heads <= 0) return 1;
-    const int64_t max_kv = (int64_t)table_width * block_size;
-    if (!tables_dev || !row_pos_dev || !row_slot_dev || block_size <= 0 || table_width < 0 ||
-        max_kv > INT32_MAX)
-        return 0;
-    AttnParams p = make_params(out_bf16, qkv_bf16, k_pool, v_pool, batch, 1, 0, 0, n_heads,
-                               n_kv_heads, head_dim, scale, 0, 0);
-    p.kv_len = kv_len_dev;
-    p.max_kv = max_kv;
-    set_paging(p, tables_dev, table_width, block_size);
-    p.qkv = (const bf16 *)qkv_bf16;
-    p.qkv_stride = (int64_t)(n_heads + 2 * n_kv_heads) * head_dim;
-    p.new_pos = row_pos_dev;
-    p.new_slot = row_slot_dev;
-    p.k_write = (bf16 *)k_pool;
-    p.v_write = (bf16 *)v_pool;
-    p.theta = theta;
-    return decode_run(variant, p, workspace, stream);
-}
-
-int vox_k_decode_attention_paged_rope(void *out_bf16, const void *qkv_bf16, void *k_pool,
-                                      void *v_pool, int batch, const int32_t *kv_len_dev,
-                                      const int32_t *row_pos_dev, const int32_t *row_slot_dev,
-                                      const int32_t *tables_dev, int table_width, int block_size,
-                                      int n_heads, int n_kv_heads, int head_dim, float scale,
-                                      double theta, void *workspace, cudaStream_t stream) {
-    return vox_k_decode_attention_paged_rope_variant(-1, out_bf16, qkv_bf16, k_pool, v_pool, batch,
-                                                     kv_len_dev, row_pos_dev, row_slot_dev,
-                                                     tables_dev, table_width, block_size, n_heads,
-                                                     n_kv_heads, head_dim, scale, theta, workspace,
-                                                     stream);
 }
 
 void vox_k_decode_attention(void *out_bf16, const void *q_bf16, const void *k_bf16,

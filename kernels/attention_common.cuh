@@ -48,17 +48,6 @@ struct AttnParams {
     float *ws_o;     /* [batch, n_heads, s_max, D] unnormalised partial outputs */
     float *ws_ml;    /* [batch, n_heads, s_max, 2] (max in log2 units, sum) */
     unsigned *ws_count; /* per (batch, kv head, row chunk): splits done (zero between launches) */
-    /* decode with RoPE and the cache write fused in (qkv != NULL; the split kernel only, paged):
-     * sequence b's query and new key and value are row b of the q|k|v projection's output
-     * (qkv_stride elements a row: n_heads query heads, n_kv_heads keys, n_kv_heads values, all
-     * unrotated), at position new_pos[b], the new key and value going to pool row new_slot[b] of
-     * k_write / v_write (the pools p.k and p.v read): what vox_k_qkv_rope_cache_rows does to the
-     * row, with its arithmetic. q then points at qkv (for the alignment checks). */
-    const bf16 *qkv;
-    int64_t qkv_stride;
-    const int32_t *new_pos, *new_slot;
-    bf16 *k_write, *v_write;
-    double theta;
 };
 
 /* The row of k/v (counted from p.k, p.v) that holds key j of sequence b: row j of the sequence's

@@ -164,21 +164,6 @@ void vox_k_decode_attention_paged(void *out_bf16, const void *q_bf16, const void
                                   const int32_t *tables_dev, int table_width, int block_size,
                                   int n_heads, int n_kv_heads, int head_dim, float scale,
                                   void *workspace, cudaStream_t stream);
-/* vox_k_decode_attention_paged with RoPE and the cache write of each sequence's new row fused in
- * (one launch where vox_k_qkv_rope_cache_rows and vox_k_decode_attention_paged are two):
- * sequence b's query and new key and value are row b of qkv [batch, (n_heads + 2 n_kv_heads) *
- * head_dim] (the q|k|v projection's output, unrotated), at position row_pos_dev[b]; its rotated
- * key and its value are written to pool row row_slot_dev[b] (which must be the row of key
- * row_pos_dev[b] < kv_len_dev[b] in its block table for the attention to see it), then it attends
- * as vox_k_decode_attention_paged. The same bits as those two launches, in the cache and out.
- * Returns 0, launching nothing, where the fused kernel does not take the shape (head_dim other
- * than 64/128, unaligned tensors): the caller then runs the two. [PDL] */
-int vox_k_decode_attention_paged_rope(void *out_bf16, const void *qkv_bf16, void *k_pool,
-                                      void *v_pool, int batch, const int32_t *kv_len_dev,
-                                      const int32_t *row_pos_dev, const int32_t *row_slot_dev,
-                                      const int32_t *tables_dev, int table_width, int block_size,
-                                      int n_heads, int n_kv_heads, int head_dim, float scale,
-                                      double theta, void *workspace, cudaStream_t stream);
 /* Causal attention for t_q query rows of ONE sequence at positions q_pos0 .. q_pos0 + t_q - 1
  * (q/out [t_q, n_heads*head_dim]) against keys 0 .. q_pos0 + t_q - 1 of a paged cache (the
  * sequence's block table tables_dev[0 .. ], block_size rows a block). Row i sees keys j <= q_pos0 + i. */

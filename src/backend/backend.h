@@ -260,14 +260,6 @@ struct vox_backend {
     void (*paged_attention)(vox_backend *be, vox_tensor *out, const vox_tensor *q,
                             const vox_tensor *k_pool, const vox_tensor *v_pool, int n_heads,
                             int n_kv_heads, int head_dim, float scale);
-    /* rope_cache(q, k_pool, v_pool, qkv, ...) then paged_attention(out, q, k_pool, v_pool, ...)
-     * as one operation, where the backend fuses them for some rows (the cuda backend: the decode
-     * rows, one kernel); q [n_rows, H*D] is scratch, written for the rows it does not fuse. The
-     * same values as the two operations. Optional: NULL where the backend has no fused form. */
-    void (*paged_attention_rope)(vox_backend *be, vox_tensor *out, vox_tensor *q,
-                                 const vox_tensor *qkv, vox_tensor *k_pool, vox_tensor *v_pool,
-                                 int n_heads, int n_kv_heads, int head_dim, float scale,
-                                 double theta);
     /* y [n_logits, C] = rows logit_rows of x [n_rows, C]. */
     void (*gather_rows)(vox_backend *be, vox_tensor *y, const vox_tensor *x);
     /* Scaled dot-product attention over `batch` independent sequences, fp32 softmax.

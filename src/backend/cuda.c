@@ -1243,46 +1243,35 @@ static void cu_rope_cache(vox_backend *be, vox_tensor *q_out, vox_tensor *k_pool
     LAUNCHED(s, "qkv_rope_cache");
 }
 
-/* The decode rows' attention (rows 0 .. n_decode - 1, a sequence each) in one launch; with qkv,
- * RoPE and the cache write of their new rows fused in. False, launching nothing, where the fused
- * kernel does not take the shape. */
-static bool decode_rows_attention(cuda_state *s, char *o, const void *q, const void *qkv,
-                                  const vox_tensor *k_pool, const vox_tensor *v_pool, int n_heads,
-                                  int n_kv_heads, int head_dim, float scale, double theta) {
+/* Decode rows in one launch over every decoding sequence (lengths and block tables read on the
+ * device, so a recorded step replays with new ones); the prompt chunks in one more launch (one
+ * launch each where only the simple kernel takes the shape). */
+static void cu_paged_attention(vox_backend *be, vox_tensor *out, const vox_tensor *q,
+                               const vox_tensor *k_pool, const vox_tensor *v_pool, int n_heads,
+                               int n_kv_heads, int head_dim, float scale) {
+    cuda_state *s = S(be);
     const vox_batch *b = &s->batch;
-    VOX_ASSERT(b->n_decode <= s->attn_ws_batches && n_heads == s->attn_ws_heads &&
-               (int64_t)b->table_width * b->block_size <= s->attn_ws_max_kv);
-    int64_t at = s->attn_ws_at[b->n_decode];
-    /* the workspace was sized for the widest table: its splits are planned for that length */
-    void *ws = at >= 0 ? (char *)s->attn_ws + at : NULL;
-    if (qkv) {
-        if (!vox_k_decode_attention_paged_rope(o, qkv, k_pool->data, v_pool->data, b->n_decode,
-                                               s->b_len, s->b_pos, s->b_slot, s->b_tables,
-                                               b->table_width, b->block_size, n_heads, n_kv_heads,
-                                               head_dim, scale, theta, ws, s->stream))
-            return false;
-        LAUNCHED(s, "decode_attention_rope");
-        return true;
+    int64_t QD = (int64_t)n_heads * head_dim;
+    VOX_ASSERT(rows(q) == b->n_rows && rows(out) == b->n_rows && cols(q) == QD);
+    char *o = out->data;
+    const char *qq = q->data;
+    if (b->n_decode > 0) {
+        VOX_ASSERT(b->n_decode <= s->attn_ws_batches && n_heads == s->attn_ws_heads &&
+                   (int64_t)b->table_width * b->block_size <= s->attn_ws_max_kv);
+        int64_t at = s->attn_ws_at[b->n_decode];
+        /* the workspace was sized for the widest table: its splits are planned for that length */
+        vox_k_decode_attention_paged(o, qq, k_pool->data, v_pool->data, b->n_decode, s->b_len,
+                                     s->b_tables, b->table_width, b->block_size, n_heads,
+                                     n_kv_heads, head_dim, scale,
+                                     at >= 0 ? (char *)s->attn_ws + at : NULL, s->stream);
+        LAUNCHED(s, "decode_attention");
     }
-    vox_k_decode_attention_paged(o, q, k_pool->data, v_pool->data, b->n_decode, s->b_len,
-                                 s->b_tables, b->table_width, b->block_size, n_heads, n_kv_heads,
-                                 head_dim, scale, ws, s->stream);
-    LAUNCHED(s, "decode_attention");
-    return true;
-}
-
-/* The prompt chunks' attention (rows n_decode ..): one launch for all of them where the tiled
- * kernels take the shape, else one a sequence. */
-static void prompt_rows_attention(cuda_state *s, char *o, const char *qq, const vox_tensor *k_pool,
-                                  const vox_tensor *v_pool, int n_heads, int n_kv_heads,
-                                  int head_dim, float scale) {
-    const vox_batch *b = &s->batch;
-    const int64_t QD = (int64_t)n_heads * head_dim;
     int n_prompt = b->n_seqs - b->n_decode, max_t_q = 0;
-    if (n_prompt <= 0) return;
     for (int i = b->n_decode; i < b->n_seqs; i++)
         if (b->seq_row0[i + 1] - b->seq_row0[i] > max_t_q) max_t_q = b->seq_row0[i + 1] - b->seq_row0[i];
-    if (vox_k_attention_paged_batch(o, qq, k_pool->data, v_pool->data, n_prompt, max_t_q,
+    /* the prompt chunks: one launch for all of them where the tiled kernels take the shape */
+    if (n_prompt > 0 &&
+        vox_k_attention_paged_batch(o, qq, k_pool->data, v_pool->data, n_prompt, max_t_q,
                                     s->b_row0 + b->n_decode, s->b_pos,
                                     s->b_tables + (size_t)b->n_decode * b->table_width,
                                     b->table_width, b->block_size, n_heads, n_kv_heads, head_dim,
@@ -1298,54 +1287,6 @@ static void prompt_rows_attention(cuda_state *s, char *o, const char *qq, const 
                               n_kv_heads, head_dim, scale, s->stream);
         LAUNCHED(s, "prefill_attention");
     }
-}
-
-/* Decode rows in one launch over every decoding sequence (lengths and block tables read on the
- * device, so a recorded step replays with new ones); the prompt chunks in one more launch (one
- * launch each where only the simple kernel takes the shape). */
-static void cu_paged_attention(vox_backend *be, vox_tensor *out, const vox_tensor *q,
-                               const vox_tensor *k_pool, const vox_tensor *v_pool, int n_heads,
-                               int n_kv_heads, int head_dim, float scale) {
-    cuda_state *s = S(be);
-    const vox_batch *b = &s->batch;
-    VOX_ASSERT(rows(q) == b->n_rows && rows(out) == b->n_rows &&
-               cols(q) == (int64_t)n_heads * head_dim);
-    if (b->n_decode > 0)
-        decode_rows_attention(s, out->data, q->data, NULL, k_pool, v_pool, n_heads, n_kv_heads,
-                              head_dim, scale, 0.0);
-    prompt_rows_attention(s, out->data, q->data, k_pool, v_pool, n_heads, n_kv_heads, head_dim,
-                          scale);
-}
-
-/* RoPE, the cache writes and the attention: the decode rows in one fused launch (their q never
- * leaves the kernel, their new keys are written by the blocks that read them: one launch of the
- * two), the prompt rows through rope_cache on their rows and the prompt attention. */
-static void cu_paged_attention_rope(vox_backend *be, vox_tensor *out, vox_tensor *q,
-                                    const vox_tensor *qkv, vox_tensor *k_pool, vox_tensor *v_pool,
-                                    int n_heads, int n_kv_heads, int head_dim, float scale,
-                                    double theta) {
-    cuda_state *s = S(be);
-    const vox_batch *b = &s->batch;
-    const int64_t QD = (int64_t)n_heads * head_dim, KD = (int64_t)n_kv_heads * head_dim;
-    VOX_ASSERT(rows(qkv) == b->n_rows && cols(qkv) == QD + 2 * KD && rows(q) == b->n_rows &&
-               cols(q) == QD && rows(out) == b->n_rows && cols(k_pool) == KD && cols(v_pool) == KD);
-    int fused = 0; /* the leading rows done */
-    if (b->n_decode > 0 && decode_rows_attention(s, out->data, NULL, qkv->data, k_pool, v_pool,
-                                                 n_heads, n_kv_heads, head_dim, scale, theta))
-        fused = b->n_decode;
-    if (fused < b->n_rows) {
-        const int64_t T = b->n_rows - fused;
-        vox_k_qkv_rope_cache_rows((char *)q->data + (size_t)fused * QD * 2, k_pool->data,
-                                  v_pool->data, (const char *)qkv->data + (size_t)fused * (QD + 2 * KD) * 2,
-                                  T, n_heads, n_kv_heads, head_dim, s->b_pos + fused,
-                                  s->b_slot + fused, theta, s->stream);
-        LAUNCHED(s, "qkv_rope_cache");
-    }
-    if (b->n_decode > fused)
-        decode_rows_attention(s, out->data, q->data, NULL, k_pool, v_pool, n_heads, n_kv_heads,
-                              head_dim, scale, 0.0);
-    prompt_rows_attention(s, out->data, q->data, k_pool, v_pool, n_heads, n_kv_heads, head_dim,
-                          scale);
 }
 
 static void cu_gather_rows(vox_backend *be, vox_tensor *y, const vox_tensor *x) {
@@ -1854,7 +1795,6 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
     be->embed_batch = cu_embed_batch;
     be->rope_cache = cu_rope_cache;
     be->paged_attention = cu_paged_attention;
-    be->paged_attention_rope = cu_paged_attention_rope;
     be->gather_rows = cu_gather_rows;
     be->attention = cu_attention;
     be->embed = cu_embed;

@@ -182,28 +182,16 @@ static void decoder_layers(vox_model *m, vox_kv_pool *kv, vox_decoder_batch *d, 
     }
     for (int l = 0; l < c->layers; l++) {
         const vox_decoder_layer *L = &m->dec_layers[l];
-        /* x += o(attention(rope(q), cache(rope(k)), cache(v))), q|k|v from RMSNorm(x): RoPE and
-         * the cache writes inside the attention where the backend fuses them, else in the
-         * projection's epilogue */
-        const float scale = 1.0f / sqrtf((float)c->head_dim);
-        if (be->paged_attention_rope) {
-            vox_project(be,
-                    &(vox_projection){.y = &w.qkv, .x = &x, .w = &L->qkv, .norm_w = &L->attn_norm,
-                                      .eps = eps, .out = VOX_PROJ_STORE},
-                    &w.h, &w.q);
-            be->paged_attention_rope(be, &w.attn, &w.q, &w.qkv, &kv->k_layer[l], &kv->v_layer[l],
-                                     c->heads, c->kv_heads, c->head_dim, scale, c->rope_theta);
-        } else {
-            vox_project(be,
-                    &(vox_projection){.y = &w.q, .x = &x, .w = &L->qkv, .norm_w = &L->attn_norm,
-                                      .eps = eps, .out = VOX_PROJ_ROPE_CACHE,
-                                      .k_pool = &kv->k_layer[l], .v_pool = &kv->v_layer[l],
-                                      .n_heads = c->heads, .n_kv_heads = c->kv_heads,
-                                      .head_dim = c->head_dim, .theta = c->rope_theta},
-                    &w.h, &w.qkv);
-            be->paged_attention(be, &w.attn, &w.q, &kv->k_layer[l], &kv->v_layer[l], c->heads,
-                                c->kv_heads, c->head_dim, scale);
-        }
+        /* x += o(attention(rope(q), cache(rope(k)), cache(v))), q|k|v from RMSNorm(x) */
+        vox_project(be,
+                &(vox_projection){.y = &w.q, .x = &x, .w = &L->qkv, .norm_w = &L->attn_norm,
+                                  .eps = eps, .out = VOX_PROJ_ROPE_CACHE, .k_pool = &kv->k_layer[l],
+                                  .v_pool = &kv->v_layer[l], .n_heads = c->heads,
+                                  .n_kv_heads = c->kv_heads, .head_dim = c->head_dim,
+                                  .theta = c->rope_theta},
+                &w.h, &w.qkv);
+        be->paged_attention(be, &w.attn, &w.q, &kv->k_layer[l], &kv->v_layer[l], c->heads,
+                            c->kv_heads, c->head_dim, 1.0f / sqrtf((float)c->head_dim));
         vox_project(be, &(vox_projection){.y = &x, .x = &w.attn, .w = &L->o, .out = VOX_PROJ_ADD},
                 &w.h, &w.h);
         /* x += down(silu(gate(h)) * up(h)), h = RMSNorm(x) */

@@ -485,46 +485,6 @@ static void test_paged_attention(int n_dec, const int *dec_len, int n_pre, const
     batch_free(&tb);
 }
 
-/* paged_attention_rope (the decode rows' RoPE and cache writes fused into their attention) against
- * the two operations it replaces on the same backend, rope_cache then paged_attention, each of
- * which is checked against the CPU above: the output and both pools must have the same values
- * (the same arithmetic), over decode rows, prompt chunks and both mixed. */
-static void test_paged_attention_rope(int n_dec, const int *dec_len, int n_pre, const int *pre_rows,
-                                      const int *pre_pos0, int bs, int n_blocks, int H, int Hkv,
-                                      int D) {
-    char what[200];
-    test_batch tb = batch_new(n_dec, dec_len, n_pre, pre_rows, pre_pos0, bs, n_blocks, 1000);
-    batch_set_both(&tb, H, D);
-    const int64_t T = tb.b.n_rows, QD = (int64_t)H * D, KD = (int64_t)Hkv * D;
-    pair qkv = pair_new(T, QD + 2 * KD, 1.0f), q = pair_new(T, QD, 0.0f), q2 = pair_new(T, QD, 0.0f);
-    pair o = pair_new(T, QD, 0.0f), o2 = pair_new(T, QD, 0.0f);
-    pair k = pair_new(tb.pool_rows, KD, 1.0f), v = pair_new(tb.pool_rows, KD, 1.0f);
-    pair k2 = pair_new(tb.pool_rows, KD, 0.0f), v2 = pair_new(tb.pool_rows, KD, 0.0f);
-    gpu->upload_f32(gpu, &k2.g, k.host, k.n);
-    gpu->upload_f32(gpu, &v2.g, v.host, v.n);
-    const float scale = 1.0f / sqrtf((float)D);
-    gpu->rope_cache(gpu, &q.g, &k.g, &v.g, &qkv.g, H, Hkv, D, 1e6);
-    gpu->paged_attention(gpu, &o.g, &q.g, &k.g, &v.g, H, Hkv, D, scale);
-    gpu->paged_attention_rope(gpu, &o2.g, &q2.g, &qkv.g, &k2.g, &v2.g, H, Hkv, D, scale, 1e6);
-    pair *sep[3] = {&o, &k, &v}, *fused[3] = {&o2, &k2, &v2};
-    const char *names[3] = {"out", "k pool", "v pool"};
-    vox_error err;
-    for (int i = 0; i < 3; i++) {
-        float *a = malloc(sep[i]->n * sizeof(float)), *b = malloc(sep[i]->n * sizeof(float));
-        CHECK(gpu->download_f32(gpu, a, &sep[i]->g, sep[i]->n, &err) == VOX_OK);
-        CHECK(gpu->download_f32(gpu, b, &fused[i]->g, fused[i]->n, &err) == VOX_OK);
-        snprintf(what, sizeof what,
-                 "paged_attention_rope %s decode=%d prefill=%d rows=%lld bs=%d H=%d/%d D=%d", names[i],
-                 n_dec, n_pre, (long long)T, bs, H, Hkv, D);
-        gtu_compare(what, b, a, sep[i]->n, 0, 0);
-        if (i == 0) gtu_check_nonzero(what, b, sep[i]->n);
-        free(a), free(b);
-    }
-    pair *all[] = {&qkv, &q, &q2, &o, &o2, &k, &v, &k2, &v2};
-    for (size_t i = 0; i < sizeof all / sizeof *all; i++) pair_free(all[i], false);
-    batch_free(&tb);
-}
-
 /* The decode rows' embedding from the batch's ids, and the gather of the rows whose logits are
  * wanted: exact copies. */
 static void test_batch_rows(int n_dec, const int *dec_len, int n_pre, const int *pre_rows,
@@ -668,12 +628,6 @@ int main(void) {
         test_rope_cache(0, NULL, 1, pr, pp, 16, 64, 32, 8, 128);
         test_rope_cache(5, dl, 2, pr + 1, pp + 1, 16, 2100, 4, 2, 32);
         test_rope_cache(3, dl + 1, 1, pr + 1, pp, 3, 64, 3, 1, 6); /* odd sizes: the scalar path */
-        test_paged_attention_rope(1, dl, 0, NULL, NULL, 16, 64, 32, 8, 128);  /* batch-1 decode */
-        test_paged_attention_rope(5, dl, 0, NULL, NULL, 16, 64, 32, 8, 128);  /* mixed lengths */
-        test_paged_attention_rope(0, NULL, 1, pr, pp, 16, 64, 32, 8, 128);    /* a whole prompt */
-        test_paged_attention_rope(5, dl, 2, pr, pp, 16, 128, 32, 8, 128);     /* decode + chunks */
-        test_paged_attention_rope(3, dl + 2, 1, pr + 1, pp + 1, 1, 1024, 4, 2, 64); /* blocks of 1 */
-        test_paged_attention_rope(3, dl + 1, 1, pr + 1, pp, 3, 64, 3, 1, 6); /* odd sizes: not fused */
         test_paged_attention(1, dl, 0, NULL, NULL, 16, 64, 32, 8, 128);  /* batch-1 decode */
         test_paged_attention(5, dl, 0, NULL, NULL, 16, 64, 32, 8, 128);  /* mixed lengths */
         test_paged_attention(0, NULL, 1, pr, pp, 16, 64, 32, 8, 128);    /* a whole prompt */
@@ -684,7 +638,6 @@ int main(void) {
         int many[64];
         for (int i = 0; i < 64; i++) many[i] = 1 + (i * 97) % 700;
         test_paged_attention(64, many, 0, NULL, NULL, 16, 3000, 32, 8, 128);
-        test_paged_attention_rope(64, many, 0, NULL, NULL, 16, 3000, 32, 8, 128);
         test_batch_rows(5, dl, 2, pr + 1, pp, 1037, 3072);
         test_batch_rows(0, NULL, 1, pr, pp, 100, 64);
     }

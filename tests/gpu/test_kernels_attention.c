@@ -56,13 +56,6 @@ int vox_k_decode_attention_paged_variant(int variant, void *out_bf16, const void
                                          int table_width, int block_size, int n_heads,
                                          int n_kv_heads, int head_dim, float scale,
                                          void *workspace, cudaStream_t stream);
-int vox_k_decode_attention_paged_rope_variant(int variant, void *out_bf16, const void *qkv_bf16,
-                                              void *k_pool, void *v_pool, int batch,
-                                              const int32_t *kv_len_dev, const int32_t *row_pos_dev,
-                                              const int32_t *row_slot_dev, const int32_t *tables_dev,
-                                              int table_width, int block_size, int n_heads,
-                                              int n_kv_heads, int head_dim, float scale, double theta,
-                                              void *workspace, cudaStream_t stream);
 int vox_k_decode_attention_variant_count(void);
 const char *vox_k_decode_attention_variant_name(int variant);
 int vox_k_decode_attention_variant_info(int variant, int head_dim, int *regs, int *smem_bytes,
@@ -459,27 +452,20 @@ static paged_pool make_paged(const uint16_t *kh, const uint16_t *vh, int batch,
 
 static void free_paged(paged_pool *pp) { free(pp->tables), free(pp->k), free(pp->v); }
 
-/* n bf16 words on the device against the same words of another launch (`other` names it): the
- * same arithmetic on other addresses, or fused where the other is two launches, so every word must
- * have the same bits. */
-static void check_same_words(const char *what, const void *d_got, const void *d_other, size_t n,
-                             const char *other) {
+/* The paged launch against the contiguous one on the same keys: the same kernel doing the same
+ * arithmetic, only the addresses of the K/V rows differ, so every output must have the same bits. */
+static void check_same_bits(const char *what, const void *d_paged, const void *d_contig, size_t n) {
     uint16_t *a = gtu_malloc(n * sizeof *a), *b = gtu_malloc(n * sizeof *b);
-    gtu_download(a, d_got, n * sizeof *a);
-    gtu_download(b, d_other, n * sizeof *b);
+    gtu_download(a, d_paged, n * sizeof *a);
+    gtu_download(b, d_contig, n * sizeof *b);
     size_t bad = 0, first = 0;
     for (size_t i = 0; i < n; i++)
         if (a[i] != b[i] && bad++ == 0) first = i;
-    CHECK_MSG(bad == 0, "%s: %zu of %zu words differ in their bits from %s (first [%zu]: %04x, %04x there)",
-              what, bad, n, other, first, bad ? a[first] : 0, bad ? b[first] : 0);
-    if (!bad) printf("  ok %-44s n=%-9zu bit-identical to %s\n", what, n, other);
+    CHECK_MSG(bad == 0, "%s: %zu of %zu outputs differ in their bits from the contiguous launch "
+                        "(first [%zu]: %04x, contiguous %04x)",
+              what, bad, n, first, bad ? a[first] : 0, bad ? b[first] : 0);
+    if (!bad) printf("  ok %-44s n=%-9zu bit-identical to the contiguous launch\n", what, n);
     free(a), free(b);
-}
-
-/* The paged launch against the contiguous one on the same keys: the same kernel doing the same
- * arithmetic, only the addresses of the K/V rows differ. */
-static void check_same_bits(const char *what, const void *d_paged, const void *d_contig, size_t n) {
-    check_same_words(what, d_paged, d_contig, n, "the contiguous launch");
 }
 
 typedef struct {
@@ -583,109 +569,6 @@ static void run_paged_decode_case(const paged_decode_case *c) {
     gtu_dev_free(dtab), gtu_dev_free(dlen), gtu_dev_free(dout), gtu_dev_free(dcon);
     gtu_dev_free(dws);
     free(qh), free(kh), free(vh), free(qf), free(kf), free(vf), free(ref);
-    free_paged(&pp);
-}
-
-/* Decode with RoPE and the cache write fused in (vox_k_decode_attention_paged_rope) against the
- * two launches it replaces, vox_k_qkv_rope_cache_rows then vox_k_decode_attention_paged, variant
- * by variant: the outputs and both pools must have the same bits (same arithmetic; the new rows
- * start as NaN, so a block that reads its new key before it is written poisons its output), and
- * the output meets the CPU reference on the rotated values the separate launches left (the
- * tolerances above). Each sequence decodes position len - 1 (a length of 0 becomes 1). The simple
- * kernel and head_dim 96 must refuse (return 0), every other variant must take the shape. */
-static void run_paged_decode_rope_case(const paged_decode_case *c) {
-    int32_t lens[64], pos[64], slot[64];
-    paged_lens(lens, c);
-    printf("%s, RoPE fused: batch %d, block_size %d, heads %d/%d, d %d\n", c->name, c->batch, c->bs,
-           c->nh, c->nkv, c->d);
-    const int64_t qw = (int64_t)c->nh * c->d, kw = (int64_t)c->nkv * c->d, rw = qw + 2 * kw;
-    const size_t nq = (size_t)c->batch * qw;
-    int64_t lens64[64], stride = 0;
-    int blocks = 0;
-    for (int b = 0; b < c->batch; b++) {
-        if (lens[b] < 1) lens[b] = 1;
-        lens64[b] = lens[b];
-        if (lens[b] > stride) stride = lens[b];
-        blocks += (lens[b] + c->bs - 1) / c->bs;
-    }
-    const int width = (int)((stride + c->bs - 1) / c->bs) + 1;
-    const int64_t max_kv = (int64_t)width * c->bs;
-    const double theta = 1e6;
-    float *qkvf, *kf, *vf;
-    uint16_t *qkvh = rand_bf16((size_t)c->batch * rw, c->amp, &qkvf);
-    uint16_t *kh = make_cache(c->batch, lens64, stride, kw, c->amp, c->ramp, &kf);
-    uint16_t *vh = make_cache(c->batch, lens64, stride, kw, 1.0f, 0, &vf);
-    paged_pool pp = make_paged(kh, vh, c->batch, lens, stride, kw, c->bs, width, blocks + 3, 1);
-    /* the new rows: NaN until a launch writes them */
-    for (int b = 0; b < c->batch; b++) {
-        pos[b] = lens[b] - 1;
-        slot[b] = pp.tables[b * width + pos[b] / c->bs] * c->bs + pos[b] % c->bs;
-        for (int64_t i = 0; i < kw; i++) pp.k[slot[b] * kw + i] = pp.v[slot[b] * kw + i] = BF16_NAN;
-    }
-    const size_t pool_words = (size_t)pp.n_blocks * c->bs * kw, pool_bytes = pool_words * 2;
-    const size_t ws_bytes = vox_k_decode_attention_workspace(c->batch, c->nh, c->d, max_kv);
-    void *dqkv = gtu_dev_upload(qkvh, (size_t)c->batch * rw * 2), *dq = gtu_dev_alloc(nq * 2),
-         *dk_sep = gtu_dev_alloc(pool_bytes), *dv_sep = gtu_dev_alloc(pool_bytes),
-         *dk_fus = gtu_dev_alloc(pool_bytes), *dv_fus = gtu_dev_alloc(pool_bytes),
-         *dtab = gtu_dev_upload(pp.tables, (size_t)c->batch * width * sizeof(int32_t)),
-         *dlen = gtu_dev_upload(lens, (size_t)c->batch * sizeof(int32_t)),
-         *dpos = gtu_dev_upload(pos, (size_t)c->batch * sizeof(int32_t)),
-         *dslot = gtu_dev_upload(slot, (size_t)c->batch * sizeof(int32_t)),
-         *dsep = gtu_dev_alloc((nq + GUARD) * 2), *dfus = gtu_dev_alloc((nq + GUARD) * 2),
-         *dws = gtu_dev_alloc(ws_bytes);
-    const float scale = 1.0f / sqrtf((float)c->d);
-    const int takes = c->d == 64 || c->d == 128;
-    for (int variant = -1; variant < DECODE_VARIANTS; variant++) {
-        void *pools[][2] = {{dk_sep, pp.k}, {dv_sep, pp.v}, {dk_fus, pp.k}, {dv_fus, pp.v}};
-        for (int i = 0; i < 4; i++)
-            GTU_CUDA(cudaMemcpy(pools[i][0], pools[i][1], pool_bytes, cudaMemcpyHostToDevice));
-        GTU_CUDA(cudaMemset(dsep, 0xff, (nq + GUARD) * 2));
-        GTU_CUDA(cudaMemset(dfus, 0xff, (nq + GUARD) * 2));
-        GTU_CUDA(cudaMemset(dws, 0xff, ws_bytes ? ws_bytes : 1));
-        if (ws_bytes) vox_k_decode_attention_workspace_init(dws, c->batch, c->nh, 0);
-        const int ran = vox_k_decode_attention_paged_rope_variant(
-            variant, dfus, dqkv, dk_fus, dv_fus, c->batch, dlen, dpos, dslot, dtab, width, c->bs,
-            c->nh, c->nkv, c->d, scale, theta, dws, 0);
-        GTU_SYNC_CHECK();
-        char what[160];
-        snprintf(what, sizeof what, "%s [%s, RoPE fused]", c->name,
-                 variant < 0 ? "vox_k_decode_attention_paged_rope" : decode_variant_name(variant));
-        const int expect = takes && variant != 0;
-        CHECK_MSG(ran == expect, "%s: ran %d, expected %d", what, ran, expect);
-        if (!ran) continue;
-        vox_k_qkv_rope_cache_rows(dq, dk_sep, dv_sep, dqkv, c->batch, c->nh, c->nkv, c->d, dpos,
-                                  dslot, theta, 0);
-        GTU_CUDA(cudaMemset(dws, 0xff, ws_bytes ? ws_bytes : 1));
-        if (ws_bytes) vox_k_decode_attention_workspace_init(dws, c->batch, c->nh, 0);
-        CHECK(vox_k_decode_attention_paged_variant(variant, dsep, dq, dk_sep, dv_sep, c->batch,
-                                                   dlen, dtab, width, c->bs, c->nh, c->nkv, c->d,
-                                                   scale, dws, 0));
-        GTU_SYNC_CHECK();
-        /* the CPU reference on what the separate launches rotated and cached */
-        uint16_t *qr = gtu_malloc(nq * 2), *kp = gtu_malloc(pool_bytes), *vp = gtu_malloc(pool_bytes);
-        gtu_download(qr, dq, nq * 2), gtu_download(kp, dk_sep, pool_bytes), gtu_download(vp, dv_sep, pool_bytes);
-        float *qrf = gtu_bf16_to_f32_host(qr, nq);
-        int64_t at = 0;
-        for (int b = 0; b < c->batch; b++)
-            for (int32_t j = 0; j < lens[b]; j++, at++) {
-                const int64_t row = (int64_t)pp.tables[b * width + j / c->bs] * c->bs + j % c->bs;
-                for (int64_t i = 0; i < kw; i++) {
-                    kf[at * kw + i] = vox_bf16_to_f32(kp[row * kw + i]);
-                    vf[at * kw + i] = vox_bf16_to_f32(vp[row * kw + i]);
-                }
-            }
-        float *ref = gtu_malloc(nq * sizeof *ref);
-        decode_reference(ref, qrf, kf, vf, c->batch, lens, c->nh, c->nkv, c->d);
-        free(check_output(what, dfus, nq, ref, c->batch, 1, c->nh, c->d, TOL_FAST_ATOL, TOL_FAST_RTOL));
-        check_same_words(what, dfus, dsep, nq, "the separate launches' output");
-        check_same_words(what, dk_fus, dk_sep, pool_words, "the separate launches' k pool");
-        check_same_words(what, dv_fus, dv_sep, pool_words, "the separate launches' v pool");
-        free(qr), free(kp), free(vp), free(qrf), free(ref);
-    }
-    gtu_dev_free(dqkv), gtu_dev_free(dq), gtu_dev_free(dk_sep), gtu_dev_free(dv_sep);
-    gtu_dev_free(dk_fus), gtu_dev_free(dv_fus), gtu_dev_free(dtab), gtu_dev_free(dlen);
-    gtu_dev_free(dpos), gtu_dev_free(dslot), gtu_dev_free(dsep), gtu_dev_free(dfus), gtu_dev_free(dws);
-    free(qkvh), free(kh), free(vh), free(qkvf), free(kf), free(vf);
     free_paged(&pp);
 }
 
@@ -1218,7 +1101,6 @@ int main(int argc, char **argv) {
         {"paged decode b3 head_dim 96 (simple)", 3, 16, 130, 4, 2, 96, 2.0f, 0, 1},
     };
     for (size_t i = 0; i < sizeof pcases / sizeof pcases[0]; i++) run_paged_decode_case(&pcases[i]);
-    for (size_t i = 0; i < sizeof pcases / sizeof pcases[0]; i++) run_paged_decode_rope_case(&pcases[i]);
     run_paged_decode_graph();
 
     static const paged_prefill_case ppcases[] = {
