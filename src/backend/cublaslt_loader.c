@@ -22,7 +22,8 @@
     X(cublasLtMatmulPreferenceDestroy)                                                         \
     X(cublasLtMatmulPreferenceSetAttribute)                                                    \
     X(cublasLtMatrixLayoutCreate)                                                              \
-    X(cublasLtMatrixLayoutDestroy)
+    X(cublasLtMatrixLayoutDestroy)                                                             \
+    X(cublasLtMatrixLayoutSetAttribute)
 
 static struct {
 #define FIELD(f) __typeof__(&f) f;
@@ -142,6 +143,11 @@ cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *layout, cudaDa
 }
 cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t layout) {
     return lt.cublasLtMatrixLayoutDestroy(layout);
+}
+cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t layout,
+                                                cublasLtMatrixLayoutAttribute_t attr,
+                                                const void *buf, size_t size) {
+    return lt.cublasLtMatrixLayoutSetAttribute(layout, attr, buf, size);
 }
 
 #endif /* VOX_HAVE_CUDA */

@@ -19,6 +19,11 @@
  * stream-K), the three together being what a compute-sanitizer run of one GEMM wants. --no-split:
  * only algorithms that reduce no partial sums (the backend's VOX_GEMM_NO_SPLIT_ROWS).
  *
+ * --k-slices S (bf16 only): the product as S slices of K in one strided-batched call (slice i:
+ * columns i K/S .. of w and x), each slice's fp32 product written apart ([S, M, N]) and no split-K
+ * reduction: whether o and down stream better that way, their partial sums left for a kernel of
+ * ours to add (bench/NOTES-2026-12-06g.md section 4). The time is the GEMM's alone.
+ *
  * Same call as the backend's lt_matmul (its descriptor and preference, cublaslt_setup.h): bf16
  * in and out, fp32 compute, W^T X in cuBLAS's column-major view, 32 MB workspace, fp32 split-K
  * reduction only. Weight copies rotate through
@@ -50,6 +55,7 @@ static bool fp8_f32;  /* --fp8-fp32: no scales, float32 out */
 static bool first_only;                       /* --first */
 static bool no_split;                         /* --no-split: no split-K algorithms */
 static size_t workspace_bytes = WORKSPACE_BYTES; /* --workspace */
+static int k_slices;                          /* --k-slices S (0: off) */
 
 static cublasLtHandle_t lt;
 static void *workspace;
@@ -94,8 +100,10 @@ static void run_shape(const shape *sh, int64_t M) {
     }
     GTU_CUDA(cudaMalloc(&x, (size_t)M * sh->k * esize));
     GTU_CUDA(cudaMemset(x, 0x3c, (size_t)M * sh->k * esize));
-    const size_t ysize = fp8_f32 ? 4 : 2;
-    GTU_CUDA(cudaMalloc(&y, (size_t)M * sh->n * ysize));
+    const int S = k_slices > 1 && sh->k % k_slices == 0 ? k_slices : 1;
+    const bool sliced = k_slices > 0;
+    const size_t ysize = fp8_f32 || sliced ? 4 : 2;
+    GTU_CUDA(cudaMalloc(&y, (size_t)S * M * sh->n * ysize));
     float *w_scale = NULL, *x_scale = NULL; /* --fp8: row scales of w and x, all 1/1024 */
     if (fp8 && !fp8_f32) {
         const size_t ns = (size_t)(sh->n > M ? sh->n : M);
@@ -110,11 +118,25 @@ static void run_shape(const shape *sh, int64_t M) {
     /* the backend's description of the product (cublaslt_setup.h) */
     cublasLtMatmulDesc_t desc = vox_lt_product_desc(w_scale, x_scale);
     cublasLtMatrixLayout_t la, lb, lc;
-    cublasLtMatrixLayoutCreate(&la, ab, (uint64_t)sh->k, (uint64_t)sh->n, sh->k);
-    cublasLtMatrixLayoutCreate(&lb, ab, (uint64_t)sh->k, (uint64_t)M, sh->k);
-    cublasLtMatrixLayoutCreate(&lc, fp8_f32 ? CUDA_R_32F : CUDA_R_16BF, (uint64_t)sh->n, (uint64_t)M,
-                               sh->n);
-    cublasLtMatmulPreference_t pref = vox_lt_preference(workspace_bytes, !no_split);
+    const uint64_t rows_k = (uint64_t)(sh->k / S);
+    cublasLtMatrixLayoutCreate(&la, ab, rows_k, (uint64_t)sh->n, sh->k);
+    cublasLtMatrixLayoutCreate(&lb, ab, rows_k, (uint64_t)M, sh->k);
+    cublasLtMatrixLayoutCreate(&lc, fp8_f32 || sliced ? CUDA_R_32F : CUDA_R_16BF, (uint64_t)sh->n,
+                               (uint64_t)M, sh->n);
+    if (sliced) { /* slice i: K offset i * K/S in w and x, its own [M, N] of the fp32 output */
+        const int32_t count = S;
+        const int64_t k_stride = (int64_t)rows_k, y_stride = (int64_t)M * sh->n;
+        cublasLtMatrixLayout_t lk[2] = {la, lb};
+        for (int i = 0; i < 2; i++) {
+            cublasLtMatrixLayoutSetAttribute(lk[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count);
+            cublasLtMatrixLayoutSetAttribute(lk[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &k_stride,
+                                             sizeof k_stride);
+        }
+        cublasLtMatrixLayoutSetAttribute(lc, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count);
+        cublasLtMatrixLayoutSetAttribute(lc, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &y_stride,
+                                         sizeof y_stride);
+    }
+    cublasLtMatmulPreference_t pref = vox_lt_preference(workspace_bytes, !no_split && !sliced);
     cublasLtMatmulHeuristicResult_t res[MAX_ALGOS];
     int found = 0;
     cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, first_only ? 1 : MAX_ALGOS, res,
@@ -136,6 +158,7 @@ static void run_shape(const shape *sh, int64_t M) {
                fp8_f32 ? "fp8 (fp32 out)" : fp8 ? "fp8" : "bf16");
         first = best = 1.0f;
     }
+    if (sliced) printf("[%d K-slices, fp32 partials] ", S);
     printf("%-8s M=%-4lld heuristic %8.2f us %6.0f GB/s | best #%d of %d %8.2f us %6.0f GB/s "
            "(%+.1f%%) | all:%s\n",
            sh->name, (long long)M, first, gb / (first * 1e-6), best_i, found, best,
@@ -181,6 +204,8 @@ int main(int argc, char **argv) {
             n_shapes = sizeof encoder_shapes / sizeof encoder_shapes[0];
         } else if (strcmp(argv[i], "--no-split") == 0) {
             no_split = true;
+        } else if (strcmp(argv[i], "--k-slices") == 0 && i + 1 < argc && atoi(argv[i + 1]) > 0) {
+            k_slices = atoi(argv[++i]);
         } else if (strcmp(argv[i], "--first") == 0) {
             first_only = true;
         } else if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc) {
@@ -192,11 +217,15 @@ int main(int argc, char **argv) {
             ms[n_m++] = atoll(argv[i]);
         } else {
             fprintf(stderr, "usage: time_gemm_algos [--fp8 | --fp8-fp32] [--encoder] [--shape NAME] "
-                            "[--first] [--no-split] [--workspace BYTES <= %u] [M ...]\n", WORKSPACE_BYTES);
+                            "[--first] [--no-split] [--k-slices S] [--workspace BYTES <= %u] [M ...]\n", WORKSPACE_BYTES);
             return 2;
         }
     }
     if (n_m == 0) n_m = 6;
+    if (k_slices && fp8) {
+        fprintf(stderr, "time_gemm_algos: --k-slices is for bf16 weights\n");
+        return 2;
+    }
     printf("%s weights and inputs%s\n",
            fp8_f32 ? "F8_E4M3 (no scales, float32 out)" : fp8 ? "F8_E4M3 (outer-vector scales)" : "bf16",
            shapes == encoder_shapes ? ", the audio encoder's shapes" : "");
