@@ -7,6 +7,7 @@
 # Prediction (NOTES-2026-12-06d section 5, Little's law): cap 3 best on the H200, -1 to -4% at one
 # row; bf16 decode 2.156 -> ~2.07-2.12 ms/token with it, so issue 11's 2.0 still missed unless
 # the sweep finds more.
+# SKIP_FP8=1: bf16 only (call 3 runs this after call 2).
 # Pack: `mkdir -p .devscripts && cp bench/device-call.sh bench/2026-12-04c/pack.sh
 # bench/2026-12-06g/call1.sh .devscripts/ && bash .devscripts/pack.sh`; carry .devrun.tar.xz and
 # .devscripts.
@@ -37,7 +38,7 @@ say "bench env: bf16 [$eb] FP8 [$ef]"
 env $eb bash -c "source .devscripts/device-call.sh >/dev/null; bench_run gpu_bf16 scripts/bench_gpu.py \
   --size full --device cuda --runner-device cuda --build build --budget-s 150"
 say "bf16 bench done t $(el) s"
-if [ $(el) -lt 380 ]; then
+if [ -z "${SKIP_FP8:-}" ] && [ $(el) -lt 380 ]; then
   env $ef bash -c "source .devscripts/device-call.sh >/dev/null; bench_run gpu_fp8 scripts/bench_gpu.py \
     --size full --dtype fp8 --reuse --hf-batched off --device cuda --runner-device cuda --build build --budget-s 100"
   say "fp8 bench done t $(el) s"
