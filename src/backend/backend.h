@@ -157,6 +157,11 @@ typedef struct vox_fused_decode {
     vox_tensor *logits;           /* [rows, vocab] (written) */
 } vox_fused_decode;
 
+/* The most rows of a decode-only step the backends take as one fused operation by default (the
+ * cuda backend's persistent kernel, VOX_PDECODE_ROWS's default, and its matvec kernels); the
+ * graph plan keeps such steps off the op-by-op recordings (pipeline/graphs.c). */
+#define VOX_FUSED_DECODE_ROWS 4
+
 struct vox_backend {
     const char *name;   /* "cpu" or "cuda:N" */
     const char *product; /* the device's own name ("NVIDIA H200"), or NULL */
@@ -295,10 +300,6 @@ struct vox_backend {
      * to VOX_PDECODE_ROWS rows (default 4, at most 8); VOX_DECODE=graph switches it off); the
      * caller then runs the layers op by op. */
     bool (*decode_fused)(vox_backend *be, const vox_fused_decode *f);
-/* The most rows of a decode-only step the backends take as one fused operation by default (the
- * cuda backend's persistent kernel, VOX_PDECODE_ROWS's default, and its matvec kernels); the
- * graph plan keeps such steps off the op-by-op recordings (pipeline/graphs.c). */
-#define VOX_FUSED_DECODE_ROWS 4
 
     /* ---- graphs (optional: NULL where the backend has none) ---- */
     /* Between graph_begin and graph_end, operations are recorded instead of run: one decode
