@@ -95,7 +95,8 @@ def run_once(a, extra, files, tokens, trace):
         env["VOX_STEP_TRACE"] = trace
     with tempfile.NamedTemporaryFile(suffix=".json") as lat:
         cmd = [runner, "-m", a.model, "-d", a.device, "--ignore-eos", "--no-progress", "-o", "json",
-               "--latency-json", lat.name] + (["-n", str(tokens)] if tokens else []) + files
+               "--latency-json", lat.name] + (["-n", str(tokens)] if tokens else []) + \
+              (["--batch-size", str(a.batch_size)] if a.batch_size else []) + files
         gpu = GpuSampler(a.device)
         p = subprocess.run(cmd, env=env, capture_output=True, text=True)
         mhz, watts = gpu.stop()
@@ -120,6 +121,8 @@ def main():
     ap.add_argument("--mixed", type=int, default=128, help="files of 3 to 30 s (0: none)")
     ap.add_argument("--tokens", type=int, default=100, help="tokens a 30 s clip of LARGE")
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--batch-size", type=int, default=0,
+                    help="the runner's --batch-size in every run (0: its default): steps of that many rows")
     ap.add_argument("--trace-dir", default=None)
     ap.add_argument("settings", nargs="+", help="NAME=ENV (ENV: VAR=VALUE[,VAR=VALUE...] or -)")
     a = ap.parse_args()
