@@ -165,6 +165,12 @@ typedef struct {
     bool skinny;
     void *skinny_ws;
     size_t skinny_ws_bytes;
+    /* the K-sliced residual projections' fp32 partials (sliced_residual), made for kslice_rows
+     * rows of the largest such projection met; a buffer of its own rather than a stream-ordered
+     * allocation at each call, whose allocation and free nodes in the step's graph measured
+     * slower (bench/NOTES-2026-12-07.md) */
+    void *kslice_ws;
+    size_t kslice_ws_bytes;
     cudaError_t first_error; /* first failure seen by an operation that cannot return it */
     cublasStatus_t first_error_blas; /* its cuBLASLt status, when cuBLASLt refused (else 0) */
     char first_error_where[64];
@@ -1333,9 +1339,9 @@ static int kslices_for(const cuda_state *s, int64_t M, int64_t K) {
     return S >= 2 && S <= 16 && K % (S * 8) == 0 ? (int)S : 1;
 }
 
-/* y += x @ w^T as S K-slices (fp32 partials in a stream-ordered buffer), then one kernel adds
- * them to y and, where the projection names its next norm, writes next_h. False, enqueuing
- * nothing, when the partials' buffer cannot be had (the caller's unsliced GEMM goes on). */
+/* y += x @ w^T as S K-slices (fp32 partials in kslice_ws), then one kernel adds them to y and,
+ * where the projection names its next norm, writes next_h. False, enqueuing nothing, when the
+ * partials' buffer cannot be had (the caller's unsliced GEMM goes on). */
 static bool sliced_residual(cuda_state *s, const vox_projection *p, int64_t M, int64_t N,
                             int64_t K, int S) {
     const bool norm = p->next_norm_w != NULL;
@@ -1343,16 +1349,16 @@ static bool sliced_residual(cuda_state *s, const vox_projection *p, int64_t M, i
         VOX_ASSERT(rows(p->next_h) == M && cols(p->next_h) == N &&
                    p->next_h->dtype == VOX_DTYPE_BF16 && p->next_norm_w->dtype == VOX_DTYPE_BF16 &&
                    (int64_t)vox_tensor_numel(p->next_norm_w) == N);
-    const size_t bytes = (size_t)S * (size_t)(M * N) * sizeof(float);
-    float *part = NULL;
-    vox_error err;
-    if (dev_alloc(s, (void **)&part, bytes, &err)) return false;
+    const int64_t rows_max = M > s->kslice_rows ? M : s->kslice_rows;
+    if (!zeroed_workspace(s, &s->kslice_ws, &s->kslice_ws_bytes,
+                          (size_t)S * (size_t)(rows_max * N) * sizeof(float)))
+        return false;
+    float *part = s->kslice_ws;
     lt_matmul_scaled(s, CUDA_R_16BF, CUDA_R_32F, M, N, K, p->w->data, p->x->data, part, NULL, 2,
                      false, NULL, NULL, S);
     vox_k_residual_add_norm(p->y->data, part, S, M * N, norm ? p->next_h->data : NULL,
                             norm ? p->next_norm_w->data : NULL, M, N, p->eps, s->stream);
     LAUNCHED(s, "residual_add_norm");
-    dev_free(s, part, bytes);
     return true;
 }
 
@@ -1710,6 +1716,7 @@ static void cu_destroy(vox_backend *be) {
     free(s->attn_ws_at);
     cudaFree(s->pdecode_ws);
     cudaFree(s->skinny_ws);
+    cudaFree(s->kslice_ws);
     cudaFree(s->gemm_ws);
     cudaFree(s->batch_dev);
     cudaFreeHost(s->batch_pinned);
