@@ -49,7 +49,7 @@
 #define GEMM_WORKSPACE_BYTES (32u << 20)
 #define GEMM_NO_SPLIT_FROM 48 /* cuda_state.no_split_from */
 #define GEMM_NO_SPLIT_ROWS 128 /* cuda_state.no_split_rows */
-#define KSLICE_ROWS 32   /* cuda_state.kslice_rows */
+#define KSLICE_ROWS 0    /* cuda_state.kslice_rows: off until measured faster */
 #define KSLICE_DEPTH 2048 /* cuda_state.kslice_depth */
 #define GEMM_CACHE_SIZE 256
 
@@ -99,9 +99,12 @@ typedef struct {
      * (at least 2) in one strided-batched GEMM with fp32 partial products, which
      * vox_k_residual_add_norm adds to the residual along with the next RMSNorm: no split-K
      * reduction kernel, no separate norm, and S times the output tiles to fill the SMs.
-     * VOX_KSLICE_ROWS=N (32; 0 turns it off), VOX_KSLICE_DEPTH=K (2048: o 2 slices, down 4).
-     * Measured on the H100 (bench/NOTES-2026-12-06g.md section 4): o with 2 slices -10 to -12%
-     * and down with 4 slices -7 to -12% up to 32 rows, even or slower from 64. */
+     * VOX_KSLICE_ROWS=N (0: off, the default), VOX_KSLICE_DEPTH=K (2048: o 2 slices, down 4).
+     * The GEMMs alone on the H100 (bench/NOTES-2026-12-06g.md section 4): o with 2 slices -10
+     * to -12% and down with 4 slices -7 to -12% up to 32 rows, even or slower from 64. End to
+     * end the first form measured slower (24-row steps' decode +3.7%, bench/NOTES-2026-12-07.md);
+     * the second (the kernel's loads issued together, a partials buffer of the backend's) is
+     * not yet measured, so the default stays off; 32 is the setting to A/B. */
     int64_t kslice_rows, kslice_depth;
     gemm_plan plans[GEMM_CACHE_SIZE];
     /* what gemm_plan_for did: found a plan, made one, or found the cache full (cuBLASLt then
@@ -166,9 +169,9 @@ typedef struct {
     void *skinny_ws;
     size_t skinny_ws_bytes;
     /* the K-sliced residual projections' fp32 partials (sliced_residual), made for kslice_rows
-     * rows of the largest such projection met; a buffer of its own rather than a stream-ordered
-     * allocation at each call, whose allocation and free nodes in the step's graph measured
-     * slower (bench/NOTES-2026-12-07.md) */
+     * rows of the largest such projection met: a buffer of its own, made outside recordings,
+     * rather than a stream-ordered allocation at each call (an allocation and a free node
+     * a projection in the step's graph; the first form, measured slower, had them) */
     void *kslice_ws;
     size_t kslice_ws_bytes;
     cudaError_t first_error; /* first failure seen by an operation that cannot return it */
