@@ -12,6 +12,8 @@
 #                        VAR=V, each V in turn (an A/B of one setting's values in one binary)
 #   pdecode_checks       test_kernels_pdecode's checks (no timing): its last line, and up to 8
 #                        failures, into the summary
+#   checked NAME SECS CMD...  CMD (a test) for at most SECS seconds, its output in $OUT/NAME.txt:
+#                        its status, last line and up to 8 failures into the summary
 #   tiny_e2e ROWS...     test_cuda_transcribe on the tiny bf16 and FP8 models at each
 #                        VOX_PDECODE_ROWS: one summary line each
 #   only_on NAME         stops the call (status 0) unless the card's name contains NAME
@@ -43,6 +45,13 @@ pdecode_checks() {
   timeout 300 build/tests/test_kernels_pdecode --no-timing > $OUT/pdecode-checks.txt 2>&1
   say "test_kernels_pdecode rc $? $(tail -1 $OUT/pdecode-checks.txt) (t $(el) s)"
   grep -E "FAIL|outside" $OUT/pdecode-checks.txt | head -8 | tee -a $OUT/summary.txt
+}
+checked() {
+  local name=$1 secs=$2
+  shift 2
+  timeout $secs "$@" > $OUT/$name.txt 2>&1
+  say "$name rc $? $(tail -1 $OUT/$name.txt) (t $(el) s)"
+  grep -E "FAIL" $OUT/$name.txt | head -8 | tee -a $OUT/summary.txt
 }
 tiny_e2e() {
   local m rows

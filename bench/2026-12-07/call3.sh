@@ -12,17 +12,11 @@
 # A/B names both settings. LIMIT=S (seconds into the call) adds the 128 mixed files.
 # Pack: `EXTRA_BINS=build/tests/test_kernels_norm bash .devscripts/pack.sh`.
 source .devscripts/device-call.sh
-timeout 120 build/tests/test_kernels_norm > $OUT/test_kernels_norm.txt 2>&1
-say "test_kernels_norm rc $? $(tail -1 $OUT/test_kernels_norm.txt) (t $(el) s)"
-grep -E "FAIL" $OUT/test_kernels_norm.txt | head -8 | tee -a $OUT/summary.txt
+checked test_kernels_norm 120 build/tests/test_kernels_norm
 grep -E "time residual|time rms_norm" $OUT/test_kernels_norm.txt | tee -a $OUT/summary.txt
-timeout 200 build/tests/test_cuda_backend > $OUT/test_cuda_backend.txt 2>&1
-say "test_cuda_backend rc $? $(tail -1 $OUT/test_cuda_backend.txt) (t $(el) s)"
-grep -E "FAIL" $OUT/test_cuda_backend.txt | head -8 | tee -a $OUT/summary.txt
-VOX_KSLICE_DEPTH=64 VOX_PDECODE_ROWS=1 timeout 150 build/tests/test_cuda_transcribe build/tiny_model \
-  > $OUT/e2e-kslice.txt 2>&1
-say "e2e tiny kslice rc $? $(grep -E 'checks' $OUT/e2e-kslice.txt | tail -1) (t $(el) s)"
-grep -E "FAIL" $OUT/e2e-kslice.txt | head -8 | tee -a $OUT/summary.txt
+checked test_cuda_backend 200 build/tests/test_cuda_backend
+VOX_KSLICE_ROWS=32 VOX_KSLICE_DEPTH=64 VOX_PDECODE_ROWS=1 checked e2e-kslice 150 \
+  build/tests/test_cuda_transcribe build/tiny_model
 [ -d models/full ] || python3 scripts/make_random_model.py --size full --out models/full --build build 2>&1 | tail -1
 say "model after $(el) s"
 timeout $((255 - $(el))) python3 scripts/batch_ab.py --runner build/voxtral_runner --model models/full \

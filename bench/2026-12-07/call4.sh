@@ -5,10 +5,6 @@
 # 7.0), then test_cuda_backend. Pack as call 3. Not run: too little budget was left to start a
 # machine.
 source .devscripts/device-call.sh
-timeout 120 build/tests/test_kernels_norm > $OUT/test_kernels_norm.txt 2>&1
-say "test_kernels_norm rc $? $(tail -1 $OUT/test_kernels_norm.txt) (t $(el) s)"
-grep -E "FAIL" $OUT/test_kernels_norm.txt | head -8 | tee -a $OUT/summary.txt
+checked test_kernels_norm 120 build/tests/test_kernels_norm
 grep -E "time residual|time rms_norm" $OUT/test_kernels_norm.txt | tee -a $OUT/summary.txt
-timeout 100 build/tests/test_cuda_backend > $OUT/test_cuda_backend.txt 2>&1
-say "test_cuda_backend rc $? $(tail -1 $OUT/test_cuda_backend.txt) (t $(el) s)"
-grep -E "FAIL" $OUT/test_cuda_backend.txt | head -8 | tee -a $OUT/summary.txt
+checked test_cuda_backend 100 build/tests/test_cuda_backend
