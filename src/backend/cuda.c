@@ -506,13 +506,13 @@ static vox_status cu_download_f32(vox_backend *be, float *dst, const vox_tensor 
 
 /* ---- GEMM ------------------------------------------------------------------------------------ */
 
-/* y[M,N] = x[M,K] @ w[N,K]^T (+ bias): in cuBLAS's column-major view, Y'[N,M] = W'^T X' with
- * W' = w as [K,N] (transposed), X' = x as [K,M]. The bias runs along N, the rows of Y'. */
 /* Which algorithms a plan may use: split-K allowed, split-K avoided where an unsplit algorithm
  * fills as many SMs (no_split_from..no_split_rows), or never (K-sliced products: the slices are
  * the split). */
 typedef enum { SPLIT_ALLOWED, SPLIT_AVOIDED, SPLIT_NEVER } split_policy;
 
+/* y[M,N] = x[M,K] @ w[N,K]^T (+ bias): in cuBLAS's column-major view, Y'[N,M] = W'^T X' with
+ * W' = w as [K,N] (transposed), X' = x as [K,M]. The bias runs along N, the rows of Y'. */
 static gemm_plan *gemm_plan_for(cuda_state *s, int64_t M, int64_t N, int64_t K, int tag,
                                 split_policy policy, cublasLtMatmulDesc_t desc,
                                 cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
