@@ -20,6 +20,8 @@
 #                        (calls whose figures only count on the card the targets are set for)
 #   step_bins LABEL CFG NAME=BIN...  one line: LABEL, then each binary's step at CFG
 #                        (test_kernels_pdecode --timing-only CFG) as "| NAME us"
+#   cap_sweep            the one-row in-flight cap 2 / 3 / 4 at main's heads (bf16, FP8, bf16 at 4
+#                        rows), two rounds, as step_row lines, then best_cap's pick for bf16 and FP8
 #   best_cap CFG         the in-flight cap a call's step_row lines "... cap CFG | 2 US | 3 US" pick: 3
 #                        where it is >= 1% under 2 in every such line (two at least), else 2
 #   bench_run NAME ARGS  python3 ARGS --out /tmp/NAME (a bench script), its results.md,
@@ -85,6 +87,15 @@ step_bins() {
 best_cap() {
   grep "cap $1 |" $OUT/summary.txt | awk -F'|' '{split($2,a," "); split($3,b," "); n++; if (!(a[2] > 0) || !(b[2] > 0) || b[2] > 0.99 * a[2]) bad = 1}
     END {print bad || n < 2 ? 2 : 3}'
+}
+cap_sweep() {
+  local r cfg
+  for r in 1 2; do
+    for cfg in bf16-split fp8-split bf16-split-r4; do
+      step_row "round $r cap $cfg" VOX_PDECODE_INFLIGHT build/tests/test_kernels_pdecode --timing-only $cfg -- 2 3 4
+    done
+  done
+  say "best cap: bf16 $(best_cap bf16-split), FP8 $(best_cap fp8-split) (t $(el) s)"
 }
 bench_run() {
   local name=$1; shift

@@ -13,13 +13,7 @@ case "$card" in
   *) LIMIT=${LIMIT:-0} exec bash .devscripts/call3.sh ;;
 esac
 source .devscripts/device-call.sh
-H=build/tests/test_kernels_pdecode
-for r in 1 2; do
-  for cfg in bf16-split fp8-split bf16-split-r4; do
-    step_row "round $r $(printf '%-14s' $cfg) cap" VOX_PDECODE_INFLIGHT $H --timing-only $cfg -- 2 3 4
-  done
-done
-say "sweep t $(el) s"
+cap_sweep
 [ -d models/full ] || python3 scripts/make_random_model.py --size full --out models/full --build build 2>&1 | tail -1
 say "model after $(el) s"
 python3 scripts/decode_ab.py --runner build/voxtral_runner --model models/full --repeats 4 --rounds 2 \

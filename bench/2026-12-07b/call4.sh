@@ -1,10 +1,11 @@
 #!/bin/bash
 # call 4 of 2026-12-07b (any card): everything that waits for a device, in one call, so that one
-# machine start (the scarce thing: 14 of 17 requests of 2026-12-07b started none) decides all of
+# machine start (the scarce thing: none of 2026-12-07b's 18 requests started one) decides all of
 # it with one full model made. ~450 s.
 #  1. H200 only: the one-row in-flight cap 2 / 3 / 4 at main's heads, two rounds (issue 11; rule:
-#     land bench/2026-12-06/pdecode-inflight-by-device.patch if 3 is >= 1% under 2 in every
-#     one-row line), and after the model scripts/decode_ab.py bf16 30 s + 100 tokens, cap 2/3/4.
+#     land bench/2026-12-06/pdecode-inflight-by-device.patch if 3 is >= 1% under 2 in both
+#     rounds at one row: the "best cap" line, device-call.sh's best_cap), and after the model
+#     scripts/decode_ab.py bf16 30 s + 100 tokens, cap 2/3/4.
 #     Prediction (bench/2026-12-06g/call1.sh): cap 3 -1 to -4% at one row; 2.156 -> ~2.07-2.12
 #     ms/token.
 #  2. The K-sliced residual projections' second form (bench/2026-12-07/call3.sh): test_kernels_norm
@@ -25,15 +26,7 @@
 source .devscripts/device-call.sh
 card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 h200=0; case "$card" in *H200*) h200=1 ;; esac
-if [ $h200 = 1 ]; then
-  for r in 1 2; do
-    for cfg in bf16-split fp8-split bf16-split-r4; do
-      step_row "round $r $(printf '%-14s' $cfg) cap" VOX_PDECODE_INFLIGHT \
-        build/tests/test_kernels_pdecode --timing-only $cfg -- 2 3 4
-    done
-  done
-  say "sweep t $(el) s"
-fi
+[ $h200 = 1 ] && cap_sweep
 checked test_kernels_norm 120 build/tests/test_kernels_norm
 grep -E "time residual|time rms_norm" $OUT/test_kernels_norm.txt | tee -a $OUT/summary.txt
 checked test_cuda_backend 200 build/tests/test_cuda_backend
