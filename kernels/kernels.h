@@ -109,14 +109,6 @@ void vox_k_rms_norm(void *y_bf16, const void *x_bf16, const void *w_bf16, int64_
 int vox_k_rms_norm_fp8(uint8_t *q, float *scale, void *y_bf16, const void *x_bf16,
                        const void *w_bf16, int64_t rows, int64_t c, float eps, cudaStream_t stream);
 
-/* The end of a residual projection run as n_part K-slices (issue 9): part holds the slices' fp32
- * products [rows, c], part_stride elements apart. x [rows, c] = bf16(x + (((p_0 + p_1) + ...) +
- * p_(n_part-1))), the sums in fp32 in that order and one rounding; then, with w_bf16, h_bf16 =
- * RMSNorm(x) * w of the new x, as vox_k_rms_norm makes it (h may be NULL without w). */
-void vox_k_residual_add_norm(void *x_bf16, const float *part, int n_part, int64_t part_stride,
-                             void *h_bf16, const void *w_bf16, int64_t rows, int64_t c, float eps,
-                             cudaStream_t stream);
-
 /* ---- convolution (as im2col + GEMM) ---- */
 /* cols [batch * t_out, c_in * 3] with cols[b*t_out + t, ci*3 + k] = x at time t*stride + k - 1
  * (zero outside [0, t_in)), x being [batch, c_in, t_in] (channels_first) or [batch*t_in, c_in]. */

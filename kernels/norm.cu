@@ -16,13 +16,6 @@
 // quantizes x's rows as they are, vox_k_fp8_quantize_rows's vector path). The codes are those of
 // the bf16 values the norm writes, as the separate kernels give.
 //
-// Residual (issue 9's K-sliced residual projections): the vector and scalar paths can first form
-// the row as x' = bf16(x + (((p_0 + p_1) + ...) + p_(S-1))) from the S fp32 partial products a
-// K-sliced GEMM leaves, write x' back over x, and then normalise x' from the registers: the
-// residual add, the split-K reduction and the next RMSNorm in one kernel
-// (vox_k_residual_add_norm). The norm is the same code as vox_k_rms_norm's, on the same bf16
-// values, so h equals what vox_k_rms_norm gives from the new x.
-//
 // Registers bound the vector path: a block may use at most 64K registers, so a 1024-thread block
 // (32 warps a row) allows 64 a thread. With 5 to 8 vectors a thread the kernel needs 64 to 121
 // (ptxas, sm_90), so those run only as 128-thread blocks (one warp a row), and rows wider than
@@ -53,24 +46,6 @@ __device__ __forceinline__ float row_reduce(float v, float *red, int wpr, int ro
 // for the quantizer alone).
 enum NormMode { kLayerNorm, kRmsNorm, kNoNorm };
 
-// The residual a row is formed from before its norm (template NP > 0: NP = n): n fp32 partial
-// products [rows, c], `stride` elements apart; the new row is written to x_out (the kernel's x).
-struct ResidualParts {
-    const float *part;
-    int n;
-    int64_t stride;
-    vk_bf16 *x_out;
-};
-
-// x + (((p_0 + p_1) + ...) + p_(n-1)) at element i of a row (offset i from the row's start in
-// x and in each partial), rounded once to bf16 and returned as float.
-__device__ __forceinline__ float residual_sum(float x, const float *part, int n, int64_t stride,
-                                              int64_t i) {
-    float acc = part[i];
-    for (int s = 1; s < n; s++) acc += part[s * stride + i];
-    return vk_round(x + acc);
-}
-
 // A row wider than one warp takes up to kMaxWarpsPerRow warps of at most kMaxVecWide vectors a
 // thread; one-warp rows (up to 8 vectors a thread) go 4 to a 128-thread block.
 constexpr int kMaxWarpsPerRow = 32, kMaxVecWide = 4, kOneWarpThreads = 128;
@@ -82,17 +57,11 @@ constexpr int vec_max_threads(int nv) {
 // blockDim.x = 32 * wpr * rows_per_block; thread t of a row holds vectors t, t + 32*wpr, ...
 // y (bf16 rows) may be null when Q; with Q, q [rows, c] and qs [rows] get the E4M3 codes and
 // scale of each row's bf16 values.
-// With NP > 0, the row is first x' from NP partials (ResidualParts), written to res.x_out, then
-// normalised. Those instances load every partial of the thread's vectors before summing any (a
-// load waiting on the previous sum would leave one load in flight at a time: measured 7.0 us
-// for 4 partials at 24 x 3072 on the H100 against 3.9 for the norm alone), so they need the
-// registers of at most kResMaxThreads threads a block.
-constexpr int kResMaxThreads = 256, kResMaxVec = 4, kResMaxParts = 4;
-template <int NV, int MODE, bool Q, int NP>
-__global__ void __launch_bounds__(NP > 0 ? kResMaxThreads : vec_max_threads(NV))
+template <int NV, int MODE, bool Q>
+__global__ void __launch_bounds__(vec_max_threads(NV))
     norm_vec_kernel(vk_bf16 *y, const vk_bf16 *x, const vk_bf16 *__restrict__ w,
                     const vk_bf16 *__restrict__ b, int64_t rows, int c, float eps, int wpr,
-                    uint8_t *__restrict__ q, float *__restrict__ qs, ResidualParts res) {
+                    uint8_t *__restrict__ q, float *__restrict__ qs) {
     __shared__ float red[32];
     const int warp = threadIdx.x >> 5, row_slot = warp / wpr, warp_in_row = warp % wpr;
     const int tpr = 32 * wpr, t = warp_in_row * 32 + (threadIdx.x & 31);
@@ -109,36 +78,6 @@ __global__ void __launch_bounds__(NP > 0 ? kResMaxThreads : vec_max_threads(NV))
         } else {
 #pragma unroll
             for (int e = 0; e < 8; e++) v[j][e] = 0.0f;
-        }
-    }
-    if (NP > 0 && live) {
-        float4 pa[NV][NP > 0 ? NP : 1][2];
-#pragma unroll
-        for (int j = 0; j < NV; j++) {
-            const float *pr = res.part + row * (int64_t)c + 8 * (t + j * tpr);
-            if (t + j * tpr < n_vec)
-#pragma unroll
-                for (int p = 0; p < NP; p++) {
-                    pa[j][p][0] = *(const float4 *)(pr + p * res.stride);
-                    pa[j][p][1] = *(const float4 *)(pr + p * res.stride + 4);
-                }
-        }
-#pragma unroll
-        for (int j = 0; j < NV; j++) {
-            const int vi = t + j * tpr;
-            if (vi >= n_vec) continue;
-            float acc[8] = {pa[j][0][0].x, pa[j][0][0].y, pa[j][0][0].z, pa[j][0][0].w,
-                            pa[j][0][1].x, pa[j][0][1].y, pa[j][0][1].z, pa[j][0][1].w};
-#pragma unroll
-            for (int p = 1; p < NP; p++) {
-                const float b[8] = {pa[j][p][0].x, pa[j][p][0].y, pa[j][p][0].z, pa[j][p][0].w,
-                                    pa[j][p][1].x, pa[j][p][1].y, pa[j][p][1].z, pa[j][p][1].w};
-#pragma unroll
-                for (int e = 0; e < 8; e++) acc[e] += b[e];
-            }
-#pragma unroll
-            for (int e = 0; e < 8; e++) v[j][e] = vk_round(v[j][e] + acc[e]);
-            vk_store8(res.x_out + row * (int64_t)c + 8 * vi, v[j]);
         }
     }
     float s = 0.0f;
@@ -219,18 +158,6 @@ __global__ void __launch_bounds__(NP > 0 ? kResMaxThreads : vec_max_threads(NV))
 
 constexpr int kScalarThreads = 128;
 
-// y = RMSNorm(x) * w over one row, by the threads of one block (element i read and written by the
-// same thread, so y may alias x).
-__device__ __forceinline__ void rms_scalar_row(vk_bf16 *yr, const vk_bf16 *xr,
-                                               const vk_bf16 *__restrict__ w, int c, float eps,
-                                               float *red) {
-    float s = 0.0f;
-    for (int i = threadIdx.x; i < c; i += blockDim.x) s += vk_f(xr[i]) * vk_f(xr[i]);
-    const float inv = rsqrtf(vk_block_sum(s, red) / c + eps);
-    for (int i = threadIdx.x; i < c; i += blockDim.x)
-        yr[i] = vk_bf(vk_f(w[i]) * vk_round(vk_f(xr[i]) * inv));
-}
-
 // One block per row; x is read in full before the barrier inside each block sum, and element i
 // is read then written by the same thread, so y may alias x.
 template <bool RMS>
@@ -239,10 +166,13 @@ __global__ void norm_scalar_kernel(vk_bf16 *y, const vk_bf16 *x, const vk_bf16 *
     __shared__ float red[32];
     const vk_bf16 *xr = x + (int64_t)blockIdx.x * c;
     vk_bf16 *yr = y + (int64_t)blockIdx.x * c;
+    float s = 0.0f;
     if (RMS) {
-        rms_scalar_row(yr, xr, w, c, eps, red);
+        for (int i = threadIdx.x; i < c; i += blockDim.x) s += vk_f(xr[i]) * vk_f(xr[i]);
+        const float inv = rsqrtf(vk_block_sum(s, red) / c + eps);
+        for (int i = threadIdx.x; i < c; i += blockDim.x)
+            yr[i] = vk_bf(vk_f(w[i]) * vk_round(vk_f(xr[i]) * inv));
     } else {
-        float s = 0.0f;
         for (int i = threadIdx.x; i < c; i += blockDim.x) s += vk_f(xr[i]);
         const float mean = vk_block_sum(s, red) / c;
         float d = 0.0f;
@@ -251,18 +181,6 @@ __global__ void norm_scalar_kernel(vk_bf16 *y, const vk_bf16 *x, const vk_bf16 *
         for (int i = threadIdx.x; i < c; i += blockDim.x)
             yr[i] = vk_bf(fmaf(vk_f(w[i]), (vk_f(xr[i]) - mean) * rstd, vk_f(b[i])));
     }
-}
-
-// The residual's scalar path: one block per row forms x' and writes it over x, then (with w)
-// normalises it into h; each thread reads back only the elements it wrote.
-__global__ void residual_norm_scalar_kernel(vk_bf16 *x, ResidualParts res, vk_bf16 *h,
-                                            const vk_bf16 *__restrict__ w, int c, float eps) {
-    __shared__ float red[32];
-    vk_bf16 *xr = x + (int64_t)blockIdx.x * c;
-    const float *pr = res.part + (int64_t)blockIdx.x * c;
-    for (int i = threadIdx.x; i < c; i += blockDim.x)
-        xr[i] = vk_bf(residual_sum(vk_f(xr[i]), pr, res.n, res.stride, i));
-    if (w) rms_scalar_row(h + (int64_t)blockIdx.x * c, xr, w, c, eps, red);
 }
 
 // The vector path's shape: whether it takes rows of c (c % 8 == 0, at most 32 warps of 4
@@ -289,8 +207,8 @@ void launch_vec(const VecShape &v, vk_bf16 *y, const vk_bf16 *x, const vk_bf16 *
                 cudaStream_t stream) {
 #define VOX_NORM_CASE(NV)                                                                     \
     case NV:                                                                                  \
-        norm_vec_kernel<NV, MODE, Q, 0><<<v.blocks, v.threads, 0, stream>>>(                  \
-            y, x, w, b, rows, (int)c, eps, v.wpr, q, qs, ResidualParts{});                    \
+        norm_vec_kernel<NV, MODE, Q><<<v.blocks, v.threads, 0, stream>>>(y, x, w, b, rows,    \
+                                                                         (int)c, eps, v.wpr, q, qs); \
         break;
     switch (v.nv) {
         VOX_NORM_CASE(1)
@@ -303,36 +221,6 @@ void launch_vec(const VecShape &v, vk_bf16 *y, const vk_bf16 *x, const vk_bf16 *
         VOX_NORM_CASE(8)
     }
 #undef VOX_NORM_CASE
-}
-
-// The residual instances (NP partials, at most kResMaxVec vectors a thread, kResMaxThreads a
-// block: the caller checks both).
-template <int MODE, int NP>
-void launch_res_np(const VecShape &v, vk_bf16 *h, const vk_bf16 *w, int64_t rows, int64_t c,
-                   float eps, const ResidualParts &res, cudaStream_t stream) {
-#define VOX_RES_CASE(NV)                                                                      \
-    case NV:                                                                                  \
-        norm_vec_kernel<NV, MODE, false, NP><<<v.blocks, v.threads, 0, stream>>>(             \
-            h, res.x_out, w, nullptr, rows, (int)c, eps, v.wpr, nullptr, nullptr, res);        \
-        break;
-    switch (v.nv) {
-        VOX_RES_CASE(1)
-        VOX_RES_CASE(2)
-        VOX_RES_CASE(3)
-        VOX_RES_CASE(4)
-    }
-#undef VOX_RES_CASE
-}
-
-template <int MODE>
-void launch_res(const VecShape &v, vk_bf16 *h, const vk_bf16 *w, int64_t rows, int64_t c,
-                float eps, const ResidualParts &res, cudaStream_t stream) {
-    switch (res.n) {
-    case 1: launch_res_np<MODE, 1>(v, h, w, rows, c, eps, res, stream); break;
-    case 2: launch_res_np<MODE, 2>(v, h, w, rows, c, eps, res, stream); break;
-    case 3: launch_res_np<MODE, 3>(v, h, w, rows, c, eps, res, stream); break;
-    case 4: launch_res_np<MODE, 4>(v, h, w, rows, c, eps, res, stream); break;
-    }
 }
 
 template <bool RMS>
@@ -381,25 +269,6 @@ int vox_k_rms_norm_fp8(uint8_t *q, float *scale, void *y_bf16, const void *x_bf1
     else launch_vec<kNoNorm, true>(v, y, x, nullptr, nullptr, rows, c, eps, q, scale, stream);
     VOX_K_LAUNCH_CHECK();
     return 1;
-}
-
-void vox_k_residual_add_norm(void *x_bf16, const float *part, int n_part, int64_t part_stride,
-                             void *h_bf16, const void *w_bf16, int64_t rows, int64_t c, float eps,
-                             cudaStream_t stream) {
-    if (rows <= 0 || c <= 0 || n_part < 1) return;
-    vk_bf16 *x = (vk_bf16 *)x_bf16, *h = (vk_bf16 *)h_bf16;
-    const vk_bf16 *w = (const vk_bf16 *)w_bf16;
-    const ResidualParts res = {part, n_part, part_stride, x};
-    VecShape v;
-    if (vk_aligned16(x) && vk_aligned16(part) && part_stride % 4 == 0 &&
-        (!w || (vk_aligned16(w) && vk_aligned16(h))) && vec_shape(rows, c, &v) &&
-        v.nv <= kResMaxVec && v.threads <= kResMaxThreads && n_part <= kResMaxParts) {
-        if (w) launch_res<kRmsNorm>(v, h, w, rows, c, eps, res, stream);
-        else launch_res<kNoNorm>(v, nullptr, nullptr, rows, c, eps, res, stream);
-    } else {
-        residual_norm_scalar_kernel<<<(unsigned)rows, kScalarThreads, 0, stream>>>(x, res, h, w, (int)c, eps);
-    }
-    VOX_K_LAUNCH_CHECK();
 }
 
 } // extern "C"

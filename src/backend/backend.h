@@ -115,10 +115,6 @@ typedef struct {
  *            SWIGLU: y [M, N/2] = swiglu(the product), w being gate|up
  *            ROPE_CACHE: rope_cache(y, k_pool, v_pool, the product, n_heads, n_kv_heads,
  *            head_dim, theta) for the rows of the current batch, w being q|k|v
- *   next_norm_w, next_h  ADD only, optional: the RMSNorm the sum feeds next (the next
- *            projection's norm_w). A backend may also write next_h [M, N] = rms_norm(y,
- *            next_norm_w, eps) of the new y, and then says so (VOX_PROJ_DONE_NORMED); otherwise
- *            the caller normalises y itself.
  * Each equals the separate operations it replaces, up to the order of the products' sums. */
 typedef enum {
     VOX_PROJ_STORE,
@@ -126,12 +122,6 @@ typedef enum {
     VOX_PROJ_SWIGLU,
     VOX_PROJ_ROPE_CACHE
 } vox_projection_out;
-/* What a backend's projection() did with a projection. */
-typedef enum {
-    VOX_PROJ_NOT_TAKEN,  /* nothing enqueued: the caller runs the separate operations */
-    VOX_PROJ_DONE,       /* y written; next_h not written */
-    VOX_PROJ_DONE_NORMED /* y and next_h written */
-} vox_projection_done;
 typedef struct vox_projection {
     vox_tensor *y;
     const vox_tensor *x, *w;
@@ -140,8 +130,6 @@ typedef struct vox_projection {
     float eps;
     vox_projection_out out;
     vox_tensor *k_pool, *v_pool; /* ROPE_CACHE */
-    const vox_tensor *next_norm_w; /* ADD */
-    vox_tensor *next_h;
     int n_heads, n_kv_heads, head_dim;
     double theta;
     /* Scratch the backend may use (vox_project sets them; NULL where the caller has none):
@@ -299,13 +287,12 @@ struct vox_backend {
                                int k, vox_logits_stats *out, vox_error *err);
 
     /* ---- fused decoder projections (optional: NULL where the backend has none) ---- */
-    /* One projection with what surrounds it fused in (see vox_projection). Returns
-     * VOX_PROJ_NOT_TAKEN, enqueuing nothing, when the backend does not take it (the cuda
-     * backend takes a few rows, i.e. decode steps, residual adds of any size, and FP8 weights at
-     * any size, using the scratch tensors h and tmp; of residual adds it normalises next_h
-     * where it runs them K-sliced); the caller then runs the separate operations (vox_project
-     * in pipeline/ does both). */
-    vox_projection_done (*projection)(vox_backend *be, const struct vox_projection *p);
+    /* One projection with what surrounds it fused in (see vox_projection). Returns false,
+     * enqueuing nothing, when the backend does not take it (the cuda backend takes a few rows,
+     * i.e. decode steps, residual adds of any size, and FP8 weights at any size, using the
+     * scratch tensors h and tmp); the caller then runs the separate operations (vox_project in
+     * pipeline/ does both). */
+    bool (*projection)(vox_backend *be, const struct vox_projection *p);
     /* The decoder layers and the lm_head of a decode-only step (the current batch: every
      * sequence decoding one row), as one operation: the same results as the layers run op by
      * op, up to the order of fp32 sums. Returns false, enqueuing nothing, when the backend does

@@ -34,10 +34,4 @@ cublasLtMatmulPreference_t vox_lt_preference(size_t workspace_bytes, bool split_
     return pref;
 }
 
-void vox_lt_layout_batch(cublasLtMatrixLayout_t layout, int32_t count, int64_t stride) {
-    cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count);
-    cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
-                                     sizeof stride);
-}
-
 #endif

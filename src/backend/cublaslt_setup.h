@@ -9,7 +9,6 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include <stdint.h>
 
 #include <cublasLt.h>
 
@@ -24,9 +23,5 @@ cublasLtMatmulDesc_t vox_lt_product_desc(const float *w_scale, const float *x_sc
  * at all (no split-K GEMM and its separate reduction kernel). Destroy it with
  * cublasLtMatmulPreferenceDestroy. */
 cublasLtMatmulPreference_t vox_lt_preference(size_t workspace_bytes, bool split_k);
-
-/* Makes a layout a strided batch of `count` matrices, `stride` elements apart (the K-sliced
- * products: slice i of w and x starts i K/S columns in, its output i M N elements in). */
-void vox_lt_layout_batch(cublasLtMatrixLayout_t layout, int32_t count, int64_t stride);
 
 #endif

@@ -49,8 +49,6 @@
 #define GEMM_WORKSPACE_BYTES (32u << 20)
 #define GEMM_NO_SPLIT_FROM 48 /* cuda_state.no_split_from */
 #define GEMM_NO_SPLIT_ROWS 128 /* cuda_state.no_split_rows */
-#define KSLICE_ROWS 0    /* cuda_state.kslice_rows: off until measured faster */
-#define KSLICE_DEPTH 2048 /* cuda_state.kslice_depth */
 #define GEMM_CACHE_SIZE 256
 
 typedef struct {
@@ -95,17 +93,6 @@ typedef struct {
      * can be ten times slower; gemm_plan_for also refuses an unsplit algorithm that fills
      * fewer SMs than the split one (the heuristic's fallback, e.g. down at 72 rows). */
     int64_t no_split_from, no_split_rows;
-    /* Residual projections (o, down) of 5..kslice_rows rows run as K / kslice_depth slices of K
-     * (at least 2) in one strided-batched GEMM with fp32 partial products, which
-     * vox_k_residual_add_norm adds to the residual along with the next RMSNorm: no split-K
-     * reduction kernel, no separate norm, and S times the output tiles to fill the SMs.
-     * VOX_KSLICE_ROWS=N (0: off, the default), VOX_KSLICE_DEPTH=K (2048: o 2 slices, down 4).
-     * The GEMMs alone on the H100 (bench/NOTES-2026-12-06g.md section 4): o with 2 slices -10
-     * to -12% and down with 4 slices -7 to -12% up to 32 rows, even or slower from 64. End to
-     * end the first form measured slower (24-row steps' decode +3.7%, bench/NOTES-2026-12-07.md);
-     * the second (the kernel's loads issued together, a partials buffer of the backend's) is
-     * not yet measured, so the default stays off; 32 is the setting to A/B. */
-    int64_t kslice_rows, kslice_depth;
     gemm_plan plans[GEMM_CACHE_SIZE];
     /* what gemm_plan_for did: found a plan, made one, or found the cache full (cuBLASLt then
      * chooses at each call); printed at teardown with VOX_GEMM_STATS=1 */
@@ -168,12 +155,6 @@ typedef struct {
     bool skinny;
     void *skinny_ws;
     size_t skinny_ws_bytes;
-    /* the K-sliced residual projections' fp32 partials (sliced_residual), made for kslice_rows
-     * rows of the largest such projection met: a buffer of its own, made outside recordings,
-     * rather than a stream-ordered allocation at each call (an allocation and a free node
-     * a projection in the step's graph; the first form, measured slower, had them) */
-    void *kslice_ws;
-    size_t kslice_ws_bytes;
     cudaError_t first_error; /* first failure seen by an operation that cannot return it */
     cublasStatus_t first_error_blas; /* its cuBLASLt status, when cuBLASLt refused (else 0) */
     char first_error_where[64];
@@ -506,17 +487,11 @@ static vox_status cu_download_f32(vox_backend *be, float *dst, const vox_tensor 
 
 /* ---- GEMM ------------------------------------------------------------------------------------ */
 
-/* Which algorithms a plan may use: split-K allowed, split-K avoided where an unsplit algorithm
- * fills as many SMs (no_split_from..no_split_rows), or never (K-sliced products: the slices are
- * the split). */
-typedef enum { SPLIT_ALLOWED, SPLIT_AVOIDED, SPLIT_NEVER } split_policy;
-
 /* y[M,N] = x[M,K] @ w[N,K]^T (+ bias): in cuBLAS's column-major view, Y'[N,M] = W'^T X' with
  * W' = w as [K,N] (transposed), X' = x as [K,M]. The bias runs along N, the rows of Y'. */
 static gemm_plan *gemm_plan_for(cuda_state *s, int64_t M, int64_t N, int64_t K, int tag,
-                                split_policy policy, cublasLtMatmulDesc_t desc,
-                                cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
-                                cublasLtMatrixLayout_t c) {
+                                bool split_ok, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a,
+                                cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c) {
     uint64_t h = (uint64_t)M * 0x9E3779B97F4A7C15ull ^ (uint64_t)N * 0xC2B2AE3D27D4EB4Full ^
                  (uint64_t)K * 0x165667B19E3779F9ull ^ (uint64_t)tag;
     for (int probe = 0; probe < GEMM_CACHE_SIZE; probe++) {
@@ -533,8 +508,7 @@ static gemm_plan *gemm_plan_for(cuda_state *s, int64_t M, int64_t N, int64_t K, 
              * bench/NOTES-2026-12-03b.md) */
             cublasLtMatmulHeuristicResult_t res[2];
             int found[2] = {0, 0};
-            const int last = policy == SPLIT_NEVER ? 0 : 1;
-            for (int split = policy == SPLIT_ALLOWED; split <= last; split++) {
+            for (int split = split_ok; split <= 1; split++) {
                 cublasLtMatmulPreference_t pref = vox_lt_preference(s->gemm_ws_bytes, split);
                 if (cublasLtMatmulAlgoGetHeuristic(s->lt, desc, a, b, c, c, pref, 1, &res[split],
                                                    &found[split]) != CUBLAS_STATUS_SUCCESS)
@@ -561,15 +535,13 @@ static gemm_plan *gemm_plan_for(cuda_state *s, int64_t M, int64_t N, int64_t K, 
  * inputs and the output, bias (bf16) is fused in the epilogue when given. `tag` keeps plans of
  * different types apart. Accumulating (beta = 1, C = D = y) forms product + bias + y in fp32 and
  * rounds once. With w_scale and x_scale (FP8 inputs), each product element (n, m) is multiplied
- * by w_scale[n] * x_scale[m] (outer-vector scaling). With k_slices S > 1 (bf16 in, fp32 out, no
- * bias, no accumulation), the product is S products over consecutive K / S columns of w and x
- * in one strided-batched call, slice i's written to y + i M N (cuda_state.kslice_rows). Returns
- * cuBLASLt's status (also noted as an error). */
+ * by w_scale[n] * x_scale[m] (outer-vector scaling). Returns cuBLASLt's status (also noted as an
+ * error). */
 static cublasStatus_t lt_matmul_scaled(cuda_state *s, cudaDataType_t ab, cudaDataType_t c,
                                        int64_t M, int64_t N, int64_t K, const void *w,
                                        const void *x, void *y, const void *bias, int tag,
                                        bool accumulate, const float *w_scale,
-                                       const float *x_scale, int k_slices) {
+                                       const float *x_scale) {
     if (blas_ready(s, NULL)) { /* a model load reports why (weights_end) */
         note_error(s, cudaErrorSharedObjectInitFailed, "cuBLASLt");
         return CUBLAS_STATUS_NOT_INITIALIZED;
@@ -583,20 +555,11 @@ static cublasStatus_t lt_matmul_scaled(cuda_state *s, cudaDataType_t ab, cudaDat
         cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
         cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt);
     }
-    const int S = k_slices > 1 ? k_slices : 1;
-    VOX_ASSERT(S == 1 || (K % S == 0 && c == CUDA_R_32F && !bias && !accumulate));
-    cublasLtMatrixLayoutCreate(&la, ab, (uint64_t)(K / S), (uint64_t)N, K);
-    cublasLtMatrixLayoutCreate(&lb, ab, (uint64_t)(K / S), (uint64_t)M, K);
+    cublasLtMatrixLayoutCreate(&la, ab, (uint64_t)K, (uint64_t)N, K);
+    cublasLtMatrixLayoutCreate(&lb, ab, (uint64_t)K, (uint64_t)M, K);
     cublasLtMatrixLayoutCreate(&lc, c, (uint64_t)N, (uint64_t)M, N);
-    if (S > 1) { /* slice i: columns i K/S .. of w and x; its own [M, N] of y */
-        vox_lt_layout_batch(la, S, K / S);
-        vox_lt_layout_batch(lb, S, K / S);
-        vox_lt_layout_batch(lc, S, M * N);
-    }
     const bool split_ok = ab != CUDA_R_16BF || M < s->no_split_from || M > s->no_split_rows;
-    const split_policy policy = S > 1 ? SPLIT_NEVER : split_ok ? SPLIT_ALLOWED : SPLIT_AVOIDED;
-    gemm_plan *plan = gemm_plan_for(s, M, N, K, tag | (accumulate ? 16 : 0) | (S > 1 ? S << 8 : 0),
-                                    policy, desc, la, lb, lc);
+    gemm_plan *plan = gemm_plan_for(s, M, N, K, tag | (accumulate ? 16 : 0), split_ok, desc, la, lb, lc);
     float one = 1.0f, zero = 0.0f;
     cublasStatus_t st = cublasLtMatmul(s->lt, desc, &one, w, la, x, lb, accumulate ? &one : &zero,
                                        y, lc, y, lc,
@@ -604,8 +567,8 @@ static cublasStatus_t lt_matmul_scaled(cuda_state *s, cudaDataType_t ab, cudaDat
                                        s->stream);
     s->last_op = "cublasLtMatmul";
     host_trace(s, "cublasLtMatmul");
-    if (st == CUBLAS_STATUS_SUCCESS) /* the output [S, M, N] of c, for initcheck */
-        vox_initcheck_mark(s->stream, y, (size_t)S * M * N * (c == CUDA_R_32F ? 4 : 2));
+    if (st == CUBLAS_STATUS_SUCCESS) /* the output [M, N] of c, for initcheck */
+        vox_initcheck_mark(s->stream, y, (size_t)M * (size_t)N * (c == CUDA_R_32F ? 4 : 2));
     if (st != CUBLAS_STATUS_SUCCESS && s->first_error == cudaSuccess) {
         s->first_error = cudaErrorUnknown; /* marks the failure pending; the status says what */
         s->first_error_blas = st;
@@ -622,7 +585,7 @@ static cublasStatus_t lt_matmul_scaled(cuda_state *s, cudaDataType_t ab, cudaDat
 static void lt_matmul(cuda_state *s, cudaDataType_t ab, cudaDataType_t c, int64_t M, int64_t N,
                       int64_t K, const void *w, const void *x, void *y, const void *bias, int tag,
                       bool accumulate) {
-    lt_matmul_scaled(s, ab, c, M, N, K, w, x, y, bias, tag, accumulate, NULL, NULL, 1);
+    lt_matmul_scaled(s, ab, c, M, N, K, w, x, y, bias, tag, accumulate, NULL, NULL);
 }
 
 static void fp8_matmul(vox_backend *be, vox_tensor *y, const vox_tensor *x, const vox_tensor *w);
@@ -792,7 +755,7 @@ static float *fp8_plain_gemm(cuda_state *s, const fp8_rows *r, const vox_tensor 
         return NULL;
     }
     if (lt_matmul_scaled(s, CUDA_R_8F_E4M3, CUDA_R_32F, M, N, K, w->data, r->q, acc, NULL, 5,
-                         false, NULL, NULL, 1) != CUBLAS_STATUS_SUCCESS) {
+                         false, NULL, NULL) != CUBLAS_STATUS_SUCCESS) {
         dev_free(s, acc, (size_t)(M * N) * 4);
         return NULL;
     }
@@ -816,7 +779,7 @@ static bool fp8_lt_gemm(cuda_state *s, fp8_gemm_mode mode, void *y, const fp8_ro
     const int64_t N = w->shape[0], K = w->shape[1];
     if (mode == FP8_GEMM_OUTER_VEC)
         return lt_matmul_scaled(s, CUDA_R_8F_E4M3, CUDA_R_16BF, M, N, K, w->data, r->q, y, NULL,
-                                4, false, w->scale, r->sx, 1) == CUBLAS_STATUS_SUCCESS;
+                                4, false, w->scale, r->sx) == CUBLAS_STATUS_SUCCESS;
     float *acc = fp8_plain_gemm(s, r, w, M);
     if (acc) fp8_plain_apply(s, VOX_K_FP8_STORE, y, acc, r, w, M);
     return acc != NULL;
@@ -1334,70 +1297,31 @@ static void cu_gather_rows(vox_backend *be, vox_tensor *y, const vox_tensor *x) 
     LAUNCHED(s, "gather_rows");
 }
 
-/* The K slices a bf16 residual projection of M rows and depth K runs as (cuda_state.kslice_rows;
- * 1: not sliced). Each slice's start must stay 16-byte aligned. */
-static int kslices_for(const cuda_state *s, int64_t M, int64_t K) {
-    if (M > s->kslice_rows) return 1;
-    const int64_t S = K / s->kslice_depth;
-    return S >= 2 && S <= 16 && K % (S * 8) == 0 ? (int)S : 1;
-}
-
-/* y += x @ w^T as S K-slices (fp32 partials in kslice_ws), then one kernel adds them to y and,
- * where the projection names its next norm, writes next_h. False, enqueuing nothing, when the
- * partials' buffer cannot be had (the caller's unsliced GEMM goes on). */
-static bool sliced_residual(cuda_state *s, const vox_projection *p, int64_t M, int64_t N,
-                            int64_t K, int S) {
-    const bool norm = p->next_norm_w != NULL;
-    if (norm)
-        VOX_ASSERT(rows(p->next_h) == M && cols(p->next_h) == N &&
-                   p->next_h->dtype == VOX_DTYPE_BF16 && p->next_norm_w->dtype == VOX_DTYPE_BF16 &&
-                   (int64_t)vox_tensor_numel(p->next_norm_w) == N);
-    const int64_t rows_max = M > s->kslice_rows ? M : s->kslice_rows;
-    if (!zeroed_workspace(s, &s->kslice_ws, &s->kslice_ws_bytes,
-                          (size_t)S * (size_t)(rows_max * N) * sizeof(float)))
-        return false;
-    float *part = s->kslice_ws;
-    lt_matmul_scaled(s, CUDA_R_16BF, CUDA_R_32F, M, N, K, p->w->data, p->x->data, part, NULL, 2,
-                     false, NULL, NULL, S);
-    vox_k_residual_add_norm(p->y->data, part, S, M * N, norm ? p->next_h->data : NULL,
-                            norm ? p->next_norm_w->data : NULL, M, N, p->eps, s->stream);
-    LAUNCHED(s, "residual_add_norm");
-    return true;
-}
-
 /* Decode-shaped projections (few rows) with their neighbours fused: kernels/matvec.cu. Of the
  * larger shapes (prefill, the encoder), residual adds are taken: cuBLASLt adds the product to the
- * residual in its epilogue (beta = 1), which saves a pass over the activations and rounds once;
- * up to kslice_rows rows (batched decode steps) they run K-sliced, with the next norm fused
- * (sliced_residual). The rest are not taken; the caller then runs the separate operations
- * (cuBLASLt and the small kernels), as it does for every shape with VOX_NO_MATVEC=1 (for
- * comparisons). */
-static vox_projection_done cu_projection(vox_backend *be, const vox_projection *p) {
+ * residual in its epilogue (beta = 1), which saves a pass over the activations and rounds once.
+ * The rest are not taken; the caller then runs the separate operations (cuBLASLt and the small
+ * kernels), as it does for every shape with VOX_NO_MATVEC=1 (for comparisons). */
+static bool cu_projection(vox_backend *be, const vox_projection *p) {
     cuda_state *s = S(be);
-    if (s->no_matvec) return VOX_PROJ_NOT_TAKEN;
+    if (s->no_matvec) return false;
     int64_t M = rows(p->x), K = cols(p->x), N = p->w->shape[0];
     if (M > VOX_K_MATVEC_MAX_M || p->bias) {
         /* FP8: the input quantized with its RMSNorm, the GEMM, then its neighbour */
         if (p->w->dtype == VOX_DTYPE_F8_E4M3)
-            return !p->bias && !s->fp8_separate && fp8_project(be, p) ? VOX_PROJ_DONE
-                                                                      : VOX_PROJ_NOT_TAKEN;
+            return !p->bias && !s->fp8_separate && fp8_project(be, p);
         /* aligned shapes only: cu_matmul's note on cuBLASLt's rounding elsewhere */
         if (p->out != VOX_PROJ_ADD || p->norm_w || p->w->dtype != VOX_DTYPE_BF16 || K % 8 ||
             N % 8)
-            return VOX_PROJ_NOT_TAKEN;
+            return false;
         VOX_ASSERT((int64_t)(vox_tensor_numel(p->w) / (size_t)N) == K && rows(p->y) == M &&
                    cols(p->y) == N && p->y->dtype == VOX_DTYPE_BF16 && p->x->dtype == VOX_DTYPE_BF16);
         if (p->bias) VOX_ASSERT(p->bias->dtype == VOX_DTYPE_BF16 && (int64_t)vox_tensor_numel(p->bias) == N);
-        if (M == 0) return VOX_PROJ_DONE;
-        if (!p->bias && skinny_takes(s, M, p->w) &&
-            skinny_gemm(s, M, p->w, p->x->data, NULL, p->y->data, true))
-            return VOX_PROJ_DONE;
-        const int slices = p->bias ? 1 : kslices_for(s, M, K);
-        if (slices > 1 && sliced_residual(s, p, M, N, K, slices))
-            return p->next_norm_w ? VOX_PROJ_DONE_NORMED : VOX_PROJ_DONE;
-        lt_matmul(s, CUDA_R_16BF, CUDA_R_16BF, M, N, K, p->w->data, p->x->data, p->y->data,
-                  p->bias ? p->bias->data : NULL, p->bias ? 1 : 0, true);
-        return VOX_PROJ_DONE;
+        if (M > 0 && (p->bias || !skinny_takes(s, M, p->w) ||
+                      !skinny_gemm(s, M, p->w, p->x->data, NULL, p->y->data, true)))
+            lt_matmul(s, CUDA_R_16BF, CUDA_R_16BF, M, N, K, p->w->data, p->x->data, p->y->data,
+                      p->bias ? p->bias->data : NULL, p->bias ? 1 : 0, true);
+        return true;
     }
     static const vox_k_matvec_epilogue epilogue[] = {
         [VOX_PROJ_STORE] = VOX_K_MATVEC_STORE,
@@ -1406,7 +1330,7 @@ static vox_projection_done cu_projection(vox_backend *be, const vox_projection *
         [VOX_PROJ_ROPE_CACHE] = VOX_K_MATVEC_QKV_ROPE_CACHE,
     };
     bool fp8 = p->w->dtype == VOX_DTYPE_F8_E4M3;
-    if (p->w->dtype != VOX_DTYPE_BF16 && !fp8) return VOX_PROJ_NOT_TAKEN;
+    if (p->w->dtype != VOX_DTYPE_BF16 && !fp8) return false;
     VOX_ASSERT((int64_t)(vox_tensor_numel(p->w) / (size_t)N) == K && rows(p->y) == M);
     VOX_ASSERT(!p->norm_w || (int64_t)vox_tensor_numel(p->norm_w) == K);
     vox_k_matvec_args a = {
@@ -1433,9 +1357,9 @@ static vox_projection_done cu_projection(vox_backend *be, const vox_projection *
         break;
     }
     }
-    if (!vox_k_matvec(&a, s->stream)) return VOX_PROJ_NOT_TAKEN;
+    if (!vox_k_matvec(&a, s->stream)) return false;
     LAUNCHED(s, "matvec");
-    return VOX_PROJ_DONE;
+    return true;
 }
 
 /* The decoder layers of a decode step of 1 to 8 sequences as one persistent kernel
@@ -1719,7 +1643,6 @@ static void cu_destroy(vox_backend *be) {
     free(s->attn_ws_at);
     cudaFree(s->pdecode_ws);
     cudaFree(s->skinny_ws);
-    cudaFree(s->kslice_ws);
     cudaFree(s->gemm_ws);
     cudaFree(s->batch_dev);
     cudaFreeHost(s->batch_pinned);
@@ -1798,8 +1721,6 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
     s->gemm_ws_bytes = vox_env_size("VOX_GEMM_WORKSPACE", GEMM_WORKSPACE_BYTES, 0, GEMM_WORKSPACE_BYTES);
     s->no_split_from = (int64_t)vox_env_size("VOX_GEMM_NO_SPLIT_FROM", GEMM_NO_SPLIT_FROM, 0, INT32_MAX);
     s->no_split_rows = (int64_t)vox_env_size("VOX_GEMM_NO_SPLIT_ROWS", GEMM_NO_SPLIT_ROWS, 0, INT32_MAX);
-    s->kslice_rows = (int64_t)vox_env_size("VOX_KSLICE_ROWS", KSLICE_ROWS, 0, INT32_MAX);
-    s->kslice_depth = (int64_t)vox_env_size("VOX_KSLICE_DEPTH", KSLICE_DEPTH, 8, INT32_MAX);
 
 #define TRY(call, what)                                                                         \
     do {                                                                                        \

@@ -180,37 +180,26 @@ static void decoder_layers(vox_model *m, vox_kv_pool *kv, vox_decoder_batch *d, 
                                      .lm_head = &m->lm_head, .logits = &logits}))
             return;
     }
-    /* `normed`: w.h already holds the RMSNorm the next projection takes, made by the residual
-     * add before it (a backend may fuse it there: vox_projection's next_norm_w) */
-    bool normed = false;
     for (int l = 0; l < c->layers; l++) {
         const vox_decoder_layer *L = &m->dec_layers[l];
         /* x += o(attention(rope(q), cache(rope(k)), cache(v))), q|k|v from RMSNorm(x) */
         vox_project(be,
-                &(vox_projection){.y = &w.q, .x = normed ? &w.h : &x, .w = &L->qkv,
-                                  .norm_w = normed ? NULL : &L->attn_norm, .eps = eps,
-                                  .out = VOX_PROJ_ROPE_CACHE, .k_pool = &kv->k_layer[l],
+                &(vox_projection){.y = &w.q, .x = &x, .w = &L->qkv, .norm_w = &L->attn_norm,
+                                  .eps = eps, .out = VOX_PROJ_ROPE_CACHE, .k_pool = &kv->k_layer[l],
                                   .v_pool = &kv->v_layer[l], .n_heads = c->heads,
                                   .n_kv_heads = c->kv_heads, .head_dim = c->head_dim,
                                   .theta = c->rope_theta},
                 &w.h, &w.qkv);
         be->paged_attention(be, &w.attn, &w.q, &kv->k_layer[l], &kv->v_layer[l], c->heads,
                             c->kv_heads, c->head_dim, 1.0f / sqrtf((float)c->head_dim));
-        normed = vox_project(be,
-                &(vox_projection){.y = &x, .x = &w.attn, .w = &L->o, .out = VOX_PROJ_ADD,
-                                  .eps = eps, .next_norm_w = &L->ffn_norm, .next_h = &w.h},
+        vox_project(be, &(vox_projection){.y = &x, .x = &w.attn, .w = &L->o, .out = VOX_PROJ_ADD},
                 &w.h, &w.h);
         /* x += down(silu(gate(h)) * up(h)), h = RMSNorm(x) */
         vox_project(be,
-                &(vox_projection){.y = &w.act, .x = normed ? &w.h : &x, .w = &L->gate_up,
-                                  .norm_w = normed ? NULL : &L->ffn_norm, .eps = eps,
-                                  .out = VOX_PROJ_SWIGLU},
+                &(vox_projection){.y = &w.act, .x = &x, .w = &L->gate_up, .norm_w = &L->ffn_norm,
+                                  .eps = eps, .out = VOX_PROJ_SWIGLU},
                 &w.h, &w.gate_up);
-        const vox_tensor *next_norm = l + 1 < c->layers ? &m->dec_layers[l + 1].attn_norm : NULL;
-        normed = vox_project(be,
-                &(vox_projection){.y = &x, .x = &w.act, .w = &L->down, .out = VOX_PROJ_ADD,
-                                  .eps = eps, .next_norm_w = next_norm,
-                                  .next_h = next_norm ? &w.h : NULL},
+        vox_project(be, &(vox_projection){.y = &x, .x = &w.act, .w = &L->down, .out = VOX_PROJ_ADD},
                 &w.h, &w.h);
     }
     /* Logits only for the rows that choose a token: decode rows and the last row of a prompt. */

@@ -23,10 +23,8 @@ int vox_encoder_tokens_per_chunk(const vox_model *m);
 
 /* One projection (vox_projection), fused with what surrounds it where the backend takes it
  * (be->projection); otherwise the same operations one by one, with `h` holding the normalised
- * input (norm_w) and `out` the product before its epilogue (ADD, SWIGLU, ROPE_CACHE). True when
- * p->next_h holds the next norm of the new y (p->next_norm_w: the backend did it); otherwise the
- * caller normalises y itself. */
-bool vox_project(vox_backend *be, const vox_projection *p, vox_tensor *h, vox_tensor *out);
+ * input (norm_w) and `out` the product before its epilogue (ADD, SWIGLU, ROPE_CACHE). */
+void vox_project(vox_backend *be, const vox_projection *p, vox_tensor *h, vox_tensor *out);
 
 /* ---- the text decoder over a batch of sequences (decoder.c) ---- */
 

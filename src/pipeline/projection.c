@@ -2,14 +2,12 @@
  * otherwise the same operations one by one. Shared by the encoder and the decoder. */
 #include "pipeline/pipeline.h"
 
-bool vox_project(vox_backend *be, const vox_projection *p, vox_tensor *h, vox_tensor *out) {
-    VOX_ASSERT(!p->next_norm_w || (p->out == VOX_PROJ_ADD && p->next_h));
+void vox_project(vox_backend *be, const vox_projection *p, vox_tensor *h, vox_tensor *out) {
     if (be->projection) {
         vox_projection with_scratch = *p;
         with_scratch.h = h;
         with_scratch.tmp = out;
-        vox_projection_done done = be->projection(be, &with_scratch);
-        if (done != VOX_PROJ_NOT_TAKEN) return done == VOX_PROJ_DONE_NORMED;
+        if (be->projection(be, &with_scratch)) return;
     }
     VOX_ASSERT(!p->bias || p->out == VOX_PROJ_STORE || p->out == VOX_PROJ_ADD);
     const vox_tensor *in = p->x;
@@ -33,5 +31,4 @@ bool vox_project(vox_backend *be, const vox_projection *p, vox_tensor *h, vox_te
                        p->theta);
         break;
     }
-    return false; /* the next norm, if any, is the caller's */
 }

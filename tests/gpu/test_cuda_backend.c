@@ -245,15 +245,9 @@ static void batch_free(test_batch *t) {
  * rounded value (an ulp is 2^-7 of a value just above a power of two). The bound is therefore
  * 2^-7 of the output plus 2^-7 of the product terms it is made of: for ADD, the product added
  * to the residual (|x + P| can be far smaller than |P|); for SwiGLU and RoPE, the two product
- * values of the pair (gate and up; dims i and i + D/2).
- * next_norm (ADD): the projection also names the RMSNorm of the new residual; the backend must
- * write it exactly where it runs the add K-sliced (5 to kslice_rows rows, K of 2048 a slice:
- * VOX_KSLICE_ROWS, which main() sets to 32 unless the environment says, and the default
- * VOX_KSLICE_DEPTH), and it must then equal, bit for bit, rms_norm of the residual it wrote
- * (kernels/norm.cu's one code). */
-static int kslice_rows;
+ * values of the pair (gate and up; dims i and i + D/2). */
 static void test_projection_bias(vox_projection_out out, int64_t M, int64_t K, int H, int Hkv,
-                                 int D, int64_t N, bool norm, bool with_bias, bool next_norm) {
+                                 int D, int64_t N, bool norm, bool with_bias) {
     static const char *names[] = {"store", "add", "swiglu", "rope_cache"};
     char what[160];
     if (out == VOX_PROJ_ROPE_CACHE) N = (int64_t)(H + 2 * Hkv) * D;
@@ -282,18 +276,9 @@ static void test_projection_bias(vox_projection_out out, int64_t M, int64_t K, i
                         .bias = with_bias ? &bias.g : NULL,
                         .eps = 1e-5f, .out = out, .k_pool = &kc[0], .v_pool = &vc[0],
                         .n_heads = H, .n_kv_heads = Hkv, .head_dim = D, .theta = 1e8};
-    int64_t ns_out[1] = {N};
-    pair next_w = weight_new(1, ns_out, 1.0f);
-    vox_tensor next_h = gpu_random(M, N, 0.0f), next_h_sep = gpu_random(M, N, 0.0f);
-    if (next_norm) p.next_norm_w = &next_w.g, p.next_h = &next_h;
-    vox_projection_done done = gpu->projection(gpu, &p);
-    bool taken = done != VOX_PROJ_NOT_TAKEN;
-    snprintf(what, sizeof what, "projection %s M=%lld N=%lld K=%lld norm=%d bias=%d next_norm=%d",
-             names[out], (long long)M, (long long)N, (long long)K, norm, with_bias, next_norm);
-    const int64_t slices = K / 2048;
-    const bool sliced = out == VOX_PROJ_ADD && !with_bias && !norm && M > 4 && M <= kslice_rows &&
-                        slices >= 2 && K % (slices * 8) == 0 && N % 8 == 0;
-    CHECK_MSG((done == VOX_PROJ_DONE_NORMED) == (sliced && next_norm), "%s: done %d", what, done);
+    bool taken = gpu->projection(gpu, &p);
+    snprintf(what, sizeof what, "projection %s M=%lld N=%lld K=%lld norm=%d bias=%d", names[out],
+             (long long)M, (long long)N, (long long)K, norm, with_bias);
     /* decode shapes (few rows, no bias) in kernels/matvec.cu; residual adds of aligned shapes
      * at any size in cuBLASLt's epilogue */
     bool expect = (M <= 4 && !with_bias) || (out == VOX_PROJ_ADD && !norm && K % 8 == 0 && N % 8 == 0);
@@ -333,12 +318,6 @@ static void test_projection_bias(vox_projection_out out, int64_t M, int64_t K, i
          * one ulp of u, of silu's rounding or of y's: 2^-7 |y| each, |y| <= |g| |u|; the
          * summation-order atol on g and u moves y by about 1.1 |u| atol: 2.2 |g| |u| + |u|. */
         gpu_compare(what, &y_fused, &y_sep, terms, atol, rtol);
-        if (done == VOX_PROJ_DONE_NORMED) {
-            gpu->rms_norm(gpu, &next_h_sep, &y_fused, &next_w.g, 1e-5f);
-            char nwhat[200];
-            snprintf(nwhat, sizeof nwhat, "%s: next_h", what);
-            gpu_compare(nwhat, &next_h, &next_h_sep, NULL, 0.0, 0.0);
-        }
         if (out == VOX_PROJ_ROPE_CACHE) {
             /* the whole pools: the rows at the batch's slots, and every other row untouched */
             for (int64_t r = 0; r < M; r++)
@@ -354,16 +333,15 @@ static void test_projection_bias(vox_projection_out out, int64_t M, int64_t K, i
         }
         free(P), free(terms), free(kterms);
     }
-    vox_tensor *ts[] = {&x, &y_fused, &y_sep, &h, &prod, &kc[0], &kc[1], &vc[0], &vc[1],
-                        &next_h, &next_h_sep};
+    vox_tensor *ts[] = {&x, &y_fused, &y_sep, &h, &prod, &kc[0], &kc[1], &vc[0], &vc[1]};
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) vox_tensor_free(gpu, ts[i]);
-    pair_free(&w, true), pair_free(&nw, true), pair_free(&bias, true), pair_free(&next_w, true);
+    pair_free(&w, true), pair_free(&nw, true), pair_free(&bias, true);
     batch_free(&tb);
 }
 
 static void test_projection(vox_projection_out out, int64_t M, int64_t K, int H, int Hkv, int D,
                             int64_t N, bool norm) {
-    test_projection_bias(out, M, K, H, Hkv, D, N, norm, false, false);
+    test_projection_bias(out, M, K, H, Hkv, D, N, norm, false);
 }
 
 static void test_elementwise(int64_t M, int64_t C) {
@@ -612,8 +590,6 @@ static void test_logits(int n, int64_t V, int k, int32_t chosen) {
 
 int main(void) {
     gtu_require_device();
-    setenv("VOX_KSLICE_ROWS", "32", 0); /* the sliced residual projections, whatever the default */
-    kslice_rows = atoi(getenv("VOX_KSLICE_ROWS"));
     vox_error err;
     if (vox_backend_create("cpu", &cpu, &err) || vox_backend_create("cuda:0", &gpu, &err)) {
         fprintf(stderr, "backend: %s\n", err.msg);
@@ -677,15 +653,9 @@ int main(void) {
     /* residual adds of prefill and the encoder: cuBLASLt accumulating into the residual */
     test_projection(VOX_PROJ_ADD, 5, 4096, 0, 0, 0, 3072, false);
     test_projection(VOX_PROJ_ADD, 389, 8192, 0, 0, 0, 3072, false);
-    /* batched decode: K-sliced (o 2 slices, down 4) with the next norm fused, up to 32 rows */
-    test_projection_bias(VOX_PROJ_ADD, 5, 4096, 0, 0, 0, 3072, false, false, true);
-    test_projection_bias(VOX_PROJ_ADD, 24, 8192, 0, 0, 0, 3072, false, false, true);
-    test_projection_bias(VOX_PROJ_ADD, 32, 4096, 0, 0, 0, 3072, false, false, true);
-    test_projection_bias(VOX_PROJ_ADD, 17, 6144, 0, 0, 0, 1000, false, false, true); /* 3 slices */
-    test_projection_bias(VOX_PROJ_ADD, 33, 8192, 0, 0, 0, 3072, false, false, true); /* not sliced */
-    test_projection_bias(VOX_PROJ_ADD, 1500, 1280, 0, 0, 0, 1280, false, true, false);
-    test_projection_bias(VOX_PROJ_ADD, 3, 520, 0, 0, 0, 1032, false, true, false);
-    test_projection_bias(VOX_PROJ_ADD, 7, 520, 0, 0, 0, 1027, false, true, false); /* unaligned: not taken */
+    test_projection_bias(VOX_PROJ_ADD, 1500, 1280, 0, 0, 0, 1280, false, true);
+    test_projection_bias(VOX_PROJ_ADD, 3, 520, 0, 0, 0, 1032, false, true);
+    test_projection_bias(VOX_PROJ_ADD, 7, 520, 0, 0, 0, 1027, false, true); /* unaligned: not taken */
     test_attention(2, 1500, 1500, 1500, 20, 20, 64, false, 0); /* encoder, 2 chunks */
     test_attention(3, 17, 17, 17, 4, 4, 64, false, 0);
     test_attention(1, 388, 388, 388, 32, 8, 128, true, 0);     /* prefill */

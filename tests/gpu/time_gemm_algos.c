@@ -88,6 +88,13 @@ static float time_algo(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t la,
     return best;
 }
 
+/* A layout as a strided batch of `count` matrices, `stride` elements apart. */
+static void set_batch(cublasLtMatrixLayout_t layout, int32_t count, int64_t stride) {
+    cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count);
+    cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+                                     sizeof stride);
+}
+
 static void run_shape(const shape *sh, int64_t M) {
     const size_t esize = fp8 ? 1 : 2; /* bytes an element of w and x */
     const size_t wbytes = (size_t)sh->n * sh->k * esize;
@@ -124,9 +131,9 @@ static void run_shape(const shape *sh, int64_t M) {
     cublasLtMatrixLayoutCreate(&lc, fp8_f32 || sliced ? CUDA_R_32F : CUDA_R_16BF, (uint64_t)sh->n,
                                (uint64_t)M, sh->n);
     if (sliced) { /* slice i: K offset i * K/S in w and x, its own [M, N] of the fp32 output */
-        vox_lt_layout_batch(la, S, (int64_t)rows_k);
-        vox_lt_layout_batch(lb, S, (int64_t)rows_k);
-        vox_lt_layout_batch(lc, S, (int64_t)M * sh->n);
+        set_batch(la, S, (int64_t)rows_k);
+        set_batch(lb, S, (int64_t)rows_k);
+        set_batch(lc, S, (int64_t)M * sh->n);
     }
     cublasLtMatmulPreference_t pref = vox_lt_preference(workspace_bytes, !no_split && !sliced);
     cublasLtMatmulHeuristicResult_t res[MAX_ALGOS];
