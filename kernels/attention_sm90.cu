@@ -116,38 +116,6 @@ template <int D> __device__ __forceinline__ uint64_t desc_mn_major(uint32_t addr
     return vk_desc_sw128(addr, D == 64 ? 1024 : kBN * kRow, 1024);
 }
 
-/* s = Q K^T (scale_d 0: overwrite) or += (1), 64 x 128, one k-step of 16. */
-__device__ __forceinline__ void wgmma_qk(float (&s)[16][4], uint64_t da, uint64_t db, int scale_d) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile(
-        "{\n"
-        ".reg .pred p;\n"
-        "setp.ne.b32 p, %66, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-        "%64, %65, p, 1, 1, 0, 0;\n"
-        "}\n"
-        : "+f"(s[0][0]), "+f"(s[0][1]), "+f"(s[0][2]), "+f"(s[0][3]), "+f"(s[1][0]),
-          "+f"(s[1][1]), "+f"(s[1][2]), "+f"(s[1][3]), "+f"(s[2][0]), "+f"(s[2][1]),
-          "+f"(s[2][2]), "+f"(s[2][3]), "+f"(s[3][0]), "+f"(s[3][1]), "+f"(s[3][2]),
-          "+f"(s[3][3]), "+f"(s[4][0]), "+f"(s[4][1]), "+f"(s[4][2]), "+f"(s[4][3]),
-          "+f"(s[5][0]), "+f"(s[5][1]), "+f"(s[5][2]), "+f"(s[5][3]), "+f"(s[6][0]),
-          "+f"(s[6][1]), "+f"(s[6][2]), "+f"(s[6][3]), "+f"(s[7][0]), "+f"(s[7][1]),
-          "+f"(s[7][2]), "+f"(s[7][3]), "+f"(s[8][0]), "+f"(s[8][1]), "+f"(s[8][2]),
-          "+f"(s[8][3]), "+f"(s[9][0]), "+f"(s[9][1]), "+f"(s[9][2]), "+f"(s[9][3]),
-          "+f"(s[10][0]), "+f"(s[10][1]), "+f"(s[10][2]), "+f"(s[10][3]), "+f"(s[11][0]),
-          "+f"(s[11][1]), "+f"(s[11][2]), "+f"(s[11][3]), "+f"(s[12][0]), "+f"(s[12][1]),
-          "+f"(s[12][2]), "+f"(s[12][3]), "+f"(s[13][0]), "+f"(s[13][1]), "+f"(s[13][2]),
-          "+f"(s[13][3]), "+f"(s[14][0]), "+f"(s[14][1]), "+f"(s[14][2]), "+f"(s[14][3]),
-          "+f"(s[15][0]), "+f"(s[15][1]), "+f"(s[15][2]), "+f"(s[15][3])
-        : "l"(da), "l"(db), "r"(scale_d)
-        : "memory");
-#endif
-}
-
 /* o += P V, 64 x 64, one k-step of 16 keys; P from registers (mma.sync's A fragment), V
  * MN-major (transposed: imm-trans-b 1). */
 __device__ __forceinline__ void wgmma_pv(float (&o)[8][4], const uint32_t (&a)[4], uint64_t db) {
@@ -317,7 +285,7 @@ __global__ void __launch_bounds__(Sm90Cfg<D, CWG, STAGES>::THREADS, 1)
 #pragma unroll
         for (int ks = 0; ks < D / 16; ks++) {
             const uint32_t k_off = (uint32_t)(ks * 16 / kPanel), in_row = (uint32_t)(ks % 4) * 32;
-            wgmma_qk(s, dq + ((k_off * BM * kRow + in_row) >> 4),
+            vk_wgmma_m64n128k16_ss(s, dq + ((k_off * BM * kRow + in_row) >> 4),
                      vk_desc_k_major(sK + st * TILE + k_off * kBN * kRow + in_row), ks);
         }
         vk_wgmma_commit();
