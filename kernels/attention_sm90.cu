@@ -285,8 +285,8 @@ __global__ void __launch_bounds__(Sm90Cfg<D, CWG, STAGES>::THREADS, 1)
 #pragma unroll
         for (int ks = 0; ks < D / 16; ks++) {
             const uint32_t k_off = (uint32_t)(ks * 16 / kPanel), in_row = (uint32_t)(ks % 4) * 32;
-            vk_wgmma_m64n128k16_ss(s, dq + ((k_off * BM * kRow + in_row) >> 4),
-                     vk_desc_k_major(sK + st * TILE + k_off * kBN * kRow + in_row), ks);
+            const uint64_t dk = vk_desc_k_major(sK + st * TILE + k_off * kBN * kRow + in_row);
+            vk_wgmma_m64n128k16_ss(s, dq + ((k_off * BM * kRow + in_row) >> 4), dk, ks);
         }
         vk_wgmma_commit();
     };

@@ -1,6 +1,7 @@
 // Hopper (sm_90a) wgmma helpers: the warpgroup-wide tensor-core instructions that read their
 // operands from shared memory by descriptor, and what goes with them. Only for code compiled for
-// sm_90a (attention_sm90.cu, tests/gpu/probe_wide_consumer.cu): elsewhere the assembler refuses these instructions.
+// sm_90a (attention_sm90.cu, tests/gpu/probe_wide_consumer.cu): elsewhere the assembler refuses
+// these instructions.
 //   vk_mbar_wait_warp    vk_mbar_wait, then the warp converged again for an .aligned wgmma
 //   vk_fence_proxy_async generic-proxy shared-memory writes ordered before async-proxy reads
 //   vk_wgmma_fence / _commit / _wait<N>, vk_wgmma_pin   the wgmma group protocol
@@ -51,11 +52,11 @@ static __device__ __forceinline__ uint64_t vk_desc_sw128(uint32_t addr, uint32_t
 // inside the 128-byte row; CUTLASS sets 1); 8-row groups 1024 bytes apart.
 static __device__ __forceinline__ uint64_t vk_desc_k_major(uint32_t addr) { return vk_desc_sw128(addr, 16, 1024); }
 
-// d = A B^T (scale_d 0: overwrite) or d += A B^T (1): 64 x 128 x 16, fp32 accumulators, bf16 A and B
-// both from shared memory by descriptor, both K-major (attention_sm90.cu's S = Q K^T; the wide
-// consumer probe's y = x W^T, tests/gpu/probe_wide_consumer.cu).
-static __device__ __forceinline__ void vk_wgmma_m64n128k16_ss(float (&s)[16][4], uint64_t da, uint64_t db,
-                                                              int scale_d) {
+// d = A B^T (scale_d 0: overwrite) or d += A B^T (1): 64 x 128 x 16, fp32 accumulators, bf16 A
+// and B both from shared memory by descriptor, both K-major (attention_sm90.cu's S = Q K^T; the
+// wide consumer probe's y = x W^T, tests/gpu/probe_wide_consumer.cu).
+static __device__ __forceinline__ void vk_wgmma_m64n128k16_ss(float (&s)[16][4], uint64_t da,
+                                                              uint64_t db, int scale_d) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     asm volatile(
         "{\n"
