@@ -1,5 +1,5 @@
 #!/bin/bash
-# call 4 of 2026-12-07c (any card; prepared, not run): the wide consumer probe's three forms, each
+# call 4 of 2026-12-07c (any card; prepared, not run): the wide consumer probe's four forms, each
 # its checks then its timing table (~15 s each), then on an H200 call1.sh (the in-flight cap sweep
 # and the bf16 bench; FP8_UNTIL as there).
 # - main: 128-row tiles, the input copied by the producer (results 4: the H100's figures);
@@ -9,14 +9,18 @@
 # - staged: the input staged by the consumers, RMSNorm-like (probe-staged.patch). Prediction:
 #   at 32 and 64 rows the weights' rate within 5% of main's (2.6-2.9 TB/s on an H100), since the
 #   staging of k-block j + 1 runs under j's group; if it falls further, the staging needs its own
-#   warpgroup or the producer's copies.
+#   warpgroup or the producer's copies;
+# - fixup: the last unit of a tile adds its slices to a residual (probe-fixup.patch), o with 4 and
+#   down with 8 slices. Prediction: streamed within 5% of the partials-only rate at 32 and 64
+#   rows (a tile's fix-up reads S x R x 128 x 4 bytes from L2 on one block while the others
+#   stream); at 128 rows more, the L2 ceiling again.
 # Build: `bash bench/2026-12-07c/build_probes.sh`. Pack: `mkdir -p .devscripts && cp
 # bench/device-call.sh bench/2026-12-04c/pack.sh bench/2026-12-07c/call1.sh bench/2026-12-07c/call4.sh
 # .devscripts/ && EXTRA_BINS="build/tests/probe_wide_consumer build/tests/probe_wide_consumer_bn256
-# build/tests/probe_wide_consumer_staged" bash .devscripts/pack.sh`; carry .devrun.tar.xz and
-# .devscripts.
+# build/tests/probe_wide_consumer_staged build/tests/probe_wide_consumer_fixup" bash
+# .devscripts/pack.sh`; carry .devrun.tar.xz and .devscripts.
 source .devscripts/device-call.sh
-for v in "" _bn256 _staged; do
+for v in "" _bn256 _staged _fixup; do
   timeout 120 build/tests/probe_wide_consumer$v > $OUT/probe$v.txt 2>&1
   say "probe$v rc $? $(tail -1 $OUT/probe$v.txt) (t $(el) s)"
   grep -E "FAIL" $OUT/probe$v.txt | head -5 | tee -a $OUT/summary.txt
