@@ -17,7 +17,8 @@
 # Build: `bash bench/2026-12-07c/build_probes.sh`. Pack: `mkdir -p .devscripts && cp
 # bench/device-call.sh bench/2026-12-04c/pack.sh bench/2026-12-07c/call1.sh bench/2026-12-07c/call4.sh
 # .devscripts/ && EXTRA_BINS="build/tests/probe_wide_consumer build/tests/probe_wide_consumer_bn256
-# build/tests/probe_wide_consumer_staged build/tests/probe_wide_consumer_fixup" bash
+# build/tests/probe_wide_consumer_staged build/tests/probe_wide_consumer_fixup
+# build/tests/time_gemm_algos" bash
 # .devscripts/pack.sh`; carry .devrun.tar.xz and .devscripts.
 source .devscripts/device-call.sh
 for v in "" _bn256 _staged _fixup; do
@@ -26,5 +27,9 @@ for v in "" _bn256 _staged _fixup; do
   grep -E "FAIL" $OUT/probe$v.txt | head -5 | tee -a $OUT/summary.txt
   grep -E "^time" $OUT/probe$v.txt | tee -a $OUT/summary.txt
 done
+# cuBLASLt at the same shapes on the same card: the op-by-op path the wide step must beat (the
+# heuristic's choice, as the backend runs it)
+timeout 120 build/tests/time_gemm_algos --first 32 64 128 2>&1 | tee $OUT/cublaslt.txt | tail -14
+say "cuBLASLt t $(el) s"
 card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 case "$card" in *H200*) bash .devscripts/call1.sh ;; esac
