@@ -101,13 +101,8 @@ __device__ __forceinline__ uint32_t tile_off(int r, int c, int rows) {
 
 /* ---- PTX wrappers (sm_90) -------------------------------------------------------------------- */
 
-/* One arrival on bar once every cp.async this thread issued so far has landed (the arrival is
- * one of the barrier's expected count: .noinc). */
-__device__ __forceinline__ void cp_async_arrive(uint32_t bar) {
-    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
-}
 /* The wgmma group protocol, the mbarrier wait before it and the K-major descriptor (Q, K):
- * wgmma.cuh. */
+ * wgmma.cuh; the cp.async arrival on an mbarrier: common.cuh. */
 
 /* V (MN-major): 8-key groups 1024 bytes apart (stride offset), the 64-wide N blocks (panels of a
  * tile of kBN keys) kBN * 128 bytes apart (leading offset). d64 has one N block, so the leading
@@ -236,7 +231,7 @@ __global__ void __launch_bounds__(Sm90Cfg<D, CWG, STAGES>::THREADS, 1)
             vk_cp_async16(sQ + tile_off(r, piece, BM), qg + (ok ? (int64_t)(sq.m0 + r) * p.q_stride : 0),
                        ok);
         }
-        cp_async_arrive(q_full);
+        vk_cp_async_mbar_arrive(q_full);
         for (int it = 0; it < n_tiles; it++) {
             const int s = it % STAGES;
             if (it >= STAGES) vk_mbar_wait_warp(empty(s), (uint32_t)((it / STAGES - 1) & 1));
@@ -253,7 +248,7 @@ __global__ void __launch_bounds__(Sm90Cfg<D, CWG, STAGES>::THREADS, 1)
                 vk_cp_async16(sK + s * TILE + tile_off(r, piece, kBN), kg + off, ok);
                 vk_cp_async16(sV + s * TILE + tile_off(r, piece, kBN), vg + off, ok);
             }
-            cp_async_arrive(full(s));
+            vk_cp_async_mbar_arrive(full(s));
         }
         vk_cp_async_wait<0>(); /* leave no copy in flight behind an exited thread */
         return;

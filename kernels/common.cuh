@@ -264,6 +264,18 @@ static __device__ __forceinline__ void vk_cp_async_commit() {
 template <int N> static __device__ __forceinline__ void vk_cp_async_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
+// One arrival on the mbarrier at bar once every cp.async this thread issued so far has landed
+// (the arrival is one of the barrier's expected count: .noinc).
+static __device__ __forceinline__ void vk_cp_async_mbar_arrive(uint32_t bar) {
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+// An L2 cache policy for data read once (streamed weights): evict first, so it does not push out
+// what is read again (activations).
+static __device__ __forceinline__ uint64_t vk_evict_first_policy() {
+    uint64_t pol;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+    return pol;
+}
 static __device__ __forceinline__ void vk_ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])

@@ -324,11 +324,6 @@ __device__ void signal_counter(const Params &p, int i) {
 }
 
 // ---- bulk copies (the mbarriers they complete: vk_mbar_* in common.cuh) ----------------------
-__device__ __forceinline__ uint64_t evict_first_policy() {
-    uint64_t pol;
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
-    return pol;
-}
 __device__ __forceinline__ void bulk_copy(void *dst, const void *src, unsigned bytes, uint64_t *bar,
                                           uint64_t policy) {
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
@@ -503,7 +498,7 @@ template <int ROWS>
 __device__ void producer(const Params &p, unsigned char *ring, uint64_t *full, uint64_t *empty) {
     constexpr int kPages = Smem<ROWS>::kPages;
     const int lane = threadIdx.x & 31;
-    const uint64_t policy = evict_first_policy();
+    const uint64_t policy = vk_evict_first_policy();
     PageCursor c = cursor_begin<ROWS>(p);
     int op_step = -1;
     uint32_t op_page = 0; // the page's place among this block's pages of its op

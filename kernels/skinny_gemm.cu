@@ -149,8 +149,7 @@ __global__ void __launch_bounds__(kThreads, MP <= 16 && BKB == 128 ? 2 : 1)
     const int chunks = (int)p.chunks;
     const int64_t tile0 = u0 / chunks;
     const int c0 = (int)(u0 % chunks);
-    uint64_t policy;
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+    const uint64_t policy = vk_evict_first_policy();
 
     // Units are walked with (tile, chunk) counters: no divisions in the loop.
     auto load_w = [&](int buf, int64_t tile, int c) {
