@@ -36,6 +36,7 @@
 
 #include <vector>
 
+#include "gpu_test_util.h"
 #include "wgmma.cuh"
 
 namespace {
@@ -71,9 +72,6 @@ __device__ __forceinline__ void cp_async16_evict_first(uint32_t dst, const void 
                  "l"(src), "r"(valid ? 16 : 0), "l"(policy)
                  : "memory");
 }
-__device__ __forceinline__ void cp_async_arrive(uint32_t bar) {
-    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
-}
 
 __global__ void __launch_bounds__(kThreads, 1) wide_consumer_kernel(const Args a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -102,8 +100,7 @@ __global__ void __launch_bounds__(kThreads, 1) wide_consumer_kernel(const Args a
 
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
-        uint64_t policy;
-        asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+        const uint64_t policy = vk_evict_first_policy();
         const int piece = tid % 8, r0 = tid / 8; // rows r0 + 16 i
         int it = 0;
         for (int u = blockIdx.x; u < a.units * a.reps; u += gridDim.x) {
@@ -129,7 +126,7 @@ __global__ void __launch_bounds__(kThreads, 1) wide_consumer_kernel(const Args a
                     const bool ok = col_ok && r < a.R;
                     vk_cp_async16(sx + sw_off(r, piece), a.x + (ok ? (int64_t)r * a.K + col : 0), ok);
                 }
-                cp_async_arrive(full(s));
+                vk_cp_async_mbar_arrive(full(s));
             }
         }
         vk_cp_async_wait<0>();
@@ -192,33 +189,14 @@ __global__ void __launch_bounds__(kThreads, 1) wide_consumer_kernel(const Args a
 #endif
 }
 
-int g_failed, g_checks;
-
-#define CUDA_OK(call)                                                                            \
-    do {                                                                                         \
-        cudaError_t e_ = (call);                                                                 \
-        if (e_ != cudaSuccess) {                                                                 \
-            fprintf(stderr, "%s:%d: CUDA error %s (in %s)\n", __FILE__, __LINE__,              \
-                    cudaGetErrorString(e_), #call);                                              \
-            exit(1);                                                                             \
-        }                                                                                        \
-    } while (0)
-
-uint64_t g_rng = 0x5eed;
-float rnd() { // uniform in [-1, 1), splitmix64
-    uint64_t z = (g_rng += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    return (float)((double)(z >> 11) / 9007199254740992.0 * 2.0 - 1.0);
-}
+gtu_rng g_rng = gtu_rng_seed(0x5eed);
 
 // Host bf16 values (round to nearest even) and their exact floats.
 void fill_bf16(std::vector<__nv_bfloat16> &b, std::vector<float> &f, size_t n, float scale) {
     b.resize(n);
     f.resize(n);
     for (size_t i = 0; i < n; i++) {
-        b[i] = __float2bfloat16_rn(rnd() * scale);
+        b[i] = __float2bfloat16_rn(gtu_uniform(&g_rng, -1.0f, 1.0f) * scale);
         f[i] = __bfloat162float(b[i]);
     }
 }
@@ -243,7 +221,7 @@ Args make_args(int R, int N, int K, int S) {
 int g_grid;
 void launch(const Args &a, cudaStream_t st) {
     wide_consumer_kernel<<<g_grid, kThreads, kSmem, st>>>(a);
-    CUDA_OK(cudaGetLastError());
+    GTU_CUDA(cudaGetLastError());
 }
 
 // One case checked element by element.
@@ -257,17 +235,17 @@ void check_case(int R, int N, int K, int S) {
     __nv_bfloat16 *dx, *dw;
     float *dp;
     const size_t pn = (size_t)S * R * N;
-    CUDA_OK(cudaMalloc(&dx, xb.size() * 2));
-    CUDA_OK(cudaMalloc(&dw, wb.size() * 2));
-    CUDA_OK(cudaMalloc(&dp, pn * 4));
-    CUDA_OK(cudaMemcpy(dx, xb.data(), xb.size() * 2, cudaMemcpyHostToDevice));
-    CUDA_OK(cudaMemcpy(dw, wb.data(), wb.size() * 2, cudaMemcpyHostToDevice));
-    CUDA_OK(cudaMemset(dp, 0xff, pn * 4)); // NaN: a partial never written shows
+    GTU_CUDA(cudaMalloc(&dx, xb.size() * 2));
+    GTU_CUDA(cudaMalloc(&dw, wb.size() * 2));
+    GTU_CUDA(cudaMalloc(&dp, pn * 4));
+    GTU_CUDA(cudaMemcpy(dx, xb.data(), xb.size() * 2, cudaMemcpyHostToDevice));
+    GTU_CUDA(cudaMemcpy(dw, wb.data(), wb.size() * 2, cudaMemcpyHostToDevice));
+    GTU_CUDA(cudaMemset(dp, 0xff, pn * 4)); // NaN: a partial never written shows
     a.x = dx, a.w = dw, a.part = dp;
     launch(a, 0);
-    CUDA_OK(cudaDeviceSynchronize());
+    GTU_CUDA(cudaDeviceSynchronize());
     std::vector<float> part(pn);
-    CUDA_OK(cudaMemcpy(part.data(), dp, pn * 4, cudaMemcpyDeviceToHost));
+    GTU_CUDA(cudaMemcpy(part.data(), dp, pn * 4, cudaMemcpyDeviceToHost));
     int bad = 0;
     double worst = 0;
     for (int r = 0; r < R; r++)
@@ -289,8 +267,7 @@ void check_case(int R, int N, int K, int S) {
             }
             if (e > 0 && d / e > worst) worst = d / e;
         }
-    g_checks++;
-    if (bad) g_failed++;
+    CHECK_MSG(bad == 0, "R=%d N=%d K=%d S=%d: %d failures", R, N, K, S, bad);
     printf("check R=%3d N=%5d K=%5d S=%d: %s (%d of %d outside; worst at %.2f of its bound)\n", R, N,
            K, S, bad ? "FAIL" : "ok", bad, R * N, worst);
     cudaFree(dx), cudaFree(dw), cudaFree(dp);
@@ -304,40 +281,40 @@ void time_case(const char *name, int R, int N, int K, int S) {
     const int copies = (int)(512e6 / wbytes) + 2;
     __nv_bfloat16 *dx, *dw;
     float *dp;
-    CUDA_OK(cudaMalloc(&dx, (size_t)R * K * 2));
-    CUDA_OK(cudaMalloc(&dw, wbytes * copies));
-    CUDA_OK(cudaMalloc(&dp, (size_t)S * R * N * 4));
-    CUDA_OK(cudaMemset(dx, 0x3c, (size_t)R * K * 2)); // bf16 ~0.011: values do not matter here
-    CUDA_OK(cudaMemset(dw, 0x3c, wbytes * copies));
+    GTU_CUDA(cudaMalloc(&dx, (size_t)R * K * 2));
+    GTU_CUDA(cudaMalloc(&dw, wbytes * copies));
+    GTU_CUDA(cudaMalloc(&dp, (size_t)S * R * N * 4));
+    GTU_CUDA(cudaMemset(dx, 0x3c, (size_t)R * K * 2)); // bf16 ~0.011: values do not matter here
+    GTU_CUDA(cudaMemset(dw, 0x3c, wbytes * copies));
     a.x = dx, a.part = dp;
     cudaEvent_t e0, e1;
-    CUDA_OK(cudaEventCreate(&e0));
-    CUDA_OK(cudaEventCreate(&e1));
+    GTU_CUDA(cudaEventCreate(&e0));
+    GTU_CUDA(cudaEventCreate(&e1));
     const int iters = 40;
     for (int i = 0; i < copies; i++) { // warm-up
         a.w = dw + (size_t)i * N * K;
         launch(a, 0);
     }
-    CUDA_OK(cudaEventRecord(e0));
+    GTU_CUDA(cudaEventRecord(e0));
     for (int i = 0; i < iters; i++) {
         a.w = dw + (size_t)(i % copies) * N * K;
         launch(a, 0);
     }
-    CUDA_OK(cudaEventRecord(e1));
-    CUDA_OK(cudaEventSynchronize(e1));
+    GTU_CUDA(cudaEventRecord(e1));
+    GTU_CUDA(cudaEventSynchronize(e1));
     float ms = 0;
-    CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
+    GTU_CUDA(cudaEventElapsedTime(&ms, e0, e1));
     const double us = ms * 1e3 / iters;
     // streamed: one launch through every copy, so the ramp and tail of a launch are paid once, as
     // in the persistent step where the next op's weights stream while this one ends
     a.w = dw;
     a.reps = copies;
     launch(a, 0);
-    CUDA_OK(cudaEventRecord(e0));
+    GTU_CUDA(cudaEventRecord(e0));
     for (int i = 0; i < 4; i++) launch(a, 0);
-    CUDA_OK(cudaEventRecord(e1));
-    CUDA_OK(cudaEventSynchronize(e1));
-    CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
+    GTU_CUDA(cudaEventRecord(e1));
+    GTU_CUDA(cudaEventSynchronize(e1));
+    GTU_CUDA(cudaEventElapsedTime(&ms, e0, e1));
     const double us_streamed = ms * 1e3 / (4.0 * copies);
     // what the blocks move: weights once, a unit's inputs (R real rows), the partials
     const double in_bytes = (double)a.units * a.slice_blocks * kBK * R * 2;
@@ -361,20 +338,13 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-        printf("SKIPPED: no CUDA device\n");
-        return 77;
-    }
+    gtu_require_device();
     cudaDeviceProp p;
-    CUDA_OK(cudaGetDeviceProperties(&p, 0));
-    printf("device 0: %s, sm_%d%d, %d SMs\n", p.name, p.major, p.minor, p.multiProcessorCount);
-    if (p.major != 9 || p.minor != 0) {
-        printf("SKIPPED: the probe is sm_90a code; this device is sm_%d%d\n", p.major, p.minor);
-        return 77;
-    }
+    GTU_CUDA(cudaGetDeviceProperties(&p, 0));
+    if (p.major != 9 || p.minor != 0)
+        TEST_SKIP("the probe is sm_90a code; this device is sm_%d%d", p.major, p.minor);
     g_grid = p.multiProcessorCount;
-    CUDA_OK(cudaFuncSetAttribute(wide_consumer_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    GTU_CUDA(cudaFuncSetAttribute(wide_consumer_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  (int)kSmem));
     // awkward: R not a multiple of 8 or 64, N and K not of a tile or k-block, more slices than
     // k-blocks, one unit in all, fewer units than blocks and several units a block
@@ -396,6 +366,5 @@ int main(int argc, char **argv) {
                 time_case(s.name, R, s.N, s.K, s.S2);
             }
     }
-    printf("probe_wide_consumer: %d checks, %d failed\n", g_checks, g_failed);
-    return g_failed ? 1 : 0;
+    return test_finish("probe_wide_consumer");
 }
