@@ -93,12 +93,6 @@ template <int D, int CWG, int STAGES> struct Sm90Cfg {
     static_assert(SMEM + 256 <= 227 * 1024, "shared memory (the barriers take the 256)");
 };
 
-/* Byte offset of the 16-byte piece c (of D/8) of row r in a tile of `rows` rows: panel c / 8,
- * then row r, then the swizzled piece c % 8. */
-__device__ __forceinline__ uint32_t tile_off(int r, int c, int rows) {
-    return (uint32_t)(c >> 3) * rows * kRow + (uint32_t)r * kRow + ((uint32_t)((c & 7) ^ (r & 7)) << 4);
-}
-
 /* ---- PTX wrappers (sm_90) -------------------------------------------------------------------- */
 
 /* The wgmma group protocol, the mbarrier wait before it and the K-major descriptor (Q, K):
@@ -228,7 +222,7 @@ __global__ void __launch_bounds__(Sm90Cfg<D, CWG, STAGES>::THREADS, 1)
         for (int i = 0; i < BM / RSTEP; i++) {
             const int r = r1 + i * RSTEP;
             const bool ok = sq.m0 + r < sq.t_q;
-            vk_cp_async16(sQ + tile_off(r, piece, BM), qg + (ok ? (int64_t)(sq.m0 + r) * p.q_stride : 0),
+            vk_cp_async16(sQ + vk_sw128_off(r, piece, BM), qg + (ok ? (int64_t)(sq.m0 + r) * p.q_stride : 0),
                        ok);
         }
         vk_cp_async_mbar_arrive(q_full);
@@ -245,8 +239,8 @@ __global__ void __launch_bounds__(Sm90Cfg<D, CWG, STAGES>::THREADS, 1)
                 const int64_t off = ok ? (GENERAL ? kv_row(p, b, n0 + r)
                                                   : b * p.kv_seq_stride + n0 + r) * p.kv_stride
                                        : 0;
-                vk_cp_async16(sK + s * TILE + tile_off(r, piece, kBN), kg + off, ok);
-                vk_cp_async16(sV + s * TILE + tile_off(r, piece, kBN), vg + off, ok);
+                vk_cp_async16(sK + s * TILE + vk_sw128_off(r, piece, kBN), kg + off, ok);
+                vk_cp_async16(sV + s * TILE + vk_sw128_off(r, piece, kBN), vg + off, ok);
             }
             vk_cp_async_mbar_arrive(full(s));
         }

@@ -6,6 +6,7 @@
 //   vk_fence_proxy_async generic-proxy shared-memory writes ordered before async-proxy reads
 //   vk_wgmma_fence / _commit / _wait<N>, vk_wgmma_pin   the wgmma group protocol
 //   vk_desc_sw128, vk_desc_k_major   shared-memory matrix descriptors, 128-byte swizzle
+//   vk_sw128_off                    a 16-byte piece's place in such a tile
 //   vk_wgmma_m64n128k16_ss          d (+)= A B^T, 64 x 128 x 16, bf16 operands from shared memory
 #ifndef VOX_KERNELS_WGMMA_CUH
 #define VOX_KERNELS_WGMMA_CUH
@@ -47,6 +48,12 @@ template <int N> static __device__ __forceinline__ void vk_wgmma_pin(float (&x)[
 static __device__ __forceinline__ uint64_t vk_desc_sw128(uint32_t addr, uint32_t lbo, uint32_t sbo) {
     return (uint64_t)((addr & 0x3FFFFu) >> 4) | (uint64_t)((lbo >> 4) & 0x3FFFu) << 16 |
            (uint64_t)((sbo >> 4) & 0x3FFFu) << 32 | 1ull << 62;
+}
+// Byte offset of the 16-byte piece c of row r in a tile of `rows` rows stored in that layout:
+// panels of 64 bf16 columns one after the other, each `rows` rows of 128 bytes, piece c % 8 of a
+// row at c % 8 ^ r % 8 (tiles and panels 1024-byte aligned).
+static __device__ __forceinline__ uint32_t vk_sw128_off(int r, int c, int rows) {
+    return (uint32_t)(c >> 3) * rows * 128u + (uint32_t)r * 128u + ((uint32_t)((c & 7) ^ (r & 7)) << 4);
 }
 // A K-major operand: the leading offset is unused with a swizzle (a k-step of 32 bytes stays
 // inside the 128-byte row; CUTLASS sets 1); 8-row groups 1024 bytes apart.

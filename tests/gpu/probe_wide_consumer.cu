@@ -61,11 +61,6 @@ struct Args {
     int reps;                   // copies of W a launch streams, w + c N K, one after the other
 };
 
-// Byte offset of 16-byte piece c (0..7) of row r in a swizzled tile.
-__device__ __forceinline__ uint32_t sw_off(int r, int c) {
-    return (uint32_t)r * kRowBytes + ((uint32_t)(c ^ (r & 7)) << 4);
-}
-
 __device__ __forceinline__ void cp_async16_evict_first(uint32_t dst, const void *src, bool valid,
                                                        uint64_t policy) {
     asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(dst),
@@ -117,14 +112,14 @@ __global__ void __launch_bounds__(kThreads, 1) wide_consumer_kernel(const Args a
                 for (int i = 0; i < kBN / 16; i++) {
                     const int r = r0 + 16 * i, n = tile * kBN + r;
                     const bool ok = col_ok && n < a.N;
-                    cp_async16_evict_first(sw + sw_off(r, piece),
+                    cp_async16_evict_first(sw + vk_sw128_off(r, piece, kBN),
                                            w + (ok ? (int64_t)n * a.K + col : 0), ok, policy);
                 }
 #pragma unroll
                 for (int i = 0; i < kMaxR / 16; i++) {
                     const int r = r0 + 16 * i;
                     const bool ok = col_ok && r < a.R;
-                    vk_cp_async16(sx + sw_off(r, piece), a.x + (ok ? (int64_t)r * a.K + col : 0), ok);
+                    vk_cp_async16(sx + vk_sw128_off(r, piece, kMaxR), a.x + (ok ? (int64_t)r * a.K + col : 0), ok);
                 }
                 vk_cp_async_mbar_arrive(full(s));
             }
