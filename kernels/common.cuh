@@ -208,6 +208,15 @@ static __device__ __forceinline__ void vk_mbar_wait(uint32_t bar, unsigned parit
     } while (!done);
 }
 
+// old = *a, *a += v, as one acquire-release operation at gpu scope: after a barrier of the
+// block, it publishes what every thread of the block wrote before it (a ticket's release), and
+// what the tickets before it published becomes visible to this block (acquire).
+static __device__ __forceinline__ unsigned vk_atom_add_acq_rel(unsigned *a, unsigned v) {
+    unsigned old;
+    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(a), "r"(v) : "memory");
+    return old;
+}
+
 static __device__ __forceinline__ float vk_warp_sum(float v) {
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);

@@ -255,11 +255,6 @@ __device__ __forceinline__ unsigned ld_acquire(const unsigned *a) {
 __device__ __forceinline__ void red_release_add(unsigned *a, unsigned v) {
     asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(a), "r"(v) : "memory");
 }
-__device__ __forceinline__ unsigned atom_add_acq_rel(unsigned *a, unsigned v) {
-    unsigned old;
-    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(a), "r"(v) : "memory");
-    return old;
-}
 __device__ __forceinline__ long long global_ns() {
     long long t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -1584,7 +1579,7 @@ __device__ __forceinline__ void attention_unit(const Params &p, const StepRows<R
         consumers_sync();
         ATTN_MARK(p, layer, 4);
         if (t == 0)
-            *s.last = atom_add_acq_rel(counter(p, ticket_counter(p, layer, b, g)), 1u) ==
+            *s.last = vk_atom_add_acq_rel(counter(p, ticket_counter(p, layer, b, g)), 1u) ==
                       (unsigned)(n_active - 1);
         consumers_sync();
         ATTN_MARK(p, layer, 5);
@@ -1753,7 +1748,7 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
         // the end of the step: the last block to get here resets every counter for the next
         consumers_sync();
         if (threadIdx.x == 0)
-            s_last = atom_add_acq_rel(counter(p, lm_counter(p)), 1u) == (unsigned)(G - 1);
+            s_last = vk_atom_add_acq_rel(counter(p, lm_counter(p)), 1u) == (unsigned)(G - 1);
         consumers_sync();
         if (s_last) {
             for (int i = threadIdx.x; i < p.n_counters; i += kConsumers) *counter(p, i) = 0u;
