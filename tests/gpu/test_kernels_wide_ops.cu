@@ -1,0 +1,398 @@
+// kernels/wide_ops.cuh, the wide persistent decode step's projections, one launch running ops
+// one after the other on the block's units, against a CPU reference with the op-by-op path's
+// rounding points: q|k|v-like (RMSNorm'd input, stored), o- and down-like (copied input, residual
+// add, the rows' sums of squares over each tile), gate|up (RMSNorm'd, SwiGLU).
+//
+// The bound, every element (derived, not fitted): the kernel's fp32 sum P' of a row's products
+// differs from the exact sum P of the reference's staged values by
+//  - the fp32 chain: (K / 16 + S + 32) * 2^-23 * sum |a_i w_i| (tensor cores' 16-product sums,
+//    which may truncate, then K / 16 + S additions, and slack), and
+//  - the staged elements whose RMSNorm rounding is ambiguous: x * inv within 2^-20 (relative)
+//    of a bf16 rounding boundary, where the device's rsqrtf (~2^-22) may land on either side;
+//    each adds |its two candidates' difference| * |w_i|;
+// then every bf16 rounding after it adds half an ulp (2^-8 relative) of both values, and
+// SwiGLU carries gate's and up's bounds through silu (|silu'| <= 1.1) and the product. A wrong
+// row, column, slice, tile or scale is off by the order of the output's rms on most elements,
+// far past the bound. Also checked: the sums of squares (EPI_ADD) against the kernel's own y,
+// relative 1e-5 (128 fp32 additions in another order), and the tickets left zero.
+//
+// Cases: awkward rows (1, 9, 33, 64), n not a multiple of a tile, k not of a k-block, more slices
+// than k-blocks, fewer units than blocks and several a block, and three ops in one launch (the
+// ring's count and the dealing's offset carried from op to op). sm_90a only; skips elsewhere.
+//
+// Timing (unless --no-timing): the decoder's four projections at 16, 32 and 64 rows, streamed one
+// after the other through copies of a layer's weights larger than L2 (the persistent step's steady
+// state, without its waits between ops), as TB/s of weights: the figure
+// bench/DESIGN-wide-persistent-decode.md section 4 predicts from tests/gpu/probe_wide_consumer.cu.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <vector>
+
+#include "gpu_test_util.h"
+#include "wide_ops.cuh"
+
+using wide::Op;
+
+namespace {
+
+__global__ void __launch_bounds__(wide::kThreads, 1) wide_ops_kernel(const Op *ops, int n_ops, int rows) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    wide::Shared &sm = wide::shared_init(smem_raw);
+    // 512 threads, 128 registers each: every role fits (no setmaxnreg)
+    if (threadIdx.x >= wide::kConsumers) {
+        if (threadIdx.x < wide::kConsumers + wide::kCopiers) wide::copy_weights(sm, ops, n_ops);
+        else wide::stage_inputs(sm, ops, n_ops, rows);
+        return;
+    }
+    wide::consume(sm, ops, n_ops, rows);
+#else
+    (void)ops, (void)n_ops, (void)rows;
+#endif
+}
+
+gtu_rng g_rng = gtu_rng_seed(0x71de);
+int g_grid;
+
+float bfr(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
+std::vector<__nv_bfloat16> to_bf16(const std::vector<float> &f) {
+    std::vector<__nv_bfloat16> b(f.size());
+    for (size_t i = 0; i < f.size(); i++) b[i] = __float2bfloat16_rn(f[i]);
+    return b;
+}
+// n bf16 values (as floats) uniform in [lo, hi)
+std::vector<float> rand_bf16(size_t n, float lo, float hi) {
+    std::vector<float> f(n);
+    for (auto &v : f) v = bfr(gtu_uniform(&g_rng, lo, hi));
+    return f;
+}
+template <typename T> T *upload(const std::vector<T> &h) {
+    T *d;
+    GTU_CUDA(cudaMalloc(&d, h.size() * sizeof(T) + 16));
+    GTU_CUDA(cudaMemcpy(d, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice));
+    return d;
+}
+double silu(double g) { return g / (1.0 + exp(-g)); }
+
+struct Case {
+    const char *name;
+    int epi, rows, n, k, slices;
+    bool norm;
+};
+
+// One op's data on both sides, its launch-ready Op, and its check.
+struct OpCase {
+    Case c;
+    Op op;
+    std::vector<float> x, g, resid, w, ssq_parts; // host mirrors (bf16 values as floats)
+    int out_cols;                                 // y's columns
+    std::vector<void *> dev;
+
+    void make(const Case &cs) {
+        c = cs;
+        op = Op{};
+        op.n = c.n, op.k = c.k, op.epi = c.epi;
+        wide::wide_plan(op, c.slices);
+        out_cols = c.epi == wide::EPI_GLU ? c.n / 2 : c.n;
+        x = rand_bf16((size_t)c.rows * c.k, -2.0f, 2.0f);
+        w = rand_bf16((size_t)c.n * c.k, -1.0f / sqrtf((float)c.k), 1.0f / sqrtf((float)c.k));
+        __nv_bfloat16 *dx = upload(to_bf16(x)), *dw = upload(to_bf16(w));
+        dev.push_back(dx), dev.push_back(dw);
+        op.w = dw, op.in = dx, op.in_stride = c.k, op.eps = 1e-5f;
+        if (c.norm) {
+            g = rand_bf16(c.k, 0.5f, 1.5f);
+            // the rows' sums of squares in parts of columns, as the op before would publish them
+            const int parts = 3;
+            ssq_parts.assign((size_t)parts * wide::kMaxRows, 0.0f);
+            for (int r = 0; r < c.rows; r++)
+                for (int k = 0; k < c.k; k++) {
+                    const float v = x[(size_t)r * c.k + k];
+                    ssq_parts[(size_t)(k % parts) * wide::kMaxRows + r] += v * v;
+                }
+            __nv_bfloat16 *dg = upload(to_bf16(g));
+            float *ds = upload(ssq_parts);
+            dev.push_back(dg), dev.push_back(ds);
+            op.norm = dg, op.ssq = ds, op.ssq_parts = parts;
+        }
+        if (c.epi == wide::EPI_ADD) {
+            resid = rand_bf16((size_t)c.rows * c.n, -1.0f, 1.0f);
+            __nv_bfloat16 *dr = upload(to_bf16(resid));
+            float *dso;
+            GTU_CUDA(cudaMalloc(&dso, (size_t)op.tiles * wide::kMaxRows * 4));
+            GTU_CUDA(cudaMemset(dso, 0xff, (size_t)op.tiles * wide::kMaxRows * 4));
+            dev.push_back(dr), dev.push_back(dso);
+            op.resid = dr, op.ssq_out = dso;
+        }
+        __nv_bfloat16 *dy;
+        GTU_CUDA(cudaMalloc(&dy, (size_t)c.rows * out_cols * 2));
+        GTU_CUDA(cudaMemset(dy, 0xff, (size_t)c.rows * out_cols * 2)); // NaN: an element never written shows
+        dev.push_back(dy);
+        op.y = dy, op.y_stride = out_cols;
+        const size_t pn = (size_t)op.tiles * op.slices * wide::kMaxRows * wide::kTileRows;
+        float *dp;
+        unsigned *dt;
+        GTU_CUDA(cudaMalloc(&dp, pn * 4));
+        GTU_CUDA(cudaMemset(dp, 0xff, pn * 4)); // NaN: a partial never written shows
+        GTU_CUDA(cudaMalloc(&dt, (size_t)op.tiles * 4));
+        GTU_CUDA(cudaMemset(dt, 0, (size_t)op.tiles * 4));
+        dev.push_back(dp), dev.push_back(dt);
+        op.part = dp, op.tickets = dt;
+    }
+
+    // The exact sum of weight row n's products with staged row r, and its bound beside the
+    // kernel's fp32 sum (the fp32 chain and the ambiguous stagings).
+    void row_sums(const std::vector<double> &a, const std::vector<double> &amb, int r, int n, double &p,
+                  double &e) const {
+        double mag = 0, ambig = 0;
+        p = 0;
+        for (int k = 0; k < c.k; k++) {
+            const double t = a[(size_t)r * c.k + k] * w[(size_t)n * c.k + k];
+            p += t;
+            mag += fabs(t);
+            ambig += amb[(size_t)r * c.k + k] * fabs(w[(size_t)n * c.k + k]);
+        }
+        e = (c.k / 16.0 + op.slices + 32) * ldexp(1.0, -23) * mag + ambig;
+    }
+
+    void check() {
+        const double h = ldexp(1.0, -8); // half a bf16 ulp, relative
+        // the staged input, and where its rounding is ambiguous, the candidates' difference
+        std::vector<double> a(x.begin(), x.end()), amb(x.size(), 0.0);
+        if (c.norm)
+            for (int r = 0; r < c.rows; r++) {
+                float ss = 0.0f;
+                for (int i = 0; i < op.ssq_parts; i++) ss += ssq_parts[(size_t)i * wide::kMaxRows + r];
+                const double inv = 1.0 / sqrt((double)(ss / (float)c.k + op.eps));
+                for (int k = 0; k < c.k; k++) {
+                    const double v = x[(size_t)r * c.k + k] * inv;
+                    const float lo = bfr((float)(v * (1 - ldexp(1.0, -20)))), hi = bfr((float)(v * (1 + ldexp(1.0, -20))));
+                    const float s_lo = bfr(g[k] * lo), s_hi = bfr(g[k] * hi);
+                    a[(size_t)r * c.k + k] = bfr(g[k] * bfr((float)v));
+                    amb[(size_t)r * c.k + k] = fabs((double)s_hi - s_lo);
+                }
+            }
+        std::vector<__nv_bfloat16> yb((size_t)c.rows * out_cols);
+        GTU_CUDA(cudaMemcpy(yb.data(), op.y, yb.size() * 2, cudaMemcpyDeviceToHost));
+        int bad = 0;
+        double worst = 0;
+        for (int r = 0; r < c.rows; r++)
+            for (int j = 0; j < out_cols; j++) {
+                const double got = __bfloat162float(yb[(size_t)r * out_cols + j]);
+                double ref, bound, p, e;
+                row_sums(a, amb, r, j, p, e);
+                const double pr = bfr((float)p), bp = e + h * (2 * fabs(p) + e); // bf16(P), its bound
+                if (c.epi == wide::EPI_STORE) {
+                    ref = pr, bound = bp;
+                } else if (c.epi == wide::EPI_ADD) {
+                    const double rs = resid[(size_t)r * c.n + j];
+                    ref = bfr((float)(rs + pr));
+                    bound = bp + h * (2 * fabs(ref) + bp);
+                } else { // gate row j, up row ffn + j
+                    double pu, eu;
+                    row_sums(a, amb, r, out_cols + j, pu, eu);
+                    const double ur = bfr((float)pu), bu = eu + h * (2 * fabs(pu) + eu);
+                    const double sr = bfr((float)silu(pr)), bs = 1.1 * bp + h * (2 * fabs(sr) + 1.1 * bp);
+                    ref = bfr((float)(sr * ur));
+                    const double prod = fabs(sr) * bu + fabs(ur) * bs + bs * bu;
+                    bound = prod + h * (2 * fabs(ref) + prod);
+                }
+                const double d = fabs(got - ref);
+                if (!(d <= bound)) {
+                    if (bad < 5)
+                        fprintf(stderr, "  %s: y[%d][%d] = %.6g, reference %.6g, bound %.3g\n", c.name, r, j, got,
+                                ref, bound);
+                    bad++;
+                }
+                if (bound > 0 && d / bound > worst) worst = d / bound;
+            }
+        CHECK_MSG(bad == 0, "%s: %d of %d elements outside their bound", c.name, bad, c.rows * out_cols);
+        int bad_ss = 0;
+        if (c.epi == wide::EPI_ADD) { // the tiles' sums of squares of y, as the kernel wrote y
+            std::vector<float> so((size_t)op.tiles * wide::kMaxRows);
+            GTU_CUDA(cudaMemcpy(so.data(), op.ssq_out, so.size() * 4, cudaMemcpyDeviceToHost));
+            for (int t = 0; t < op.tiles; t++)
+                for (int r = 0; r < c.rows; r++) {
+                    double want = 0;
+                    for (int j = t * wide::kTileRows; j < std::min(c.n, (t + 1) * wide::kTileRows); j++) {
+                        const double v = __bfloat162float(yb[(size_t)r * out_cols + j]);
+                        want += v * v;
+                    }
+                    const double got = so[(size_t)t * wide::kMaxRows + r];
+                    if (!(fabs(got - want) <= 1e-5 * want + 1e-30)) {
+                        if (bad_ss < 5)
+                            fprintf(stderr, "  %s: ssq tile %d row %d = %.9g, want %.9g\n", c.name, t, r, got, want);
+                        bad_ss++;
+                    }
+                }
+            CHECK_MSG(bad_ss == 0, "%s: %d sums of squares wrong", c.name, bad_ss);
+        }
+        int tickets_left = 0;
+        if (op.slices > 1) {
+            std::vector<unsigned> tk(op.tiles);
+            GTU_CUDA(cudaMemcpy(tk.data(), op.tickets, tk.size() * 4, cudaMemcpyDeviceToHost));
+            for (unsigned v : tk) tickets_left += v != 0;
+            CHECK_MSG(tickets_left == 0, "%s: %d tickets not left zero", c.name, tickets_left);
+        }
+        printf("check %-28s rows %2d n %5d k %5d slices %d tiles %3d: %s (worst at %.2f of its bound)\n", c.name,
+               c.rows, c.n, c.k, op.slices, op.tiles, bad || bad_ss || tickets_left ? "FAIL" : "ok", worst);
+    }
+    void release() {
+        for (void *d : dev) cudaFree(d);
+        dev.clear();
+    }
+};
+
+void launch(const Op *d_ops, int n_ops, int rows, cudaStream_t st) {
+    wide_ops_kernel<<<g_grid, wide::kThreads, wide::kSmemBytes, st>>>(d_ops, n_ops, rows);
+    GTU_CUDA(cudaGetLastError());
+}
+
+// The cases of one launch: made, run, checked.
+void check_launch(std::initializer_list<Case> cases) {
+    std::vector<OpCase> oc(cases.size());
+    std::vector<Op> ops;
+    int rows = 0, i = 0;
+    for (const Case &c : cases) {
+        oc[i].make(c);
+        ops.push_back(oc[i++].op);
+        rows = c.rows; // one launch, one row count
+    }
+    for (const Case &c : cases) CHECK_MSG(c.rows == rows, "a launch's cases share their rows");
+    for (const Op &op : ops)
+        CHECK_MSG(wide::op_supported(op) && wide::units_of(op) <= wide::kUnitSlots * g_grid,
+                  "the case's op is one the kernel takes");
+    Op *d_ops = upload(ops);
+    launch(d_ops, (int)ops.size(), rows, 0);
+    GTU_CUDA(cudaDeviceSynchronize());
+    for (auto &o : oc) o.check(), o.release();
+    cudaFree(d_ops);
+}
+
+// The decoder's projections streamed: `layers` copies of a layer's four weights (past L2), each
+// layer's ops in the step's order, one launch; TB/s of weights.
+void time_layers(int rows, int gu_slices, bool norms = true) {
+    const int hidden = 3072, qkv = 6144, ffn = 8192, attn = 4096;
+    const size_t per_layer = ((size_t)qkv * hidden + (size_t)hidden * attn + 2 * (size_t)ffn * hidden +
+                              (size_t)hidden * ffn) * 2;
+    const int layers = (int)(1.2e9 / per_layer) + 1;
+    __nv_bfloat16 *wts, *act, *g, *y;
+    float *ssq, *part;
+    unsigned *tickets;
+    GTU_CUDA(cudaMalloc(&wts, per_layer * layers));
+    GTU_CUDA(cudaMemset(wts, 0x3c, per_layer * layers)); // values do not matter here
+    GTU_CUDA(cudaMalloc(&act, (size_t)wide::kMaxRows * 2 * ffn * 2));
+    GTU_CUDA(cudaMemset(act, 0x3c, (size_t)wide::kMaxRows * 2 * ffn * 2));
+    GTU_CUDA(cudaMalloc(&g, (size_t)ffn * 2));
+    GTU_CUDA(cudaMemset(g, 0x3c, (size_t)ffn * 2));
+    GTU_CUDA(cudaMalloc(&y, (size_t)wide::kMaxRows * 2 * ffn * 2));
+    GTU_CUDA(cudaMalloc(&ssq, 64 * wide::kMaxRows * 4));
+    GTU_CUDA(cudaMemset(ssq, 0, 64 * wide::kMaxRows * 4));
+    // every op its own partials and tickets: ops that follow each other overlap
+    const size_t unit_floats = (size_t)wide::kMaxRows * wide::kTileRows;
+    GTU_CUDA(cudaMalloc(&part, (size_t)layers * 1024 * unit_floats * 4));
+    GTU_CUDA(cudaMalloc(&tickets, (size_t)layers * 4 * 256 * 4));
+    GTU_CUDA(cudaMemset(tickets, 0, (size_t)layers * 4 * 256 * 4));
+    struct Shape {
+        const char *name;
+        int n, k, slices, epi;
+        bool norm;
+    } shapes[4] = {{"q|k|v", qkv, hidden, 3, wide::EPI_STORE, true},
+                   {"o", hidden, attn, 4, wide::EPI_ADD, false},
+                   {"gate|up", 2 * ffn, hidden, gu_slices, wide::EPI_GLU, true},
+                   {"down", hidden, ffn, 8, wide::EPI_ADD, false}};
+    std::vector<Op> all;
+    for (int only = -1; only < 4; only++) { // each op alone streamed over the copies, then the layers
+        std::vector<Op> ops;
+        for (int l = 0; l < layers; l++) {
+            size_t off = l * per_layer / 2;
+            for (int s = 0; s < 4; s++) {
+                Op op = {};
+                op.n = shapes[s].n, op.k = shapes[s].k, op.epi = shapes[s].epi;
+                wide::wide_plan(op, shapes[s].slices);
+                op.w = wts + off, op.in = act, op.in_stride = op.k, op.eps = 1e-5f;
+                if (shapes[s].norm && norms) op.norm = g, op.ssq = ssq, op.ssq_parts = 24;
+                op.part = part + (size_t)(l * 4 + s) * 256 * unit_floats, op.tickets = tickets + (l * 4 + s) * 256;
+                op.y = y, op.y_stride = op.epi == wide::EPI_GLU ? op.n / 2 : op.n;
+                if (op.epi == wide::EPI_ADD) op.resid = act, op.ssq_out = ssq + 32 * wide::kMaxRows;
+                off += (size_t)op.n * op.k;
+                if (only < 0 || only == s) ops.push_back(op);
+            }
+        }
+        Op *d_ops = upload(ops);
+        cudaEvent_t e0, e1;
+        GTU_CUDA(cudaEventCreate(&e0));
+        GTU_CUDA(cudaEventCreate(&e1));
+        launch(d_ops, (int)ops.size(), rows, 0);
+        GTU_CUDA(cudaEventRecord(e0));
+        const int iters = 3;
+        for (int i = 0; i < iters; i++) launch(d_ops, (int)ops.size(), rows, 0);
+        GTU_CUDA(cudaEventRecord(e1));
+        GTU_CUDA(cudaEventSynchronize(e1));
+        float ms;
+        GTU_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+        const double us = ms * 1e3 / iters / layers;
+        double bytes = 0;
+        for (int s = 0; s < 4; s++)
+            if (only < 0 || only == s) bytes += (double)shapes[s].n * shapes[s].k * 2;
+        if (only < 0)
+            printf("time layer   rows %2d gate|up slices %d%s: %7.1f us a layer, weights %.2f TB/s (%.0f us a "
+                   "30-layer step of projections)\n",
+                   rows, gu_slices, norms ? "" : ", no RMSNorm", us, bytes / us * 1e-6, 30 * us);
+        else
+            printf("time %-7s rows %2d slices %d: %6.1f us, weights %.2f TB/s\n", shapes[only].name, rows,
+                   only == 2 ? gu_slices : shapes[only].slices, us, bytes / us * 1e-6);
+        cudaFree(d_ops);
+        cudaEventDestroy(e0), cudaEventDestroy(e1);
+    }
+    cudaFree(wts), cudaFree(act), cudaFree(g), cudaFree(y), cudaFree(ssq), cudaFree(part), cudaFree(tickets);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    bool timing = true;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--no-timing")) timing = false;
+        else {
+            fprintf(stderr, "usage: %s [--no-timing]\n", argv[0]);
+            return 2;
+        }
+    }
+    gtu_require_device();
+    cudaDeviceProp p;
+    GTU_CUDA(cudaGetDeviceProperties(&p, 0));
+    if (p.major != 9 || p.minor != 0)
+        TEST_SKIP("the wide step is sm_90a code; this device is sm_%d%d", p.major, p.minor);
+    g_grid = p.multiProcessorCount;
+    GTU_CUDA(cudaFuncSetAttribute(wide_ops_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 (int)wide::kSmemBytes));
+    using wide::EPI_ADD;
+    using wide::EPI_GLU;
+    using wide::EPI_STORE;
+    // one op a launch
+    check_launch({{"store, norm, one row", EPI_STORE, 1, 200, 72, 1, true}});
+    check_launch({{"store, norm, 3 slices", EPI_STORE, 9, 1000, 1000, 3, true}});
+    check_launch({{"store, copied, 7 slices > k-blocks", EPI_STORE, 33, 263, 200, 7, false}});
+    check_launch({{"add, 4 slices", EPI_ADD, 64, 3072, 4096, 4, false}});
+    check_launch({{"add, one slice, awkward", EPI_ADD, 50, 136, 520, 1, false}});
+    check_launch({{"add, 8 slices, k 8192", EPI_ADD, 33, 520, 8192, 8, false}});
+    check_launch({{"glu, norm, one slice", EPI_GLU, 17, 400, 1544, 1, true}});
+    check_launch({{"glu, norm, 2 slices", EPI_GLU, 64, 2 * 1000, 3072, 2, true}});
+    check_launch({{"glu, copied, 5 slices", EPI_GLU, 1, 2 * 72, 328, 5, false}});
+    // several ops in one launch: the ring and the dealing carried from op to op
+    check_launch({{"3 ops: store, norm", EPI_STORE, 24, 6144, 3072, 3, true},
+                  {"3 ops: add", EPI_ADD, 24, 3072, 4096, 4, false},
+                  {"3 ops: glu, norm", EPI_GLU, 24, 2 * 520, 3072, 2, true}});
+    if (timing) {
+        for (int rows : {16, 32, 64}) time_layers(rows, 2);
+        time_layers(32, 1);
+        time_layers(32, 1, false);
+    }
+    return test_finish("test_kernels_wide_ops");
+}
