@@ -325,20 +325,8 @@ void time_case(const char *name, int R, int N, int K, int S) {
 } // namespace
 
 int main(int argc, char **argv) {
-    bool timing = true;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--no-timing")) timing = false;
-        else {
-            fprintf(stderr, "usage: %s [--no-timing]\n", argv[0]);
-            return 2;
-        }
-    }
-    gtu_require_device();
-    cudaDeviceProp p;
-    GTU_CUDA(cudaGetDeviceProperties(&p, 0));
-    if (p.major != 9 || p.minor != 0)
-        TEST_SKIP("the probe is sm_90a code; this device is sm_%d%d", p.major, p.minor);
-    g_grid = p.multiProcessorCount;
+    int timing;
+    g_grid = gtu_sm90_start(argc, argv, "the probe", &timing);
     GTU_CUDA(cudaFuncSetAttribute(wide_consumer_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  (int)kSmem));
     // awkward: R not a multiple of 8 or 64, N and K not of a tile or k-block, more slices than

@@ -356,20 +356,8 @@ void time_layers(int rows, int gu_slices, bool norms = true) {
 } // namespace
 
 int main(int argc, char **argv) {
-    bool timing = true;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--no-timing")) timing = false;
-        else {
-            fprintf(stderr, "usage: %s [--no-timing]\n", argv[0]);
-            return 2;
-        }
-    }
-    gtu_require_device();
-    cudaDeviceProp p;
-    GTU_CUDA(cudaGetDeviceProperties(&p, 0));
-    if (p.major != 9 || p.minor != 0)
-        TEST_SKIP("the wide step is sm_90a code; this device is sm_%d%d", p.major, p.minor);
-    g_grid = p.multiProcessorCount;
+    int timing;
+    g_grid = gtu_sm90_start(argc, argv, "the wide step", &timing);
     GTU_CUDA(cudaFuncSetAttribute(wide_ops_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  (int)wide::kSmemBytes));
     using wide::EPI_ADD;
