@@ -58,9 +58,22 @@ constexpr int kConsumers = 256;       // warpgroups 0 and 1
 constexpr int kCopiers = 128;         // warps 8 to 11: the weights
 constexpr int kStagers = 128;         // warps 12 to 15: the input
 constexpr int kThreads = kConsumers + kCopiers + kStagers;
-constexpr int kWStages = 8;           // weight buffers in the ring
-constexpr int kABufs = 7;             // staged-input buffers in theirs
-constexpr int kAhead = 4;             // k-blocks of input the stagers copy ahead of the one they stage
+// The rings' depths (VOX_WIDE_* override them for a timing sweep): kABufs - kAhead is how far the
+// stagers' RMSNorm may run ahead of the consumers (kABufs > kAhead, or the stagers would wait for
+// a k-block they have not handed over).
+#ifndef VOX_WIDE_WSTAGES
+#define VOX_WIDE_WSTAGES 8
+#endif
+#ifndef VOX_WIDE_ABUFS
+#define VOX_WIDE_ABUFS 7
+#endif
+#ifndef VOX_WIDE_AHEAD
+#define VOX_WIDE_AHEAD 4
+#endif
+constexpr int kWStages = VOX_WIDE_WSTAGES; // weight buffers in the ring
+constexpr int kABufs = VOX_WIDE_ABUFS;     // staged-input buffers in theirs
+constexpr int kAhead = VOX_WIDE_AHEAD;     // k-blocks of input the stagers copy ahead of the one they stage
+static_assert(kABufs > kAhead, "the stagers must be able to hand a k-block over before copying further");
 constexpr int kMaxNormK = 4096;       // the largest K of an RMSNorm'd op (the norm weights' room)
 constexpr uint32_t kWBytes = kTileRows * 128; // a k-block of a unit's weights, 16 KB
 constexpr uint32_t kABytes = kMaxRows * 128;  // a k-block of the staged input, 8 KB
@@ -90,6 +103,11 @@ struct Op {
     bf16 *y;             // row r at y + r * y_stride; EPI_GLU: ffn SwiGLU values a row
     int y_stride;
     float *ssq_out;      // EPI_ADD, or NULL: [tiles][kMaxRows], the rows' sums of squares of y
+    // The ops' order inside a launch, or NULL: the stagers wait until *after reaches gridDim.x
+    // before reading the input (the op that writes it counts its blocks there), and add 1 to
+    // *done once this block's units of the op are finished (zero before the launch).
+    const unsigned *after;
+    unsigned *done;
 };
 
 // The tile and K-slice count of an op of n x k at `slices` slices (fewer where k has fewer
@@ -282,13 +300,17 @@ __device__ void finish_units(Shared &sm, const Op &op, int rows, int offset, int
 
 // Stage the input of this block's k-blocks of ops[0 .. n_ops), in the consumers' order: k-block
 // m (the m-th of the block) into buffer m % kABufs once the consumers have freed it, copied
-// kAhead k-blocks before it is normalised and handed over (a_full), never across ops (in the
-// step, the next op's input is not ready before its wait).
+// kAhead k-blocks before it is normalised and handed over (a_full), never across ops (the next
+// op's input may not be ready before its wait: Op::after).
 __device__ void stage_inputs(Shared &sm, const Op *ops, int n_ops, int rows) {
     int m = 0, offset = 0, units_finished = 0; // k-blocks staged, units dealt, units of the block finished
     for (int o = 0; o < n_ops; o++) {
         const Op op = ops[o]; // a copy in registers: a reference would be reloaded after every asm
-        // (in the step: wait here for the op this one reads)
+        if (op.after) { // the op this one reads: every block's share finished
+            if (threadIdx.x == kConsumers + kCopiers)
+                while (ld_acquire_gpu(op.after) < gridDim.x) __nanosleep(32);
+            stagers_sync(); // what the poll acquired, to every stager
+        }
         norm_setup(sm, op, rows);
         KCursor pre = cursor_at(op, first_unit(offset)), cur = pre;
         int ahead = m; // the k-block the next copy is of
@@ -311,6 +333,10 @@ __device__ void stage_inputs(Shared &sm, const Op *ops, int n_ops, int rows) {
         }
         vk_cp_async_wait<0>();
         finish_units(sm, op, rows, offset, units_finished);
+        if (op.done) {
+            stagers_sync(); // every stager's epilogue stores, released by the add
+            if (threadIdx.x == kConsumers + kCopiers) red_release_add_gpu(op.done, 1u);
+        }
         offset += units_of(op);
     }
 }
@@ -382,7 +408,7 @@ __device__ void finish_tile(const Op &op, int rows, int tile, int r0, int rstep)
             if (c >= op.n) continue;
             const int64_t at = (int64_t)r * op.y_stride + c;
             float v = vk_round(sf[e]);
-            if (op.epi == EPI_ADD) v = vk_round(vk_f(op.resid[at]) + v);
+            if (op.epi == EPI_ADD) v = vk_round(vk_f(__ldcg(op.resid + at)) + v); // L2: another block may have written it
             op.y[at] = vk_bf(v);
             ss = fmaf(v, v, ss);
         }
@@ -472,7 +498,6 @@ __device__ void consume(Shared &sm, const Op *ops, int n_ops, int rows) {
             units_done++;
         }
         offset += units;
-        // (in the step: signal here that this block's share of the op is done)
     }
 }
 

@@ -274,9 +274,52 @@ void check_launch(std::initializer_list<Case> cases) {
     cudaFree(d_ops);
 }
 
+std::vector<float> download_bf16(const __nv_bfloat16 *d, size_t n) {
+    std::vector<__nv_bfloat16> b(n);
+    GTU_CUDA(cudaMemcpy(b.data(), d, n * 2, cudaMemcpyDeviceToHost));
+    std::vector<float> f(n);
+    for (size_t i = 0; i < n; i++) f[i] = __bfloat162float(b[i]);
+    return f;
+}
+
+// Three ops chained in one launch as a layer chains them, each reading what the one before
+// wrote once every block has finished it (Op::after / done): o (the residual add, its sums of
+// squares), gate|up (RMSNorm'd with those sums, SwiGLU), down (adds to o's output). Each op is
+// checked against the reference on the inputs the kernel gave it (its predecessor's output as
+// written), so a missing wait shows as a wrong element and the bounds stay those of one op.
+void check_chain(int rows, int hidden, int attn, int ffn) {
+    std::vector<OpCase> oc(3);
+    oc[0].make({"chain: o", wide::EPI_ADD, rows, hidden, attn, 4, false});
+    oc[1].make({"chain: gate|up after o", wide::EPI_GLU, rows, 2 * ffn, hidden, 2, true});
+    oc[2].make({"chain: down after gate|up", wide::EPI_ADD, rows, hidden, ffn, 8, false});
+    Op &o = oc[0].op, &gu = oc[1].op, &dn = oc[2].op;
+    gu.in = o.y, gu.in_stride = o.y_stride, gu.ssq = o.ssq_out, gu.ssq_parts = o.tiles;
+    dn.in = gu.y, dn.in_stride = gu.y_stride, dn.resid = o.y;
+    unsigned *counters;
+    GTU_CUDA(cudaMalloc(&counters, 2 * sizeof(unsigned)));
+    GTU_CUDA(cudaMemset(counters, 0, 2 * sizeof(unsigned)));
+    o.done = counters, gu.after = counters, gu.done = counters + 1, dn.after = counters + 1;
+    std::vector<Op> ops = {o, gu, dn};
+    Op *d_ops = upload(ops);
+    launch(d_ops, 3, rows, 0);
+    GTU_CUDA(cudaDeviceSynchronize());
+    // what each op read, as the kernel wrote it
+    oc[1].x = download_bf16(o.y, (size_t)rows * hidden);
+    oc[1].ssq_parts.assign((size_t)o.tiles * wide::kMaxRows, 0.0f);
+    GTU_CUDA(cudaMemcpy(oc[1].ssq_parts.data(), o.ssq_out, oc[1].ssq_parts.size() * 4, cudaMemcpyDeviceToHost));
+    oc[2].x = download_bf16(gu.y, (size_t)rows * ffn);
+    oc[2].resid = oc[1].x;
+    unsigned cnt[2];
+    GTU_CUDA(cudaMemcpy(cnt, counters, sizeof cnt, cudaMemcpyDeviceToHost));
+    CHECK_MSG(cnt[0] == (unsigned)g_grid && cnt[1] == (unsigned)g_grid, "chain: every block counted itself (%u, %u of %d)",
+              cnt[0], cnt[1], g_grid);
+    for (auto &c : oc) c.check(), c.release();
+    cudaFree(d_ops), cudaFree(counters);
+}
+
 // The decoder's projections streamed: `layers` copies of a layer's four weights (past L2), each
 // layer's ops in the step's order, one launch; TB/s of weights.
-void time_layers(int rows, int gu_slices, bool norms = true) {
+void time_layers(int rows, int gu_slices, bool norms = true, bool chained = false) {
     const int hidden = 3072, qkv = 6144, ffn = 8192, attn = 4096;
     const size_t per_layer = ((size_t)qkv * hidden + (size_t)hidden * attn + 2 * (size_t)ffn * hidden +
                               (size_t)hidden * ffn) * 2;
@@ -306,7 +349,10 @@ void time_layers(int rows, int gu_slices, bool norms = true) {
                    {"o", hidden, attn, 4, wide::EPI_ADD, false},
                    {"gate|up", 2 * ffn, hidden, gu_slices, wide::EPI_GLU, true},
                    {"down", hidden, ffn, 8, wide::EPI_ADD, false}};
-    std::vector<Op> all;
+    // chained: every op waits for the one before it (its counter), as in the step
+    unsigned *counters;
+    const size_t n_counters = (size_t)layers * 4;
+    GTU_CUDA(cudaMalloc(&counters, n_counters * sizeof(unsigned)));
     for (int only = -1; only < 4; only++) { // each op alone streamed over the copies, then the layers
         std::vector<Op> ops;
         for (int l = 0; l < layers; l++) {
@@ -321,6 +367,10 @@ void time_layers(int rows, int gu_slices, bool norms = true) {
                 op.y = y, op.y_stride = op.epi == wide::EPI_GLU ? op.n / 2 : op.n;
                 if (op.epi == wide::EPI_ADD) op.resid = act, op.ssq_out = ssq + 32 * wide::kMaxRows;
                 off += (size_t)op.n * op.k;
+                if (chained) {
+                    op.done = counters + l * 4 + s;
+                    if (!ops.empty()) op.after = ops.back().done;
+                }
                 if (only < 0 || only == s) ops.push_back(op);
             }
         }
@@ -328,10 +378,14 @@ void time_layers(int rows, int gu_slices, bool norms = true) {
         cudaEvent_t e0, e1;
         GTU_CUDA(cudaEventCreate(&e0));
         GTU_CUDA(cudaEventCreate(&e1));
+        GTU_CUDA(cudaMemsetAsync(counters, 0, n_counters * sizeof(unsigned)));
         launch(d_ops, (int)ops.size(), rows, 0);
         GTU_CUDA(cudaEventRecord(e0));
         const int iters = 3;
-        for (int i = 0; i < iters; i++) launch(d_ops, (int)ops.size(), rows, 0);
+        for (int i = 0; i < iters; i++) {
+            GTU_CUDA(cudaMemsetAsync(counters, 0, n_counters * sizeof(unsigned)));
+            launch(d_ops, (int)ops.size(), rows, 0);
+        }
         GTU_CUDA(cudaEventRecord(e1));
         GTU_CUDA(cudaEventSynchronize(e1));
         float ms;
@@ -341,9 +395,10 @@ void time_layers(int rows, int gu_slices, bool norms = true) {
         for (int s = 0; s < 4; s++)
             if (only < 0 || only == s) bytes += (double)shapes[s].n * shapes[s].k * 2;
         if (only < 0)
-            printf("time layer   rows %2d gate|up slices %d%s: %7.1f us a layer, weights %.2f TB/s (%.0f us a "
+            printf("time layer   rows %2d gate|up slices %d%s%s: %7.1f us a layer, weights %.2f TB/s (%.0f us a "
                    "30-layer step of projections)\n",
-                   rows, gu_slices, norms ? "" : ", no RMSNorm", us, bytes / us * 1e-6, 30 * us);
+                   rows, gu_slices, norms ? "" : ", no RMSNorm", chained ? ", chained" : "", us, bytes / us * 1e-6,
+                   30 * us);
         else
             printf("time %-7s rows %2d slices %d: %6.1f us, weights %.2f TB/s\n", shapes[only].name, rows,
                    only == 2 ? gu_slices : shapes[only].slices, us, bytes / us * 1e-6);
@@ -351,6 +406,7 @@ void time_layers(int rows, int gu_slices, bool norms = true) {
         cudaEventDestroy(e0), cudaEventDestroy(e1);
     }
     cudaFree(wts), cudaFree(act), cudaFree(g), cudaFree(y), cudaFree(ssq), cudaFree(part), cudaFree(tickets);
+    cudaFree(counters);
 }
 
 } // namespace
@@ -374,6 +430,8 @@ int main(int argc, char **argv) {
     check_launch({{"glu, norm, 2 slices", EPI_GLU, 64, 2 * 1000, 3072, 2, true}});
     check_launch({{"glu, copied, 5 slices", EPI_GLU, 1, 2 * 72, 328, 5, false}});
     // several ops in one launch: the ring and the dealing carried from op to op
+    check_chain(24, 520, 264, 392);
+    check_chain(17, 3072, 4096, 8192);
     check_launch({{"3 ops: store, norm", EPI_STORE, 24, 6144, 3072, 3, true},
                   {"3 ops: add", EPI_ADD, 24, 3072, 4096, 4, false},
                   {"3 ops: glu, norm", EPI_GLU, 24, 2 * 520, 3072, 2, true}});
@@ -381,6 +439,7 @@ int main(int argc, char **argv) {
         for (int rows : {16, 32, 64}) time_layers(rows, 2);
         time_layers(32, 1);
         time_layers(32, 1, false);
+        for (int rows : {16, 32, 64}) time_layers(rows, 2, true, true);
     }
     return test_finish("test_kernels_wide_ops");
 }
