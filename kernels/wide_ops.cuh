@@ -165,7 +165,7 @@ __device__ __forceinline__ void cp_async16_hint(uint32_t dst, const void *src, b
                  : "memory");
 }
 
-// ---- the copiers (warps 8 and 9) ----
+// ---- the copiers (warpgroup 2: warps 8 to 11) ----
 // Stream the weights of this block's units of ops[0 .. n_ops) through the ring. `it` counts the
 // k-blocks streamed so far (the stagers and consumers keep the same count).
 __device__ void copy_weights(Shared &sm, const Op *ops, int n_ops) {
@@ -199,7 +199,7 @@ __device__ void copy_weights(Shared &sm, const Op *ops, int n_ops) {
     vk_cp_async_wait<0>();
 }
 
-// ---- the stagers (warps 10 and 11) ----
+// ---- the stagers (warpgroup 3: warps 12 to 15) ----
 // The k-blocks of this block's units of one op, in order: unit u (first_unit, + G, ...), its
 // k-blocks kb0 .. kb1 - 1.
 struct KCursor {

@@ -1,0 +1,30 @@
+#!/bin/bash
+# The next device call for the wide ops (prepared 2026-12-07d, not run; any H100 or H200, ~3 min).
+# 1. test_kernels_wide_ops as committed: its checks (the chain o -> gate|up -> down and the
+#    bf16x2 RMSNorm have never run) and its timing table, chained layers included.
+#    Predictions (H100, 32 rows): gate|up with the norm from 1.98 toward ~2.3 TB/s (norm_input's
+#    one bf16x2 multiply and no work past R); a chained layer ~10-20 us over the unchained 116 us
+#    (five waits, ~2-4 us each, partly hidden by the copiers' ring).
+# 2. The ring-depth sweep (build_variants.sh): if the RMSNorm's cost is the stagers' latency in
+#    series with the copies (NOTES-2026-12-07d section 3), kAhead 6-8 with more input buffers
+#    closes most of the gap to the no-norm rate (2.7 TB/s); if it does not move, the cost is
+#    throughput, and normalising once a layer (section 4, item 2) is the way.
+# 3. compute-sanitizer memcheck, racecheck and synccheck on the small cases (WIDE_OPS_SMALL=1).
+# Build: cmake --build build && bash bench/2026-12-07d/build_variants.sh. Pack: mkdir -p .devscripts
+# && cp bench/device-call.sh bench/2026-12-04c/pack.sh bench/2026-12-07d/call-next.sh .devscripts/ &&
+# EXTRA_BINS="build/tests/test_kernels_wide_ops build/tests/test_kernels_wide_ops_a3_b7_w8
+# build/tests/test_kernels_wide_ops_a6_b10_w8 build/tests/test_kernels_wide_ops_a8_b12_w7" bash
+# .devscripts/pack.sh; carry .devrun.tar.xz and .devscripts; run `bash .devscripts/call-next.sh`.
+source .devscripts/device-call.sh
+for b in "" _a3_b7_w8 _a6_b10_w8 _a8_b12_w7; do
+  timeout 150 build/tests/test_kernels_wide_ops$b > $OUT/wide_ops$b.txt 2>&1
+  say "wide_ops$b rc $? $(tail -1 $OUT/wide_ops$b.txt) (t $(el) s)"
+  grep -E "FAIL|outside|wrong|error|chain:" $OUT/wide_ops$b.txt | head -12 | tee -a $OUT/summary.txt
+  grep -E "^time" $OUT/wide_ops$b.txt | tee -a $OUT/summary.txt
+done
+for tool in memcheck synccheck racecheck; do
+  extra=; [ $tool = racecheck ] && extra="--racecheck-report analysis"
+  WIDE_OPS_SMALL=1 timeout 200 compute-sanitizer --tool $tool $extra build/tests/test_kernels_wide_ops --no-timing \
+    > $OUT/$tool-wide.log 2>&1
+  say "$tool wide_ops (small) rc $? $(grep -E 'SUMMARY|checks,' $OUT/$tool-wide.log | tr '\n' ' ') (t $(el) s)"
+done
