@@ -82,7 +82,10 @@ constexpr unsigned kBarStagers = 1;           // the stagers' named barrier
 // consumers are at most one op's units ahead of the stagers' epilogues.
 constexpr int kUnitSlots = 8;
 
-enum Epilogue { EPI_STORE = 0, EPI_GLU = 1, EPI_ADD = 2 };
+// EPI_NORM is not a projection: y = RMSNorm(in), once for every block's use (no weights, no units;
+// the stagers of all blocks share the rows' pieces), so that the ops after it copy their input
+// instead of normalising it again in every block.
+enum Epilogue { EPI_STORE = 0, EPI_GLU = 1, EPI_ADD = 2, EPI_NORM = 3 };
 
 // One projection y = epilogue(stage(in) @ w^T) over `rows` sequences.
 struct Op {
@@ -117,11 +120,16 @@ __host__ __device__ inline void wide_plan(Op &op, int slices) {
     if (slices < 1) slices = 1;
     op.slice_kb = (n_kb + slices - 1) / slices;
     op.slices = (n_kb + op.slice_kb - 1) / op.slice_kb;
-    op.tiles = op.epi == EPI_GLU ? (op.n / 2 + kHalfRows - 1) / kHalfRows : (op.n + kTileRows - 1) / kTileRows;
+    op.tiles = op.epi == EPI_NORM  ? 0
+               : op.epi == EPI_GLU ? (op.n / 2 + kHalfRows - 1) / kHalfRows
+                                   : (op.n + kTileRows - 1) / kTileRows;
 }
 __host__ __device__ inline int units_of(const Op &op) { return op.tiles * op.slices; }
 // Whether these functions take the op (rows <= kMaxRows is the launch's to keep).
 __host__ __device__ inline bool op_supported(const Op &op) {
+    if (op.epi == EPI_NORM)
+        return op.norm && op.k % 8 == 0 && op.k > 0 && op.k <= kMaxNormK && op.in_stride % 8 == 0 &&
+               op.y_stride % 8 == 0;
     return op.k % 8 == 0 && op.k > 0 && op.n > 0 && (op.epi != EPI_GLU || op.n % 2 == 0) &&
            (!op.norm || op.k <= kMaxNormK) && op.in_stride % 8 == 0;
 }
@@ -249,11 +257,21 @@ __device__ __forceinline__ void copy_input(Shared &sm, const Op &op, int rows, c
     }
     vk_cp_async_commit();
 }
+// RMSNorm of 8 bf16 values v (in place) with their norm weights gw and the row's scale:
+// bf16(g * bf16(x * inv)). The conversions are what this costs: x * inv in fp32, rounded two
+// values an instruction (cvt.rn.bf16x2.f32), then g times it as one bf16x2 multiply (the product
+// of two bf16 values is exact in fp32, so its one rounding is bf16(g * h) exactly).
+__device__ __forceinline__ void norm8(uint32_t (&v)[4], const uint32_t (&gw)[4], float inv) {
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        const float2 xf = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&v[j]));
+        const __nv_bfloat162 h = __floats2bfloat162_rn(xf.x * inv, xf.y * inv);
+        const __nv_bfloat162 y = __hmul2(*reinterpret_cast<const __nv_bfloat162 *>(&gw[j]), h);
+        v[j] = *reinterpret_cast<const uint32_t *>(&y);
+    }
+}
 // The RMSNorm of this stager's pieces of k-block kb in buffer `buf`, in place (its own cp.async
-// copies, landed), rows below `rows`: bf16(g * bf16(x * inv)). The conversions are what this
-// costs: x * inv in fp32, rounded two values an instruction (cvt.rn.bf16x2.f32), then g times it
-// as one bf16x2 multiply (the product of two bf16 values is exact in fp32, so its rounding is
-// bf16(g * h) exactly).
+// copies, landed), rows below `rows`.
 __device__ __forceinline__ void norm_input(Shared &sm, int rows, int kb, int buf) {
     const int t = threadIdx.x - kConsumers - kCopiers, piece = t % 8, r0 = t / 8;
     const uint32_t base = vk_smem_u32(sm.a[buf]);
@@ -266,14 +284,7 @@ __device__ __forceinline__ void norm_input(Shared &sm, int rows, int kb, int buf
         const uint32_t at = base + vk_sw128_off(r, piece, kMaxRows);
         uint32_t v[4];
         asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3]) : "r"(at));
-        const float inv = sm.inv[r];
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            const float2 xf = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&v[j]));
-            const __nv_bfloat162 h = __floats2bfloat162_rn(xf.x * inv, xf.y * inv);
-            const __nv_bfloat162 y = __hmul2(*reinterpret_cast<const __nv_bfloat162 *>(&gw[j]), h);
-            v[j] = *reinterpret_cast<const uint32_t *>(&y);
-        }
+        norm8(v, gw, sm.inv[r]);
         asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(at), "r"(v[0]), "r"(v[1]), "r"(v[2]), "r"(v[3])
                      : "memory");
     }
@@ -297,6 +308,8 @@ __device__ __forceinline__ void norm_setup(Shared &sm, const Op &op, int rows) {
 }
 
 __device__ void finish_units(Shared &sm, const Op &op, int rows, int offset, int &k);
+__device__ void stage_op(Shared &sm, const Op &op, int rows, int &m, int offset, int &units_finished);
+__device__ void norm_rows(Shared &sm, const Op &op, int rows);
 
 // Stage the input of this block's k-blocks of ops[0 .. n_ops), in the consumers' order: k-block
 // m (the m-th of the block) into buffer m % kABufs once the consumers have freed it, copied
@@ -312,32 +325,58 @@ __device__ void stage_inputs(Shared &sm, const Op *ops, int n_ops, int rows) {
             stagers_sync(); // what the poll acquired, to every stager
         }
         norm_setup(sm, op, rows);
-        KCursor pre = cursor_at(op, first_unit(offset)), cur = pre;
-        int ahead = m; // the k-block the next copy is of
-        auto copy_next = [&]() {
-            if (pre.valid() && ahead >= kABufs) // its buffer free: k-block ahead - kABufs consumed
-                vk_mbar_wait(vk_smem_u32(&sm.a_empty[ahead % kABufs]), (uint32_t)((ahead / kABufs - 1) & 1));
-            copy_input(sm, op, rows, pre, ahead % kABufs);
-            if (pre.valid()) {
-                cursor_next(op, pre);
-                ahead++;
-            }
-        };
-        for (int d = 0; d < kAhead; d++) copy_next();
-        for (; cur.valid(); cursor_next(op, cur), m++) {
-            copy_next();
-            vk_cp_async_wait<kAhead>(); // this stager's copies of k-block m have landed
-            if (op.norm) norm_input(sm, rows, cur.kb, m % kABufs);
-            vk_fence_proxy_async(); // the copies and the norm's stores before wgmma's reads
-            vk_mbar_arrive(vk_smem_u32(&sm.a_full[m % kABufs]));
+        if (op.epi == EPI_NORM) {
+            norm_rows(sm, op, rows);
+        } else {
+            stage_op(sm, op, rows, m, offset, units_finished);
         }
-        vk_cp_async_wait<0>();
-        finish_units(sm, op, rows, offset, units_finished);
         if (op.done) {
-            stagers_sync(); // every stager's epilogue stores, released by the add
+            stagers_sync(); // every stager's stores of the op, released by the add
             if (threadIdx.x == kConsumers + kCopiers) red_release_add_gpu(op.done, 1u);
         }
         offset += units_of(op);
+    }
+}
+
+// The stagers' part of a projection: its k-blocks' input into the ring, then its units finished.
+__device__ void stage_op(Shared &sm, const Op &op, int rows, int &m, int offset, int &units_finished) {
+    KCursor pre = cursor_at(op, first_unit(offset)), cur = pre;
+    int ahead = m; // the k-block the next copy is of
+    auto copy_next = [&]() {
+        if (pre.valid() && ahead >= kABufs) // its buffer free: k-block ahead - kABufs consumed
+            vk_mbar_wait(vk_smem_u32(&sm.a_empty[ahead % kABufs]), (uint32_t)((ahead / kABufs - 1) & 1));
+        copy_input(sm, op, rows, pre, ahead % kABufs);
+        if (pre.valid()) {
+            cursor_next(op, pre);
+            ahead++;
+        }
+    };
+    for (int d = 0; d < kAhead; d++) copy_next();
+    for (; cur.valid(); cursor_next(op, cur), m++) {
+        copy_next();
+        vk_cp_async_wait<kAhead>(); // this stager's copies of k-block m have landed
+        if (op.norm) norm_input(sm, rows, cur.kb, m % kABufs);
+        vk_fence_proxy_async(); // the copies and the norm's stores before wgmma's reads
+        vk_mbar_arrive(vk_smem_u32(&sm.a_full[m % kABufs]));
+    }
+    vk_cp_async_wait<0>();
+    finish_units(sm, op, rows, offset, units_finished);
+}
+
+// EPI_NORM: this block's share of the rows' 16-byte pieces (rows x k / 8 of them, cut in gridDim.x
+// contiguous shares), normalised from L2 to y.
+__device__ void norm_rows(Shared &sm, const Op &op, int rows) {
+    const int t = threadIdx.x - kConsumers - kCopiers, per_row = op.k / 8;
+    const int total = rows * per_row, share = (total + gridDim.x - 1) / gridDim.x;
+    const int p0 = blockIdx.x * share, p1 = min(p0 + share, total);
+    for (int p = p0 + t; p < p1; p += kStagers) {
+        const int r = p / per_row, col = (p % per_row) * 8;
+        const uint4 xv = __ldcg((const uint4 *)(op.in + (int64_t)r * op.in_stride + col));
+        const uint4 gv = *reinterpret_cast<const uint4 *>(&sm.g[col]);
+        uint32_t v[4] = {xv.x, xv.y, xv.z, xv.w};
+        const uint32_t gw[4] = {gv.x, gv.y, gv.z, gv.w};
+        norm8(v, gw, sm.inv[r]);
+        *(uint4 *)(op.y + (int64_t)r * op.y_stride + col) = make_uint4(v[0], v[1], v[2], v[3]);
     }
 }
 

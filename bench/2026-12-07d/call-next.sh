@@ -5,6 +5,10 @@
 #    Predictions (H100, 32 rows): gate|up with the norm from 1.98 toward ~2.3 TB/s (norm_input's
 #    one bf16x2 multiply and no work past R); a chained layer ~10-20 us over the unchained 116 us
 #    (five waits, ~2-4 us each, partly hidden by the copiers' ring).
+#    The RMSNorm as an op of its own (EPI_NORM, "norm pass" lines): staging becomes a copy, at
+#    the cost of two more ops (and, chained, two more waits) a layer. Prediction: unchained, within
+#    ~5 us of the no-RMSNorm layer (99.6 us at 32 rows); chained, better than the in-stager norm
+#    chained if a wait costs less than ~8 us.
 # 2. The ring-depth sweep (build_variants.sh): if the RMSNorm's cost is the stagers' latency in
 #    series with the copies (NOTES-2026-12-07d section 3), kAhead 6-8 with more input buffers
 #    closes most of the gap to the no-norm rate (2.7 TB/s); if it does not move, the cost is

@@ -1,7 +1,8 @@
 // kernels/wide_ops.cuh, the wide persistent decode step's projections, one launch running ops
 // one after the other on the block's units, against a CPU reference with the op-by-op path's
 // rounding points: q|k|v-like (RMSNorm'd input, stored), o- and down-like (copied input, residual
-// add, the rows' sums of squares over each tile), gate|up (RMSNorm'd, SwiGLU).
+// add, the rows' sums of squares over each tile), gate|up (RMSNorm'd, SwiGLU), and the RMSNorm as
+// an op of its own (EPI_NORM).
 //
 // The bound, every element (derived, not fitted): the kernel's fp32 sum P' of a row's products
 // differs from the exact sum P of the reference's staged values by
@@ -13,17 +14,21 @@
 // then every bf16 rounding after it adds half an ulp (2^-8 relative) of both values, and
 // SwiGLU carries gate's and up's bounds through silu (|silu'| <= 1.1) and the product. A wrong
 // row, column, slice, tile or scale is off by the order of the output's rms on most elements,
-// far past the bound. Also checked: the sums of squares (EPI_ADD) against the kernel's own y,
-// relative 1e-5 (128 fp32 additions in another order), and the tickets left zero.
+// far past the bound. EPI_NORM is exact: each element the reference's, or either candidate where
+// the rounding is ambiguous. Also checked: the sums of squares (EPI_ADD) against the kernel's own
+// y, relative 1e-5 (128 fp32 additions in another order), and the tickets left zero.
 //
-// Cases: awkward rows (1, 9, 33, 64), n not a multiple of a tile, k not of a k-block, more slices
-// than k-blocks, fewer units than blocks and several a block, and three ops in one launch (the
-// ring's count and the dealing's offset carried from op to op). sm_90a only; skips elsewhere.
+// Cases: awkward rows (1, 9, 17, 24, 33, 50, 64), n not a multiple of a tile, k not of a k-block,
+// more slices than k-blocks, fewer units than blocks and several a block; ops chained in one
+// launch as the step chains them (o -> gate|up -> down, and o -> norm -> gate|up -> down), each
+// checked on the inputs the kernel gave it; three independent ops in one launch (the ring's count
+// and the dealing's offset carried from op to op). WIDE_OPS_SMALL=1 runs the small ones only
+// (compute-sanitizer). sm_90a only; skips elsewhere.
 //
 // Timing (unless --no-timing): the decoder's four projections at 16, 32 and 64 rows, streamed one
-// after the other through copies of a layer's weights larger than L2 (the persistent step's steady
-// state, without its waits between ops), as TB/s of weights: the figure
-// bench/DESIGN-wide-persistent-decode.md section 4 predicts from tests/gpu/probe_wide_consumer.cu.
+// after the other through copies of a layer's weights larger than L2, as TB/s of weights: each op
+// alone, whole layers, layers chained (every op waits for the one before, as in the step), and
+// with the RMSNorms as ops of their own.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <math.h>
@@ -99,7 +104,7 @@ struct OpCase {
         op = Op{};
         op.n = c.n, op.k = c.k, op.epi = c.epi;
         wide::wide_plan(op, c.slices);
-        out_cols = c.epi == wide::EPI_GLU ? c.n / 2 : c.n;
+        out_cols = c.epi == wide::EPI_GLU ? c.n / 2 : c.epi == wide::EPI_NORM ? c.k : c.n;
         x = rand_bf16((size_t)c.rows * c.k, -2.0f, 2.0f);
         w = rand_bf16((size_t)c.n * c.k, -1.0f / sqrtf((float)c.k), 1.0f / sqrtf((float)c.k));
         __nv_bfloat16 *dx = upload(to_bf16(x)), *dw = upload(to_bf16(w));
@@ -134,15 +139,17 @@ struct OpCase {
         GTU_CUDA(cudaMemset(dy, 0xff, (size_t)c.rows * out_cols * 2)); // NaN: an element never written shows
         dev.push_back(dy);
         op.y = dy, op.y_stride = out_cols;
-        const size_t pn = (size_t)op.tiles * op.slices * wide::kMaxRows * wide::kTileRows;
-        float *dp;
-        unsigned *dt;
-        GTU_CUDA(cudaMalloc(&dp, pn * 4));
-        GTU_CUDA(cudaMemset(dp, 0xff, pn * 4)); // NaN: a partial never written shows
-        GTU_CUDA(cudaMalloc(&dt, (size_t)op.tiles * 4));
-        GTU_CUDA(cudaMemset(dt, 0, (size_t)op.tiles * 4));
-        dev.push_back(dp), dev.push_back(dt);
-        op.part = dp, op.tickets = dt;
+        if (op.tiles > 0) { // EPI_NORM has none
+            const size_t pn = (size_t)op.tiles * op.slices * wide::kMaxRows * wide::kTileRows;
+            float *dp;
+            unsigned *dt;
+            GTU_CUDA(cudaMalloc(&dp, pn * 4));
+            GTU_CUDA(cudaMemset(dp, 0xff, pn * 4)); // NaN: a partial never written shows
+            GTU_CUDA(cudaMalloc(&dt, (size_t)op.tiles * 4));
+            GTU_CUDA(cudaMemset(dt, 0, (size_t)op.tiles * 4));
+            dev.push_back(dp), dev.push_back(dt);
+            op.part = dp, op.tickets = dt;
+        }
     }
 
     // The exact sum of weight row n's products with staged row r, and its bound beside the
@@ -160,10 +167,28 @@ struct OpCase {
         e = (c.k / 16.0 + op.slices + 32) * ldexp(1.0, -23) * mag + ambig;
     }
 
+    // EPI_NORM, exact: every element the reference's value, or where the rounding of x * inv is
+    // ambiguous, either candidate
+    void check_norm(const std::vector<__nv_bfloat16> &yb, const std::vector<double> &a, const std::vector<double> &a_lo,
+                    const std::vector<double> &a_hi, const std::vector<double> &amb) const {
+        int bad = 0;
+        for (size_t i = 0; i < yb.size(); i++) {
+            const double got = __bfloat162float(yb[i]);
+            if (!(got == a[i] || (amb[i] > 0 && (got == a_lo[i] || got == a_hi[i])))) {
+                if (bad < 5)
+                    fprintf(stderr, "  %s: y[%zu][%zu] = %.6g, reference %.6g\n", c.name, i / c.k, i % c.k, got, a[i]);
+                bad++;
+            }
+        }
+        CHECK_MSG(bad == 0, "%s: %d of %zu elements not the reference's", c.name, bad, yb.size());
+        printf("check %-28s rows %2d k %5d: %s (exact)\n", c.name, c.rows, c.k, bad ? "FAIL" : "ok");
+    }
+
     void check() {
         const double h = ldexp(1.0, -8); // half a bf16 ulp, relative
         // the staged input, and where its rounding is ambiguous, the candidates' difference
         std::vector<double> a(x.begin(), x.end()), amb(x.size(), 0.0);
+        std::vector<double> a_lo(c.norm ? x.size() : 0), a_hi(c.norm ? x.size() : 0); // the candidates
         if (c.norm)
             for (int r = 0; r < c.rows; r++) {
                 float ss = 0.0f;
@@ -175,10 +200,12 @@ struct OpCase {
                     const float s_lo = bfr(g[k] * lo), s_hi = bfr(g[k] * hi);
                     a[(size_t)r * c.k + k] = bfr(g[k] * bfr((float)v));
                     amb[(size_t)r * c.k + k] = fabs((double)s_hi - s_lo);
+                    a_lo[(size_t)r * c.k + k] = s_lo, a_hi[(size_t)r * c.k + k] = s_hi;
                 }
             }
         std::vector<__nv_bfloat16> yb((size_t)c.rows * out_cols);
         GTU_CUDA(cudaMemcpy(yb.data(), op.y, yb.size() * 2, cudaMemcpyDeviceToHost));
+        if (c.epi == wide::EPI_NORM) return check_norm(yb, a, a_lo, a_hi, amb);
         int bad = 0;
         double worst = 0;
         for (int r = 0; r < c.rows; r++)
@@ -317,9 +344,42 @@ void check_chain(int rows, int hidden, int attn, int ffn) {
     cudaFree(d_ops), cudaFree(counters);
 }
 
+// The same chain with the RMSNorm as its own op (EPI_NORM) between o and gate|up, which then
+// copies its input: o -> norm -> gate|up -> down.
+void check_chain_norm_pass(int rows, int hidden, int attn, int ffn) {
+    std::vector<OpCase> oc(4);
+    oc[0].make({"norm chain: o", wide::EPI_ADD, rows, hidden, attn, 4, false});
+    oc[1].make({"norm chain: norm after o", wide::EPI_NORM, rows, 0, hidden, 1, true});
+    oc[2].make({"norm chain: gate|up after norm", wide::EPI_GLU, rows, 2 * ffn, hidden, 2, false});
+    oc[3].make({"norm chain: down after gate|up", wide::EPI_ADD, rows, hidden, ffn, 8, false});
+    Op &o = oc[0].op, &nm = oc[1].op, &gu = oc[2].op, &dn = oc[3].op;
+    nm.in = o.y, nm.in_stride = o.y_stride, nm.ssq = o.ssq_out, nm.ssq_parts = o.tiles;
+    gu.in = nm.y, gu.in_stride = nm.y_stride;
+    dn.in = gu.y, dn.in_stride = gu.y_stride, dn.resid = o.y;
+    unsigned *counters;
+    GTU_CUDA(cudaMalloc(&counters, 3 * sizeof(unsigned)));
+    GTU_CUDA(cudaMemset(counters, 0, 3 * sizeof(unsigned)));
+    o.done = counters, nm.after = counters, nm.done = counters + 1, gu.after = counters + 1;
+    gu.done = counters + 2, dn.after = counters + 2;
+    std::vector<Op> ops = {o, nm, gu, dn};
+    for (const Op &op : ops) CHECK_MSG(wide::op_supported(op), "the chain's ops are ones the kernel takes");
+    Op *d_ops = upload(ops);
+    launch(d_ops, 4, rows, 0);
+    GTU_CUDA(cudaDeviceSynchronize());
+    oc[1].x = download_bf16(o.y, (size_t)rows * hidden);
+    oc[1].ssq_parts.assign((size_t)o.tiles * wide::kMaxRows, 0.0f);
+    GTU_CUDA(cudaMemcpy(oc[1].ssq_parts.data(), o.ssq_out, oc[1].ssq_parts.size() * 4, cudaMemcpyDeviceToHost));
+    oc[2].x = download_bf16(nm.y, (size_t)rows * hidden);
+    oc[3].x = download_bf16(gu.y, (size_t)rows * ffn);
+    oc[3].resid = oc[1].x;
+    for (auto &c : oc) c.check(), c.release();
+    cudaFree(d_ops), cudaFree(counters);
+}
+
 // The decoder's projections streamed: `layers` copies of a layer's four weights (past L2), each
 // layer's ops in the step's order, one launch; TB/s of weights.
-void time_layers(int rows, int gu_slices, bool norms = true, bool chained = false) {
+// norm_pass: the two RMSNorms as ops of their own (EPI_NORM) before q|k|v and gate|up, which copy.
+void time_layers(int rows, int gu_slices, bool norms = true, bool chained = false, bool norm_pass = false) {
     const int hidden = 3072, qkv = 6144, ffn = 8192, attn = 4096;
     const size_t per_layer = ((size_t)qkv * hidden + (size_t)hidden * attn + 2 * (size_t)ffn * hidden +
                               (size_t)hidden * ffn) * 2;
@@ -334,6 +394,8 @@ void time_layers(int rows, int gu_slices, bool norms = true, bool chained = fals
     GTU_CUDA(cudaMalloc(&g, (size_t)ffn * 2));
     GTU_CUDA(cudaMemset(g, 0x3c, (size_t)ffn * 2));
     GTU_CUDA(cudaMalloc(&y, (size_t)wide::kMaxRows * 2 * ffn * 2));
+    __nv_bfloat16 *xn; // the norm pass's output
+    GTU_CUDA(cudaMalloc(&xn, (size_t)wide::kMaxRows * hidden * 2));
     GTU_CUDA(cudaMalloc(&ssq, 64 * wide::kMaxRows * 4));
     GTU_CUDA(cudaMemset(ssq, 0, 64 * wide::kMaxRows * 4));
     // every op its own partials and tickets: ops that follow each other overlap
@@ -351,24 +413,37 @@ void time_layers(int rows, int gu_slices, bool norms = true, bool chained = fals
                    {"down", hidden, ffn, 8, wide::EPI_ADD, false}};
     // chained: every op waits for the one before it (its counter), as in the step
     unsigned *counters;
-    const size_t n_counters = (size_t)layers * 4;
+    const size_t n_counters = (size_t)layers * 6;
     GTU_CUDA(cudaMalloc(&counters, n_counters * sizeof(unsigned)));
-    for (int only = -1; only < 4; only++) { // each op alone streamed over the copies, then the layers
+    for (int only = -1; only < (norm_pass ? 0 : 4); only++) { // each op alone streamed over the copies, then the layers
         std::vector<Op> ops;
         for (int l = 0; l < layers; l++) {
             size_t off = l * per_layer / 2;
             for (int s = 0; s < 4; s++) {
+                if (norm_pass && shapes[s].norm) { // its RMSNorm first, once for every block
+                    Op nm = {};
+                    nm.epi = wide::EPI_NORM, nm.k = hidden;
+                    wide::wide_plan(nm, 1);
+                    nm.in = act, nm.in_stride = hidden, nm.norm = g, nm.ssq = ssq, nm.ssq_parts = 24, nm.eps = 1e-5f;
+                    nm.y = xn, nm.y_stride = hidden;
+                    if (chained) {
+                        nm.done = counters + l * 6 + s + 2;
+                        if (!ops.empty()) nm.after = ops.back().done;
+                    }
+                    ops.push_back(nm);
+                }
                 Op op = {};
                 op.n = shapes[s].n, op.k = shapes[s].k, op.epi = shapes[s].epi;
                 wide::wide_plan(op, shapes[s].slices);
                 op.w = wts + off, op.in = act, op.in_stride = op.k, op.eps = 1e-5f;
-                if (shapes[s].norm && norms) op.norm = g, op.ssq = ssq, op.ssq_parts = 24;
+                if (shapes[s].norm && norm_pass) op.in = xn;
+                else if (shapes[s].norm && norms) op.norm = g, op.ssq = ssq, op.ssq_parts = 24;
                 op.part = part + (size_t)(l * 4 + s) * 256 * unit_floats, op.tickets = tickets + (l * 4 + s) * 256;
                 op.y = y, op.y_stride = op.epi == wide::EPI_GLU ? op.n / 2 : op.n;
                 if (op.epi == wide::EPI_ADD) op.resid = act, op.ssq_out = ssq + 32 * wide::kMaxRows;
                 off += (size_t)op.n * op.k;
                 if (chained) {
-                    op.done = counters + l * 4 + s;
+                    op.done = counters + l * 6 + s; // the norms take + 2 and + 4
                     if (!ops.empty()) op.after = ops.back().done;
                 }
                 if (only < 0 || only == s) ops.push_back(op);
@@ -397,8 +472,8 @@ void time_layers(int rows, int gu_slices, bool norms = true, bool chained = fals
         if (only < 0)
             printf("time layer   rows %2d gate|up slices %d%s%s: %7.1f us a layer, weights %.2f TB/s (%.0f us a "
                    "30-layer step of projections)\n",
-                   rows, gu_slices, norms ? "" : ", no RMSNorm", chained ? ", chained" : "", us, bytes / us * 1e-6,
-                   30 * us);
+                   rows, gu_slices, norm_pass ? ", norm pass" : norms ? "" : ", no RMSNorm", chained ? ", chained" : "",
+                   us, bytes / us * 1e-6, 30 * us);
         else
             printf("time %-7s rows %2d slices %d: %6.1f us, weights %.2f TB/s\n", shapes[only].name, rows,
                    only == 2 ? gu_slices : shapes[only].slices, us, bytes / us * 1e-6);
@@ -406,7 +481,7 @@ void time_layers(int rows, int gu_slices, bool norms = true, bool chained = fals
         cudaEventDestroy(e0), cudaEventDestroy(e1);
     }
     cudaFree(wts), cudaFree(act), cudaFree(g), cudaFree(y), cudaFree(ssq), cudaFree(part), cudaFree(tickets);
-    cudaFree(counters);
+    cudaFree(counters), cudaFree(xn);
 }
 
 } // namespace
@@ -433,11 +508,14 @@ int main(int argc, char **argv) {
     // several ops in one launch, chained as in the step, then independent (the ring and the
     // dealing carried from op to op)
     check_chain(24, 520, 264, 392);
+    check_chain_norm_pass(24, 520, 264, 392);
+    check_launch({{"norm alone, awkward", wide::EPI_NORM, 33, 0, 1000, 1, true}});
     if (!small) {
         check_launch({{"add, 4 slices", EPI_ADD, 64, 3072, 4096, 4, false}});
         check_launch({{"add, 8 slices, k 8192", EPI_ADD, 33, 520, 8192, 8, false}});
         check_launch({{"glu, norm, 2 slices", EPI_GLU, 64, 2 * 1000, 3072, 2, true}});
         check_chain(17, 3072, 4096, 8192);
+        check_chain_norm_pass(17, 3072, 4096, 8192);
         check_launch({{"3 ops: store, norm", EPI_STORE, 24, 6144, 3072, 3, true},
                       {"3 ops: add", EPI_ADD, 24, 3072, 4096, 4, false},
                       {"3 ops: glu, norm", EPI_GLU, 24, 2 * 520, 3072, 2, true}});
@@ -447,6 +525,8 @@ int main(int argc, char **argv) {
         time_layers(32, 1);
         time_layers(32, 1, false);
         for (int rows : {16, 32, 64}) time_layers(rows, 2, true, true);
+        for (int rows : {16, 32, 64}) time_layers(rows, 2, true, false, true);
+        for (int rows : {16, 32, 64}) time_layers(rows, 2, true, true, true);
     }
     return test_finish("test_kernels_wide_ops");
 }
