@@ -43,6 +43,7 @@
 
 #include <cuda_bf16.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "wgmma.cuh"
 
@@ -233,6 +234,25 @@ __device__ __forceinline__ unsigned ld_acquire_gpu(const unsigned *a) {
     asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(a) : "memory");
     return v;
 }
+// Polls *c (acquire) until it reaches target. A wait of more than 10 s means blocks that are not
+// all resident, or a bug: it says which counter and traps rather than hang the device.
+__device__ __noinline__ void wait_at_least(const unsigned *c, unsigned target, const char *what) {
+    if (ld_acquire_gpu(c) >= target) return;
+    long long t0;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    for (unsigned spin = 0;; spin++) {
+        __nanosleep(32);
+        if (ld_acquire_gpu(c) >= target) return;
+        if ((spin & 1023) == 1023) {
+            long long t;
+            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+            if (t - t0 > 10000000000ll) {
+                printf("wide_ops: block %d waited 10 s for %s (%u of %u)\n", blockIdx.x, what, ld_acquire_gpu(c), target);
+                __trap();
+            }
+        }
+    }
+}
 __device__ __forceinline__ void stagers_sync() {
     asm volatile("bar.sync %0, %1;" ::"n"(kBarStagers), "n"(kStagers) : "memory");
 }
@@ -321,7 +341,7 @@ __device__ void stage_inputs(Shared &sm, const Op *ops, int n_ops, int rows) {
         const Op op = ops[o]; // a copy in registers: a reference would be reloaded after every asm
         if (op.after) { // the op this one reads: every block's share finished
             if (threadIdx.x == kConsumers + kCopiers)
-                while (ld_acquire_gpu(op.after) < gridDim.x) __nanosleep(32);
+                wait_at_least(op.after, gridDim.x, "the op before");
             stagers_sync(); // what the poll acquired, to every stager
         }
         norm_setup(sm, op, rows);
@@ -474,7 +494,7 @@ __device__ void finish_units(Shared &sm, const Op &op, int rows, int offset, int
             if (t == 0) {
                 unsigned *tk = &op.tickets[tile];
                 red_release_add_gpu(tk, 1u);
-                while (ld_acquire_gpu(tk) < (unsigned)S) __nanosleep(32);
+                wait_at_least(tk, (unsigned)S, "a tile's slices");
             }
             stagers_sync(); // every slice stored, and what the poll acquired, to every stager
         }

@@ -379,7 +379,9 @@ void check_chain_norm_pass(int rows, int hidden, int attn, int ffn) {
 // The decoder's projections streamed: `layers` copies of a layer's four weights (past L2), each
 // layer's ops in the step's order, one launch; TB/s of weights.
 // norm_pass: the two RMSNorms as ops of their own (EPI_NORM) before q|k|v and gate|up, which copy.
-void time_layers(int rows, int gu_slices, bool norms = true, bool chained = false, bool norm_pass = false) {
+// o_slices: o's K-slices (4: 96 units, 36 of 132 blocks without one; 11: 264, two a block).
+void time_layers(int rows, int gu_slices, bool norms = true, bool chained = false, bool norm_pass = false,
+                 int o_slices = 4) {
     const int hidden = 3072, qkv = 6144, ffn = 8192, attn = 4096;
     const size_t per_layer = ((size_t)qkv * hidden + (size_t)hidden * attn + 2 * (size_t)ffn * hidden +
                               (size_t)hidden * ffn) * 2;
@@ -400,7 +402,7 @@ void time_layers(int rows, int gu_slices, bool norms = true, bool chained = fals
     GTU_CUDA(cudaMemset(ssq, 0, 64 * wide::kMaxRows * 4));
     // every op its own partials and tickets: ops that follow each other overlap
     const size_t unit_floats = (size_t)wide::kMaxRows * wide::kTileRows;
-    GTU_CUDA(cudaMalloc(&part, (size_t)layers * 1024 * unit_floats * 4));
+    GTU_CUDA(cudaMalloc(&part, (size_t)layers * 4 * 512 * unit_floats * 4)); // 512 units an op at most
     GTU_CUDA(cudaMalloc(&tickets, (size_t)layers * 4 * 256 * 4));
     GTU_CUDA(cudaMemset(tickets, 0, (size_t)layers * 4 * 256 * 4));
     struct Shape {
@@ -408,7 +410,7 @@ void time_layers(int rows, int gu_slices, bool norms = true, bool chained = fals
         int n, k, slices, epi;
         bool norm;
     } shapes[4] = {{"q|k|v", qkv, hidden, 3, wide::EPI_STORE, true},
-                   {"o", hidden, attn, 4, wide::EPI_ADD, false},
+                   {"o", hidden, attn, o_slices, wide::EPI_ADD, false},
                    {"gate|up", 2 * ffn, hidden, gu_slices, wide::EPI_GLU, true},
                    {"down", hidden, ffn, 8, wide::EPI_ADD, false}};
     // chained: every op waits for the one before it (its counter), as in the step
@@ -438,7 +440,8 @@ void time_layers(int rows, int gu_slices, bool norms = true, bool chained = fals
                 op.w = wts + off, op.in = act, op.in_stride = op.k, op.eps = 1e-5f;
                 if (shapes[s].norm && norm_pass) op.in = xn;
                 else if (shapes[s].norm && norms) op.norm = g, op.ssq = ssq, op.ssq_parts = 24;
-                op.part = part + (size_t)(l * 4 + s) * 256 * unit_floats, op.tickets = tickets + (l * 4 + s) * 256;
+                CHECK_MSG(wide::units_of(op) <= 512 && op.tiles <= 256, "the timing's buffers hold the op");
+                op.part = part + (size_t)(l * 4 + s) * 512 * unit_floats, op.tickets = tickets + (l * 4 + s) * 256;
                 op.y = y, op.y_stride = op.epi == wide::EPI_GLU ? op.n / 2 : op.n;
                 if (op.epi == wide::EPI_ADD) op.resid = act, op.ssq_out = ssq + 32 * wide::kMaxRows;
                 off += (size_t)op.n * op.k;
@@ -470,10 +473,10 @@ void time_layers(int rows, int gu_slices, bool norms = true, bool chained = fals
         for (int s = 0; s < 4; s++)
             if (only < 0 || only == s) bytes += (double)shapes[s].n * shapes[s].k * 2;
         if (only < 0)
-            printf("time layer   rows %2d gate|up slices %d%s%s: %7.1f us a layer, weights %.2f TB/s (%.0f us a "
-                   "30-layer step of projections)\n",
-                   rows, gu_slices, norm_pass ? ", norm pass" : norms ? "" : ", no RMSNorm", chained ? ", chained" : "",
-                   us, bytes / us * 1e-6, 30 * us);
+            printf("time layer   rows %2d gate|up slices %d, o slices %d%s%s: %7.1f us a layer, weights %.2f TB/s "
+                   "(%.0f us a 30-layer step of projections)\n",
+                   rows, gu_slices, o_slices, norm_pass ? ", norm pass" : norms ? "" : ", no RMSNorm",
+                   chained ? ", chained" : "", us, bytes / us * 1e-6, 30 * us);
         else
             printf("time %-7s rows %2d slices %d: %6.1f us, weights %.2f TB/s\n", shapes[only].name, rows,
                    only == 2 ? gu_slices : shapes[only].slices, us, bytes / us * 1e-6);
@@ -527,6 +530,8 @@ int main(int argc, char **argv) {
         for (int rows : {16, 32, 64}) time_layers(rows, 2, true, true);
         for (int rows : {16, 32, 64}) time_layers(rows, 2, true, false, true);
         for (int rows : {16, 32, 64}) time_layers(rows, 2, true, true, true);
+        time_layers(32, 2, true, true, false, 11);
+        time_layers(32, 2, true, true, true, 11);
     }
     return test_finish("test_kernels_wide_ops");
 }
