@@ -86,7 +86,10 @@ constexpr int kUnitSlots = 8;
 // EPI_NORM is not a projection: y = RMSNorm(in), once for every block's use (no weights, no units;
 // the stagers of all blocks share the rows' pieces), so that the ops after it copy their input
 // instead of normalising it again in every block.
-enum Epilogue { EPI_STORE = 0, EPI_GLU = 1, EPI_ADD = 2, EPI_NORM = 3 };
+// EPI_QKV is q|k|v with RoPE and the cache write (fused.cu's qkv_rope_cache, whose rounding it
+// keeps): tile h is head h (kTileRows = head_dim); q heads go RoPE'd to y, key heads RoPE'd and
+// value heads as they are to the caches' row slot[r].
+enum Epilogue { EPI_STORE = 0, EPI_GLU = 1, EPI_ADD = 2, EPI_NORM = 3, EPI_QKV = 4 };
 
 // One projection y = epilogue(stage(in) @ w^T) over `rows` sequences.
 struct Op {
@@ -112,6 +115,12 @@ struct Op {
     // *done once this block's units of the op are finished (zero before the launch).
     const unsigned *after;
     unsigned *done;
+    // EPI_QKV: n = (heads + 2 kv_heads) x 128; row r at position pos[r], its key and value to
+    // cache row slot[r] (kv_heads x 128 values a row); y: the RoPE'd queries, heads x 128 a row
+    const int32_t *pos, *slot;
+    bf16 *k_cache, *v_cache;
+    int heads, kv_heads;
+    double theta;
 };
 
 // The tile and K-slice count of an op of n x k at `slices` slices (fewer where k has fewer
@@ -131,6 +140,9 @@ __host__ __device__ inline bool op_supported(const Op &op) {
     if (op.epi == EPI_NORM)
         return op.norm && op.k % 8 == 0 && op.k > 0 && op.k <= kMaxNormK && op.in_stride % 8 == 0 &&
                op.y_stride % 8 == 0;
+    if (op.epi == EPI_QKV && (op.n != (op.heads + 2 * op.kv_heads) * kTileRows || op.heads < 1 || op.kv_heads < 1 ||
+                              !op.pos || !op.slot || !op.k_cache || !op.v_cache))
+        return false;
     return op.k % 8 == 0 && op.k > 0 && op.n > 0 && (op.epi != EPI_GLU || op.n % 2 == 0) &&
            (!op.norm || op.k <= kMaxNormK) && op.in_stride % 8 == 0;
 }
@@ -140,6 +152,7 @@ struct Shared {
     unsigned char w[kWStages][kWBytes];
     unsigned char a[kABufs][kABytes];
     float inv[kMaxRows];                // the op's rows' RMSNorm scales
+    float inv_freq[kHalfRows];          // EPI_QKV: RoPE's inverse frequencies (head_dim 128)
     __align__(16) bf16 g[kMaxNormK];    // the op's RMSNorm weights
     uint64_t full[kWStages], empty[kWStages];    // the weights' ring
     uint64_t a_full[kABufs], a_empty[kABufs];    // the staged input's
@@ -345,6 +358,12 @@ __device__ void stage_inputs(Shared &sm, const Op *ops, int n_ops, int rows) {
             stagers_sync(); // what the poll acquired, to every stager
         }
         norm_setup(sm, op, rows);
+        if (op.epi == EPI_QKV) { // the table its epilogue reads (the barrier: every stager done with the last)
+            stagers_sync();
+            const int t = threadIdx.x - kConsumers - kCopiers;
+            if (t < kHalfRows) sm.inv_freq[t] = vk_rope_inv_freq(t, kTileRows, op.theta);
+            stagers_sync();
+        }
         if (op.epi == EPI_NORM) {
             norm_rows(sm, op, rows);
         } else {
@@ -422,12 +441,44 @@ __device__ __forceinline__ void store_partials(const Op &op, int rows, int tile,
     }
 }
 
+// EPI_QKV's epilogue of row r's values sf (columns c4 .. c4 + 3 of head `tile`, a warp the row):
+// rounded to bf16, then RoPE on q and key heads as fused.cu's rotate does it (the pair of column
+// i < 64 is i + 64, which lane + 16 holds), and stored: queries to y, keys and values to the
+// caches' row slot[r].
+__device__ __forceinline__ void qkv_epilogue(const Shared &sm, const Op &op, int r, int tile, int c4, const float (&sf)[4]) {
+    const int lane = threadIdx.x % 32, kd = op.kv_heads * kTileRows;
+    float v[4];
+#pragma unroll
+    for (int e = 0; e < 4; e++) v[e] = vk_round(sf[e]);
+    bf16 *dst;
+    if (tile < op.heads + op.kv_heads) {
+        const float pos = (float)op.pos[r];
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const float other = __shfl_xor_sync(0xffffffffu, v[e], 16);
+            const int i = (c4 + e) % kHalfRows;
+            float sn, cs;
+            sincosf(pos * sm.inv_freq[i], &sn, &cs);
+            float o1, o2; // dims i and i + 64
+            if (lane < 16) vk_rope_rotate(v[e], other, vk_round(cs), vk_round(sn), &o1, &o2);
+            else vk_rope_rotate(other, v[e], vk_round(cs), vk_round(sn), &o1, &o2);
+            v[e] = lane < 16 ? o1 : o2;
+        }
+        dst = tile < op.heads ? op.y + (int64_t)r * op.y_stride + (int64_t)tile * kTileRows
+                              : op.k_cache + (int64_t)op.slot[r] * kd + (int64_t)(tile - op.heads) * kTileRows;
+    } else {
+        dst = op.v_cache + (int64_t)op.slot[r] * kd + (int64_t)(tile - op.heads - op.kv_heads) * kTileRows;
+    }
+#pragma unroll
+    for (int e = 0; e < 4; e++) dst[c4 + e] = vk_bf(v[e]);
+}
+
 // The epilogue of a tile whose every slice's partials are stored, by the stagers: the slices
 // added in slice order (the same bits whichever unit was last), then y: stored, SwiGLU'd (gate
 // rows 0-63 of the tile, up rows 64-127), or added to the residual with the rows' sums of squares
 // over the tile. Rows r0, r0 + rstep, ... (this unit's share). A warp a row (four rows at a time),
 // or for SwiGLU half a warp.
-__device__ void finish_tile(const Op &op, int rows, int tile, int r0, int rstep) {
+__device__ void finish_tile(const Shared &sm, const Op &op, int rows, int tile, int r0, int rstep) {
     const int t = threadIdx.x - kConsumers - kCopiers, lane = t % 32;
     const float *P = op.part + (size_t)tile * op.slices * kMaxRows * kTileRows;
     const size_t slice_stride = (size_t)kMaxRows * kTileRows;
@@ -460,6 +511,10 @@ __device__ void finish_tile(const Op &op, int rows, int tile, int r0, int rstep)
             sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
         }
         const float sf[4] = {sum.x, sum.y, sum.z, sum.w};
+        if (op.epi == EPI_QKV) {
+            qkv_epilogue(sm, op, r, tile, c4, sf);
+            continue;
+        }
         float ss = 0.0f;
 #pragma unroll
         for (int e = 0; e < 4; e++) {
@@ -498,7 +553,7 @@ __device__ void finish_units(Shared &sm, const Op &op, int rows, int offset, int
             }
             stagers_sync(); // every slice stored, and what the poll acquired, to every stager
         }
-        finish_tile(op, rows, tile, slice, S);
+        finish_tile(sm, op, rows, tile, slice, S);
         if (S > 1) {
             stagers_sync(); // every stager's share done (its reads of the partials among them)
             if (t == 0 && vk_atom_add_acq_rel(&op.tickets[tile], 1u) == (unsigned)(2 * S - 1))

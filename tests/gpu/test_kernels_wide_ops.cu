@@ -1,6 +1,7 @@
 // kernels/wide_ops.cuh, the wide persistent decode step's projections, one launch running ops
 // one after the other on the block's units, against a CPU reference with the op-by-op path's
-// rounding points: q|k|v-like (RMSNorm'd input, stored), o- and down-like (copied input, residual
+// rounding points: q|k|v (RMSNorm'd input; stored, or with RoPE into queries and the KV cache's
+// rows), o- and down-like (copied input, residual
 // add, the rows' sums of squares over each tile), gate|up (RMSNorm'd, SwiGLU), and the RMSNorm as
 // an op of its own (EPI_NORM).
 //
@@ -25,10 +26,10 @@
 // and the dealing's offset carried from op to op). WIDE_OPS_SMALL=1 runs the small ones only
 // (compute-sanitizer). sm_90a only; skips elsewhere.
 //
-// Timing (unless --no-timing): the decoder's four projections at 16, 32 and 64 rows, streamed one
-// after the other through copies of a layer's weights larger than L2, as TB/s of weights: each op
-// alone, whole layers, layers chained (every op waits for the one before, as in the step), and
-// with the RMSNorms as ops of their own.
+// Timing (unless --no-timing): the decoder's four projections (q|k|v with its RoPE and cache
+// write) at 16, 32 and 64 rows, streamed one after the other through copies of a layer's weights
+// larger than L2, as TB/s of weights: each op alone, whole layers, layers chained (every op waits
+// for the one before, as in the step), and with the RMSNorms as ops of their own.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <math.h>
@@ -89,6 +90,7 @@ struct Case {
     const char *name;
     int epi, rows, n, k, slices;
     bool norm;
+    int kv_heads = 0; // EPI_QKV: n / 128 - 2 kv_heads query heads
 };
 
 // One op's data on both sides, its launch-ready Op, and its check.
@@ -97,6 +99,8 @@ struct OpCase {
     Op op;
     std::vector<float> x, g, resid, w, ssq_parts; // host mirrors (bf16 values as floats)
     int out_cols;                                 // y's columns
+    std::vector<int32_t> pos, slot;               // EPI_QKV
+    int n_slots = 0;
     std::vector<void *> dev;
 
     void make(const Case &cs) {
@@ -133,6 +137,19 @@ struct OpCase {
             GTU_CUDA(cudaMemset(dso, 0xff, (size_t)op.tiles * wide::kMaxRows * 4));
             dev.push_back(dr), dev.push_back(dso);
             op.resid = dr, op.ssq_out = dso;
+        }
+        if (c.epi == wide::EPI_QKV) { // distinct slots in a larger cache, positions far apart
+            op.kv_heads = c.kv_heads, op.heads = c.n / wide::kTileRows - 2 * c.kv_heads, op.theta = 1e6;
+            out_cols = op.heads * wide::kTileRows;
+            n_slots = 2 * c.rows + 3;
+            pos.resize(c.rows), slot.resize(c.rows);
+            for (int r = 0; r < c.rows; r++) pos[r] = 17 + 37 * r, slot[r] = n_slots - 1 - 2 * r;
+            const size_t cn = (size_t)n_slots * op.kv_heads * wide::kTileRows;
+            std::vector<__nv_bfloat16> sentinel(cn, __float2bfloat16_rn(1.0f));
+            __nv_bfloat16 *kc = upload(sentinel), *vc = upload(sentinel);
+            int32_t *dpos = upload(pos), *dslot = upload(slot);
+            dev.push_back(kc), dev.push_back(vc), dev.push_back(dpos), dev.push_back(dslot);
+            op.k_cache = kc, op.v_cache = vc, op.pos = dpos, op.slot = dslot;
         }
         __nv_bfloat16 *dy;
         GTU_CUDA(cudaMalloc(&dy, (size_t)c.rows * out_cols * 2));
@@ -184,6 +201,78 @@ struct OpCase {
         printf("check %-28s rows %2d k %5d: %s (exact)\n", c.name, c.rows, c.k, bad ? "FAIL" : "ok");
     }
 
+    // EPI_QKV: the queries in y, the keys and values in their cache rows, every other cache row
+    // untouched. RoPE's bound: the inputs' bounds through the rotation, one bf16 ulp (2^-7
+    // relative) of cos and sin (the device's sincosf and the host's cos may round apart), and the
+    // three roundings.
+    void check_qkv(const std::vector<__nv_bfloat16> &yb, const std::vector<double> &a, const std::vector<double> &amb) {
+        const double h = ldexp(1.0, -8);
+        const int H = op.heads, KV = op.kv_heads, D = wide::kTileRows, kd = KV * D;
+        const size_t cn = (size_t)n_slots * kd;
+        std::vector<__nv_bfloat16> kc(cn), vc(cn);
+        GTU_CUDA(cudaMemcpy(kc.data(), op.k_cache, cn * 2, cudaMemcpyDeviceToHost));
+        GTU_CUDA(cudaMemcpy(vc.data(), op.v_cache, cn * 2, cudaMemcpyDeviceToHost));
+        int bad = 0;
+        double worst = 0;
+        auto expect = [&](const char *what, double got, double ref, double bound, int r, int col) {
+            const double d = fabs(got - ref);
+            if (!(d <= bound)) {
+                if (bad < 5)
+                    fprintf(stderr, "  %s: %s row %d column %d = %.6g, reference %.6g, bound %.3g\n", c.name, what, r,
+                            col, got, ref, bound);
+                bad++;
+            }
+            if (bound > 0 && d / bound > worst) worst = d / bound;
+        };
+        for (int r = 0; r < c.rows; r++)
+            for (int hd = 0; hd < H + 2 * KV; hd++)
+                for (int cl = 0; cl < D; cl++) {
+                    double P, e;
+                    row_sums(a, amb, r, hd * D + cl, P, e);
+                    const double ba = e + h * (2 * fabs(P) + e);
+                    if (hd >= H + KV) { // a value: stored as it is
+                        expect("value", __bfloat162float(vc[(size_t)slot[r] * kd + (hd - H - KV) * D + cl]),
+                               bfr((float)P), ba, r, hd * D + cl);
+                        continue;
+                    }
+                    const int i = cl % (D / 2);
+                    double P1, e1, P2, e2;
+                    row_sums(a, amb, r, hd * D + i, P1, e1);
+                    row_sums(a, amb, r, hd * D + i + D / 2, P2, e2);
+                    const double x1 = bfr((float)P1), x2 = bfr((float)P2);
+                    const double b1 = e1 + h * (2 * fabs(P1) + e1), b2 = e2 + h * (2 * fabs(P2) + e2);
+                    const float invf = (float)(1.0 / pow(op.theta, (double)(2 * i) / D));
+                    const float ang = (float)pos[r] * invf;
+                    const double cs = bfr((float)cos((double)ang)), sn = bfr((float)sin((double)ang));
+                    double ref, prop;
+                    if (cl < D / 2) {
+                        ref = bfr((float)(bfr((float)(x1 * cs)) - bfr((float)(x2 * sn))));
+                        prop = fabs(cs) * b1 + fabs(sn) * b2;
+                    } else {
+                        ref = bfr((float)(bfr((float)(x2 * cs)) + bfr((float)(x1 * sn))));
+                        prop = fabs(cs) * b2 + fabs(sn) * b1;
+                    }
+                    const double mag = fabs(x1 * cs) + fabs(x2 * sn) + fabs(x2 * cs) + fabs(x1 * sn);
+                    prop += ldexp(1.0, -7) * mag + 2 * h * mag;
+                    const double bound = prop + h * (2 * fabs(ref) + prop);
+                    const double got = hd < H ? __bfloat162float(yb[(size_t)r * out_cols + hd * D + cl])
+                                              : __bfloat162float(kc[(size_t)slot[r] * kd + (hd - H) * D + cl]);
+                    expect(hd < H ? "query" : "key", got, ref, bound, r, hd * D + cl);
+                }
+        std::vector<char> written(n_slots, 0);
+        for (int r = 0; r < c.rows; r++) written[slot[r]] = 1;
+        int touched = 0;
+        for (int sl = 0; sl < n_slots; sl++)
+            if (!written[sl])
+                for (int j = 0; j < kd; j++)
+                    touched += __bfloat162float(kc[(size_t)sl * kd + j]) != 1.0f ||
+                               __bfloat162float(vc[(size_t)sl * kd + j]) != 1.0f;
+        CHECK_MSG(bad == 0, "%s: %d elements outside their bound", c.name, bad);
+        CHECK_MSG(touched == 0, "%s: %d elements of cache rows no row owns were written", c.name, touched);
+        printf("check %-28s rows %2d heads %d + 2 x %d, k %5d slices %d: %s (worst at %.2f of its bound)\n", c.name,
+               c.rows, H, KV, c.k, op.slices, bad || touched ? "FAIL" : "ok", worst);
+    }
+
     void check() {
         const double h = ldexp(1.0, -8); // half a bf16 ulp, relative
         // the staged input, and where its rounding is ambiguous, the candidates' difference
@@ -206,6 +295,7 @@ struct OpCase {
         std::vector<__nv_bfloat16> yb((size_t)c.rows * out_cols);
         GTU_CUDA(cudaMemcpy(yb.data(), op.y, yb.size() * 2, cudaMemcpyDeviceToHost));
         if (c.epi == wide::EPI_NORM) return check_norm(yb, a, a_lo, a_hi, amb);
+        if (c.epi == wide::EPI_QKV) return check_qkv(yb, a, amb);
         int bad = 0;
         double worst = 0;
         for (int r = 0; r < c.rows; r++)
@@ -409,10 +499,17 @@ void time_layers(int rows, int gu_slices, bool norms = true, bool chained = fals
         const char *name;
         int n, k, slices, epi;
         bool norm;
-    } shapes[4] = {{"q|k|v", qkv, hidden, 3, wide::EPI_STORE, true},
+    } shapes[4] = {{"q|k|v", qkv, hidden, 3, wide::EPI_QKV, true},
                    {"o", hidden, attn, o_slices, wide::EPI_ADD, false},
                    {"gate|up", 2 * ffn, hidden, gu_slices, wide::EPI_GLU, true},
                    {"down", hidden, ffn, 8, wide::EPI_ADD, false}};
+    // q|k|v's RoPE and cache rows: positions ~300-ish, slot r for row r
+    std::vector<int32_t> hpos(wide::kMaxRows), hslot(wide::kMaxRows);
+    for (int r = 0; r < wide::kMaxRows; r++) hpos[r] = 200 + 7 * r, hslot[r] = r;
+    int32_t *dpos = upload(hpos), *dslot = upload(hslot);
+    __nv_bfloat16 *kcache, *vcache;
+    GTU_CUDA(cudaMalloc(&kcache, (size_t)wide::kMaxRows * 1024 * 2));
+    GTU_CUDA(cudaMalloc(&vcache, (size_t)wide::kMaxRows * 1024 * 2));
     // chained: every op waits for the one before it (its counter), as in the step
     unsigned *counters;
     const size_t n_counters = (size_t)layers * 6;
@@ -443,6 +540,10 @@ void time_layers(int rows, int gu_slices, bool norms = true, bool chained = fals
                 CHECK_MSG(wide::units_of(op) <= 512 && op.tiles <= 256, "the timing's buffers hold the op");
                 op.part = part + (size_t)(l * 4 + s) * 512 * unit_floats, op.tickets = tickets + (l * 4 + s) * 256;
                 op.y = y, op.y_stride = op.epi == wide::EPI_GLU ? op.n / 2 : op.n;
+                if (op.epi == wide::EPI_QKV) {
+                    op.heads = 32, op.kv_heads = 8, op.theta = 1e6, op.y_stride = 32 * 128;
+                    op.pos = dpos, op.slot = dslot, op.k_cache = kcache, op.v_cache = vcache;
+                }
                 if (op.epi == wide::EPI_ADD) op.resid = act, op.ssq_out = ssq + 32 * wide::kMaxRows;
                 off += (size_t)op.n * op.k;
                 if (chained) {
@@ -484,7 +585,7 @@ void time_layers(int rows, int gu_slices, bool norms = true, bool chained = fals
         cudaEventDestroy(e0), cudaEventDestroy(e1);
     }
     cudaFree(wts), cudaFree(act), cudaFree(g), cudaFree(y), cudaFree(ssq), cudaFree(part), cudaFree(tickets);
-    cudaFree(counters), cudaFree(xn);
+    cudaFree(counters), cudaFree(xn), cudaFree(dpos), cudaFree(dslot), cudaFree(kcache), cudaFree(vcache);
 }
 
 } // namespace
@@ -513,12 +614,14 @@ int main(int argc, char **argv) {
     check_chain(24, 520, 264, 392);
     check_chain_norm_pass(24, 520, 264, 392);
     check_launch({{"norm alone, awkward", wide::EPI_NORM, 33, 0, 1000, 1, true}});
+    check_launch({{"q|k|v, RoPE, cache, norm", wide::EPI_QKV, 9, (3 + 2 * 2) * 128, 520, 3, true, 2}});
     if (!small) {
         check_launch({{"add, 4 slices", EPI_ADD, 64, 3072, 4096, 4, false}});
         check_launch({{"add, 8 slices, k 8192", EPI_ADD, 33, 520, 8192, 8, false}});
         check_launch({{"glu, norm, 2 slices", EPI_GLU, 64, 2 * 1000, 3072, 2, true}});
         check_chain(17, 3072, 4096, 8192);
         check_chain_norm_pass(17, 3072, 4096, 8192);
+        check_launch({{"q|k|v, RoPE, cache, decoder shape", wide::EPI_QKV, 24, (32 + 2 * 8) * 128, 3072, 3, true, 8}});
         check_launch({{"3 ops: store, norm", EPI_STORE, 24, 6144, 3072, 3, true},
                       {"3 ops: add", EPI_ADD, 24, 3072, 4096, 4, false},
                       {"3 ops: glu, norm", EPI_GLU, 24, 2 * 520, 3072, 2, true}});
