@@ -1,9 +1,8 @@
 // kernels/wide_ops.cuh, the wide persistent decode step's projections, one launch running ops
 // one after the other on the block's units, against a CPU reference with the op-by-op path's
 // rounding points: q|k|v (RMSNorm'd input; stored, or with RoPE into queries and the KV cache's
-// rows), o- and down-like (copied input, residual
-// add, the rows' sums of squares over each tile), gate|up (RMSNorm'd, SwiGLU), and the RMSNorm as
-// an op of its own (EPI_NORM).
+// rows), o- and down-like (copied input, residual add, the rows' sums of squares over each tile),
+// gate|up (RMSNorm'd, SwiGLU), and the RMSNorm as an op of its own (EPI_NORM).
 //
 // The bound, every element (derived, not fitted): the kernel's fp32 sum P' of a row's products
 // differs from the exact sum P of the reference's staged values by
