@@ -41,7 +41,10 @@
 #ifndef VOX_KERNELS_WIDE_OPS_CUH
 #define VOX_KERNELS_WIDE_OPS_CUH
 
+#include <cuda.h> // CUtensorMap (the types only: the encoder comes through the runtime's entry point)
+#include <cudaTypedefs.h>
 #include <cuda_bf16.h>
+#include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -94,6 +97,11 @@ enum Epilogue { EPI_STORE = 0, EPI_GLU = 1, EPI_ADD = 2, EPI_NORM = 3, EPI_QKV =
 // One projection y = epilogue(stage(in) @ w^T) over `rows` sequences.
 struct Op {
     const bf16 *w;       // [n, k], row-major
+    // w's tensor map (encode_weight_map, in device memory, 64-byte aligned), or NULL: with it the
+    // copiers load each k-block's two boxes of 64 rows x 64 columns with one thread's tensor
+    // copies (TMA, 128B swizzle) instead of 128 threads' cp.async. Every op of a launch has one,
+    // or none has (shared_init's `tma`).
+    const CUtensorMap *wmap;
     int n, k;            // k a multiple of 8; EPI_GLU: n = 2 * ffn, gate rows then up rows
     int slices, slice_kb; // K-slices a tile (wide_plan), k-blocks a slice (the last may hold fewer)
     int tiles;           // output tiles: n / 128, or ffn / 64 for EPI_GLU, rounded up
@@ -147,6 +155,28 @@ __host__ __device__ inline bool op_supported(const Op &op) {
            (!op.norm || op.k <= kMaxNormK) && op.in_stride % 8 == 0;
 }
 
+// The tensor map of a bf16 weight matrix [n, k] (k a multiple of 8) in boxes of 64 rows x 64
+// columns, 128-byte swizzled (the layout vk_sw128_off describes), zeros past its edges. The driver's
+// encoder is reached through the runtime (cudaGetDriverEntryPointByVersion), so nothing links
+// libcuda. Returns false where the driver or the arguments refuse it.
+inline bool encode_weight_map(CUtensorMap *map, const void *w, int n, int k) {
+    static PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
+    if (!encode) {
+        void *fn = nullptr;
+        cudaDriverEntryPointQueryResult q;
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q) !=
+                cudaSuccess ||
+            q != cudaDriverEntryPointSuccess || !fn)
+            return false;
+        encode = (PFN_cuTensorMapEncodeTiled_v12000)fn;
+    }
+    const cuuint64_t dims[2] = {(cuuint64_t)k, (cuuint64_t)n}, strides[1] = {(cuuint64_t)k * 2};
+    const cuuint32_t box[2] = {kBK, kHalfRows}, elem[2] = {1, 1};
+    return encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void *>(w), dims, strides, box, elem,
+                  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
 // Shared memory, from a 1024-byte-aligned base (the swizzle's period).
 struct Shared {
     unsigned char w[kWStages][kWBytes];
@@ -188,6 +218,15 @@ __device__ __forceinline__ void cp_async16_hint(uint32_t dst, const void *src, b
 }
 
 // ---- the copiers (warpgroup 2: warps 8 to 11) ----
+// A 64 x 64 box of a weight matrix (columns c0.., rows r0..) into shared memory at dst, its bytes
+// counted on the mbarrier bar; L2 evict-first.
+__device__ __forceinline__ void tma_box(uint32_t dst, const CUtensorMap *map, int c0, int r0, uint32_t bar,
+                                        uint64_t policy) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+                 " [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
+                 "l"(map), "r"(c0), "r"(r0), "r"(bar), "l"(policy)
+                 : "memory");
+}
 // Stream the weights of this block's units of ops[0 .. n_ops) through the ring. `it` counts the
 // k-blocks streamed so far (the stagers and consumers keep the same count).
 __device__ void copy_weights(Shared &sm, const Op *ops, int n_ops) {
@@ -201,6 +240,20 @@ __device__ void copy_weights(Shared &sm, const Op *ops, int n_ops) {
         for (int u = first_unit(offset); u < units; u += gridDim.x) {
             int tile, slice, kb0, kb1;
             unit_range(op, u, tile, slice, kb0, kb1);
+            if (op.wmap) { // one thread: two boxes of 64 rows a k-block (a GLU tile's gate and up rows)
+                const int row0 = op.epi == EPI_GLU ? tile * kHalfRows : tile * kTileRows;
+                const int row1 = op.epi == EPI_GLU ? op.n / 2 + tile * kHalfRows : row0 + kHalfRows;
+                for (int kb = kb0; kb < kb1; kb++, it++) {
+                    if (t != 0) continue;
+                    const int s = it % kWStages;
+                    if (it >= kWStages) vk_mbar_wait(vk_smem_u32(&sm.empty[s]), (uint32_t)((it / kWStages - 1) & 1));
+                    const uint32_t bar = vk_smem_u32(&sm.full[s]), dst = vk_smem_u32(sm.w[s]);
+                    vk_mbar_expect_tx(bar, kWBytes);
+                    tma_box(dst, op.wmap, kb * kBK, row0, bar, policy);
+                    tma_box(dst + kWBytes / 2, op.wmap, kb * kBK, row1, bar, policy);
+                }
+                continue;
+            }
             for (int kb = kb0; kb < kb1; kb++, it++) {
                 const int s = it % kWStages;
                 if (it >= kWStages) vk_mbar_wait(vk_smem_u32(&sm.empty[s]), (uint32_t)((it / kWStages - 1) & 1));
@@ -616,11 +669,11 @@ __device__ void consume(Shared &sm, const Op *ops, int n_ops, int rows) {
 }
 
 // The block's set-up: the ring's barriers. Every thread calls it, then splits by warpgroup.
-__device__ __forceinline__ Shared &shared_init(unsigned char *raw) {
+__device__ __forceinline__ Shared &shared_init(unsigned char *raw, bool tma) {
     Shared &sm = *reinterpret_cast<Shared *>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~(uintptr_t)1023);
     if (threadIdx.x == 0) {
         for (int s = 0; s < kWStages; s++) {
-            vk_mbar_init(vk_smem_u32(&sm.full[s]), kCopiers);         // every copier, via cp.async
+            vk_mbar_init(vk_smem_u32(&sm.full[s]), tma ? 1 : kCopiers); // the tensor copies' thread, or every copier via cp.async
             vk_mbar_init(vk_smem_u32(&sm.empty[s]), kConsumers / 32); // lane 0 of each consumer warp
         }
         for (int b = 0; b < kABufs; b++) {

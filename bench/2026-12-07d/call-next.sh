@@ -9,6 +9,10 @@
 #    the cost of two more ops (and, chained, two more waits) a layer. Prediction: unchained, within
 #    ~5 us of the no-RMSNorm layer (99.6 us at 32 rows); chained, better than the in-stager norm
 #    chained if a wait costs less than ~8 us.
+#    Every check and timing line runs twice: the copiers' cp.async, then their tensor copies (TMA,
+#    one thread, two 64 x 64 boxes a k-block). Prediction: TMA's weights stream faster, as the
+#    one-row kernel's bulk copies do (~3.1 TB/s on an H100 against the probe's 2.5-2.7 with
+#    cp.async): the no-RMSNorm gate|up 2.7 -> ~2.9-3.0 TB/s.
 # 2. The ring-depth sweep (build_variants.sh): if the RMSNorm's cost is the stagers' latency in
 #    series with the copies (NOTES-2026-12-07d section 3), kAhead 6-8 with more input buffers
 #    closes most of the gap to the no-norm rate (2.7 TB/s); if it does not move, the cost is

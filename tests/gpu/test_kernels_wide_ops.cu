@@ -46,10 +46,10 @@ using wide::Op;
 
 namespace {
 
-__global__ void __launch_bounds__(wide::kThreads, 1) wide_ops_kernel(const Op *ops, int n_ops, int rows) {
+__global__ void __launch_bounds__(wide::kThreads, 1) wide_ops_kernel(const Op *ops, int n_ops, int rows, bool tma) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    wide::Shared &sm = wide::shared_init(smem_raw);
+    wide::Shared &sm = wide::shared_init(smem_raw, tma);
     // 512 threads, 128 registers each: every role fits (no setmaxnreg)
     if (threadIdx.x >= wide::kConsumers) {
         if (threadIdx.x < wide::kConsumers + wide::kCopiers) wide::copy_weights(sm, ops, n_ops);
@@ -58,12 +58,25 @@ __global__ void __launch_bounds__(wide::kThreads, 1) wide_ops_kernel(const Op *o
     }
     wide::consume(sm, ops, n_ops, rows);
 #else
-    (void)ops, (void)n_ops, (void)rows;
+    (void)ops, (void)n_ops, (void)rows, (void)tma;
 #endif
 }
 
 gtu_rng g_rng = gtu_rng_seed(0x71de);
 int g_grid;
+bool g_tma = false; // the ops carry tensor maps (Op::wmap) and the copiers use them
+
+// A device copy of w's tensor map (wide::encode_weight_map), or NULL without g_tma.
+const CUtensorMap *weight_map(const void *w, int n, int k, std::vector<void *> &dev) {
+    if (!g_tma || n == 0) return nullptr;
+    CUtensorMap map;
+    CHECK_MSG(wide::encode_weight_map(&map, w, n, k), "the driver encodes a tensor map of %d x %d", n, k);
+    CUtensorMap *d;
+    GTU_CUDA(cudaMalloc(&d, sizeof map));
+    GTU_CUDA(cudaMemcpy(d, &map, sizeof map, cudaMemcpyHostToDevice));
+    dev.push_back(d);
+    return d;
+}
 
 float bfr(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
 std::vector<__nv_bfloat16> to_bf16(const std::vector<float> &f) {
@@ -113,6 +126,7 @@ struct OpCase {
         __nv_bfloat16 *dx = upload(to_bf16(x)), *dw = upload(to_bf16(w));
         dev.push_back(dx), dev.push_back(dw);
         op.w = dw, op.in = dx, op.in_stride = c.k, op.eps = 1e-5f;
+        op.wmap = weight_map(dw, c.n, c.k, dev);
         if (c.norm) {
             g = rand_bf16(c.k, 0.5f, 1.5f);
             // the rows' sums of squares in parts of columns, as the op before would publish them
@@ -365,7 +379,7 @@ struct OpCase {
 };
 
 void launch(const Op *d_ops, int n_ops, int rows, cudaStream_t st) {
-    wide_ops_kernel<<<g_grid, wide::kThreads, wide::kSmemBytes, st>>>(d_ops, n_ops, rows);
+    wide_ops_kernel<<<g_grid, wide::kThreads, wide::kSmemBytes, st>>>(d_ops, n_ops, rows, g_tma);
     GTU_CUDA(cudaGetLastError());
 }
 
@@ -509,6 +523,19 @@ void time_layers(int rows, int gu_slices, bool norms = true, bool chained = fals
     __nv_bfloat16 *kcache, *vcache;
     GTU_CUDA(cudaMalloc(&kcache, (size_t)wide::kMaxRows * 1024 * 2));
     GTU_CUDA(cudaMalloc(&vcache, (size_t)wide::kMaxRows * 1024 * 2));
+    // g_tma: every weight copy's tensor map
+    CUtensorMap *maps = nullptr;
+    if (g_tma) {
+        std::vector<CUtensorMap> hm((size_t)layers * 4);
+        for (int l = 0; l < layers; l++) {
+            size_t off = l * per_layer / 2;
+            for (int s = 0; s < 4; s++) {
+                CHECK_MSG(wide::encode_weight_map(&hm[l * 4 + s], wts + off, shapes[s].n, shapes[s].k), "tensor map");
+                off += (size_t)shapes[s].n * shapes[s].k;
+            }
+        }
+        maps = upload(hm);
+    }
     // chained: every op waits for the one before it (its counter), as in the step
     unsigned *counters;
     const size_t n_counters = (size_t)layers * 6;
@@ -534,6 +561,7 @@ void time_layers(int rows, int gu_slices, bool norms = true, bool chained = fals
                 op.n = shapes[s].n, op.k = shapes[s].k, op.epi = shapes[s].epi;
                 wide::wide_plan(op, shapes[s].slices);
                 op.w = wts + off, op.in = act, op.in_stride = op.k, op.eps = 1e-5f;
+                if (maps) op.wmap = maps + l * 4 + s;
                 if (shapes[s].norm && norm_pass) op.in = xn;
                 else if (shapes[s].norm && norms) op.norm = g, op.ssq = ssq, op.ssq_parts = 24;
                 CHECK_MSG(wide::units_of(op) <= 512 && op.tiles <= 256, "the timing's buffers hold the op");
@@ -573,18 +601,57 @@ void time_layers(int rows, int gu_slices, bool norms = true, bool chained = fals
         for (int s = 0; s < 4; s++)
             if (only < 0 || only == s) bytes += (double)shapes[s].n * shapes[s].k * 2;
         if (only < 0)
-            printf("time layer   rows %2d gate|up slices %d, o slices %d%s%s: %7.1f us a layer, weights %.2f TB/s "
+            printf("time layer   rows %2d gate|up slices %d, o slices %d%s%s%s: %7.1f us a layer, weights %.2f TB/s "
                    "(%.0f us a 30-layer step of projections)\n",
                    rows, gu_slices, o_slices, norm_pass ? ", norm pass" : norms ? "" : ", no RMSNorm",
-                   chained ? ", chained" : "", us, bytes / us * 1e-6, 30 * us);
+                   chained ? ", chained" : "", g_tma ? ", TMA" : "", us, bytes / us * 1e-6, 30 * us);
         else
-            printf("time %-7s rows %2d slices %d: %6.1f us, weights %.2f TB/s\n", shapes[only].name, rows,
-                   only == 2 ? gu_slices : shapes[only].slices, us, bytes / us * 1e-6);
+            printf("time %-7s rows %2d slices %d%s: %6.1f us, weights %.2f TB/s\n", shapes[only].name, rows,
+                   shapes[only].slices, g_tma ? ", TMA" : "", us, bytes / us * 1e-6);
         cudaFree(d_ops);
         cudaEventDestroy(e0), cudaEventDestroy(e1);
     }
     cudaFree(wts), cudaFree(act), cudaFree(g), cudaFree(y), cudaFree(ssq), cudaFree(part), cudaFree(tickets);
     cudaFree(counters), cudaFree(xn), cudaFree(dpos), cudaFree(dslot), cudaFree(kcache), cudaFree(vcache);
+    if (maps) cudaFree(maps);
+}
+
+void run_checks(bool small) {
+    // one op a launch
+    check_launch({{"store, norm, one row", wide::EPI_STORE, 1, 200, 72, 1, true}});
+    check_launch({{"store, norm, 3 slices", wide::EPI_STORE, 9, 1000, 1000, 3, true}});
+    check_launch({{"store, copied, 7 slices > k-blocks", wide::EPI_STORE, 33, 263, 200, 7, false}});
+    check_launch({{"add, one slice, awkward", wide::EPI_ADD, 50, 136, 520, 1, false}});
+    check_launch({{"glu, norm, one slice", wide::EPI_GLU, 17, 400, 1544, 1, true}});
+    check_launch({{"glu, copied, 5 slices", wide::EPI_GLU, 1, 2 * 72, 328, 5, false}});
+    // several ops in one launch, chained as in the step, then independent (the ring and the
+    // dealing carried from op to op)
+    check_chain(24, 520, 264, 392);
+    check_chain_norm_pass(24, 520, 264, 392);
+    check_launch({{"norm alone, awkward", wide::EPI_NORM, 33, 0, 1000, 1, true}});
+    check_launch({{"q|k|v, RoPE, cache, norm", wide::EPI_QKV, 9, (3 + 2 * 2) * 128, 520, 3, true, 2}});
+    if (!small) {
+        check_launch({{"add, 4 slices", wide::EPI_ADD, 64, 3072, 4096, 4, false}});
+        check_launch({{"add, 8 slices, k 8192", wide::EPI_ADD, 33, 520, 8192, 8, false}});
+        check_launch({{"glu, norm, 2 slices", wide::EPI_GLU, 64, 2 * 1000, 3072, 2, true}});
+        check_chain(17, 3072, 4096, 8192);
+        check_chain_norm_pass(17, 3072, 4096, 8192);
+        check_launch({{"q|k|v, RoPE, cache, decoder shape", wide::EPI_QKV, 24, (32 + 2 * 8) * 128, 3072, 3, true, 8}});
+        check_launch({{"3 ops: store, norm", wide::EPI_STORE, 24, 6144, 3072, 3, true},
+                      {"3 ops: add", wide::EPI_ADD, 24, 3072, 4096, 4, false},
+                      {"3 ops: glu, norm", wide::EPI_GLU, 24, 2 * 520, 3072, 2, true}});
+    }
+}
+
+void run_timing() {
+    for (int rows : {16, 32, 64}) time_layers(rows, 2);
+    time_layers(32, 1);
+    time_layers(32, 1, false);
+    for (int rows : {16, 32, 64}) time_layers(rows, 2, true, true);
+    for (int rows : {16, 32, 64}) time_layers(rows, 2, true, false, true);
+    for (int rows : {16, 32, 64}) time_layers(rows, 2, true, true, true);
+    time_layers(32, 2, true, true, false, 11);
+    time_layers(32, 2, true, true, true, 11);
 }
 
 } // namespace
@@ -594,46 +661,20 @@ int main(int argc, char **argv) {
     g_grid = gtu_sm90_start(argc, argv, "the wide step", &timing);
     GTU_CUDA(cudaFuncSetAttribute(wide_ops_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  (int)wide::kSmemBytes));
-    using wide::EPI_ADD;
-    using wide::EPI_GLU;
-    using wide::EPI_STORE;
     // WIDE_OPS_SMALL=1: the small cases only (under compute-sanitizer, where the full-size ones
     // would take minutes)
     const char *small_env = getenv("WIDE_OPS_SMALL");
     const bool small = small_env && small_env[0] == '1';
-    // one op a launch
-    check_launch({{"store, norm, one row", EPI_STORE, 1, 200, 72, 1, true}});
-    check_launch({{"store, norm, 3 slices", EPI_STORE, 9, 1000, 1000, 3, true}});
-    check_launch({{"store, copied, 7 slices > k-blocks", EPI_STORE, 33, 263, 200, 7, false}});
-    check_launch({{"add, one slice, awkward", EPI_ADD, 50, 136, 520, 1, false}});
-    check_launch({{"glu, norm, one slice", EPI_GLU, 17, 400, 1544, 1, true}});
-    check_launch({{"glu, copied, 5 slices", EPI_GLU, 1, 2 * 72, 328, 5, false}});
-    // several ops in one launch, chained as in the step, then independent (the ring and the
-    // dealing carried from op to op)
-    check_chain(24, 520, 264, 392);
-    check_chain_norm_pass(24, 520, 264, 392);
-    check_launch({{"norm alone, awkward", wide::EPI_NORM, 33, 0, 1000, 1, true}});
-    check_launch({{"q|k|v, RoPE, cache, norm", wide::EPI_QKV, 9, (3 + 2 * 2) * 128, 520, 3, true, 2}});
-    if (!small) {
-        check_launch({{"add, 4 slices", EPI_ADD, 64, 3072, 4096, 4, false}});
-        check_launch({{"add, 8 slices, k 8192", EPI_ADD, 33, 520, 8192, 8, false}});
-        check_launch({{"glu, norm, 2 slices", EPI_GLU, 64, 2 * 1000, 3072, 2, true}});
-        check_chain(17, 3072, 4096, 8192);
-        check_chain_norm_pass(17, 3072, 4096, 8192);
-        check_launch({{"q|k|v, RoPE, cache, decoder shape", wide::EPI_QKV, 24, (32 + 2 * 8) * 128, 3072, 3, true, 8}});
-        check_launch({{"3 ops: store, norm", EPI_STORE, 24, 6144, 3072, 3, true},
-                      {"3 ops: add", EPI_ADD, 24, 3072, 4096, 4, false},
-                      {"3 ops: glu, norm", EPI_GLU, 24, 2 * 520, 3072, 2, true}});
+    // every case with the copiers' cp.async, then with their tensor copies
+    for (bool tma : {false, true}) {
+        g_tma = tma;
+        printf("copiers: %s\n", tma ? "tensor copies (TMA)" : "cp.async");
+        run_checks(small);
     }
-    if (timing) {
-        for (int rows : {16, 32, 64}) time_layers(rows, 2);
-        time_layers(32, 1);
-        time_layers(32, 1, false);
-        for (int rows : {16, 32, 64}) time_layers(rows, 2, true, true);
-        for (int rows : {16, 32, 64}) time_layers(rows, 2, true, false, true);
-        for (int rows : {16, 32, 64}) time_layers(rows, 2, true, true, true);
-        time_layers(32, 2, true, true, false, 11);
-        time_layers(32, 2, true, true, true, 11);
-    }
+    if (timing)
+        for (bool tma : {false, true}) {
+            g_tma = tma;
+            run_timing();
+        }
     return test_finish("test_kernels_wide_ops");
 }
