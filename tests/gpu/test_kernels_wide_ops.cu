@@ -412,71 +412,58 @@ std::vector<float> download_bf16(const __nv_bfloat16 *d, size_t n) {
     return f;
 }
 
-// Three ops chained in one launch as a layer chains them, each reading what the one before
-// wrote once every block has finished it (Op::after / done): o (the residual add, its sums of
-// squares), gate|up (RMSNorm'd with those sums, SwiGLU), down (adds to o's output). Each op is
-// checked against the reference on the inputs the kernel gave it (its predecessor's output as
-// written), so a missing wait shows as a wrong element and the bounds stay those of one op.
-void check_chain(int rows, int hidden, int attn, int ffn) {
-    std::vector<OpCase> oc(3);
-    oc[0].make({"chain: o", wide::EPI_ADD, rows, hidden, attn, 4, false});
-    oc[1].make({"chain: gate|up after o", wide::EPI_GLU, rows, 2 * ffn, hidden, 2, true});
-    oc[2].make({"chain: down after gate|up", wide::EPI_ADD, rows, hidden, ffn, 8, false});
-    Op &o = oc[0].op, &gu = oc[1].op, &dn = oc[2].op;
-    gu.in = o.y, gu.in_stride = o.y_stride, gu.ssq = o.ssq_out, gu.ssq_parts = o.tiles;
-    dn.in = gu.y, dn.in_stride = gu.y_stride, dn.resid = o.y;
+// oc's ops chained in one launch as a layer chains them: op i + 1 reads what op i wrote once every
+// block has finished it (Op::after / done). Checks that every block counted itself on each op.
+void run_chained(std::vector<OpCase> &oc, int rows) {
+    const int n = (int)oc.size();
     unsigned *counters;
-    GTU_CUDA(cudaMalloc(&counters, 2 * sizeof(unsigned)));
-    GTU_CUDA(cudaMemset(counters, 0, 2 * sizeof(unsigned)));
-    o.done = counters, gu.after = counters, gu.done = counters + 1, dn.after = counters + 1;
-    std::vector<Op> ops = {o, gu, dn};
+    GTU_CUDA(cudaMalloc(&counters, n * sizeof(unsigned)));
+    GTU_CUDA(cudaMemset(counters, 0, n * sizeof(unsigned)));
+    std::vector<Op> ops;
+    for (int i = 0; i < n; i++) {
+        oc[i].op.done = counters + i;
+        oc[i].op.after = i ? counters + i - 1 : nullptr;
+        CHECK_MSG(wide::op_supported(oc[i].op), "%s: an op the kernel takes", oc[i].c.name);
+        ops.push_back(oc[i].op);
+    }
     Op *d_ops = upload(ops);
-    launch(d_ops, 3, rows, 0);
+    launch(d_ops, n, rows, 0);
     GTU_CUDA(cudaDeviceSynchronize());
-    // what each op read, as the kernel wrote it
-    oc[1].x = download_bf16(o.y, (size_t)rows * hidden);
-    oc[1].ssq_parts.assign((size_t)o.tiles * wide::kMaxRows, 0.0f);
-    GTU_CUDA(cudaMemcpy(oc[1].ssq_parts.data(), o.ssq_out, oc[1].ssq_parts.size() * 4, cudaMemcpyDeviceToHost));
-    oc[2].x = download_bf16(gu.y, (size_t)rows * ffn);
-    oc[2].resid = oc[1].x;
-    unsigned cnt[2];
-    GTU_CUDA(cudaMemcpy(cnt, counters, sizeof cnt, cudaMemcpyDeviceToHost));
-    CHECK_MSG(cnt[0] == (unsigned)g_grid && cnt[1] == (unsigned)g_grid, "chain: every block counted itself (%u, %u of %d)",
-              cnt[0], cnt[1], g_grid);
-    for (auto &c : oc) c.check(), c.release();
+    std::vector<unsigned> cnt(n);
+    GTU_CUDA(cudaMemcpy(cnt.data(), counters, n * sizeof(unsigned), cudaMemcpyDeviceToHost));
+    for (int i = 0; i < n; i++)
+        CHECK_MSG(cnt[i] == (unsigned)g_grid, "%s: %u of %d blocks counted themselves", oc[i].c.name, cnt[i], g_grid);
     cudaFree(d_ops), cudaFree(counters);
 }
 
-// The same chain with the RMSNorm as its own op (EPI_NORM) between o and gate|up, which then
-// copies its input: o -> norm -> gate|up -> down.
-void check_chain_norm_pass(int rows, int hidden, int attn, int ffn) {
-    std::vector<OpCase> oc(4);
-    oc[0].make({"norm chain: o", wide::EPI_ADD, rows, hidden, attn, 4, false});
-    oc[1].make({"norm chain: norm after o", wide::EPI_NORM, rows, 0, hidden, 1, true});
-    oc[2].make({"norm chain: gate|up after norm", wide::EPI_GLU, rows, 2 * ffn, hidden, 2, false});
-    oc[3].make({"norm chain: down after gate|up", wide::EPI_ADD, rows, hidden, ffn, 8, false});
-    Op &o = oc[0].op, &nm = oc[1].op, &gu = oc[2].op, &dn = oc[3].op;
-    nm.in = o.y, nm.in_stride = o.y_stride, nm.ssq = o.ssq_out, nm.ssq_parts = o.tiles;
-    gu.in = nm.y, gu.in_stride = nm.y_stride;
-    dn.in = gu.y, dn.in_stride = gu.y_stride, dn.resid = o.y;
-    unsigned *counters;
-    GTU_CUDA(cudaMalloc(&counters, 3 * sizeof(unsigned)));
-    GTU_CUDA(cudaMemset(counters, 0, 3 * sizeof(unsigned)));
-    o.done = counters, nm.after = counters, nm.done = counters + 1, gu.after = counters + 1;
-    gu.done = counters + 2, dn.after = counters + 2;
-    std::vector<Op> ops = {o, nm, gu, dn};
-    for (const Op &op : ops) CHECK_MSG(wide::op_supported(op), "the chain's ops are ones the kernel takes");
-    Op *d_ops = upload(ops);
-    launch(d_ops, 4, rows, 0);
-    GTU_CUDA(cudaDeviceSynchronize());
-    oc[1].x = download_bf16(o.y, (size_t)rows * hidden);
-    oc[1].ssq_parts.assign((size_t)o.tiles * wide::kMaxRows, 0.0f);
-    GTU_CUDA(cudaMemcpy(oc[1].ssq_parts.data(), o.ssq_out, oc[1].ssq_parts.size() * 4, cudaMemcpyDeviceToHost));
-    oc[2].x = download_bf16(nm.y, (size_t)rows * hidden);
-    oc[3].x = download_bf16(gu.y, (size_t)rows * ffn);
-    oc[3].resid = oc[1].x;
+// A layer's chain from o on: o (the residual add, its sums of squares) -> gate|up (RMSNorm'd with
+// those sums, SwiGLU) -> down (adds to o's output); with norm_pass the RMSNorm is an op of its own
+// (EPI_NORM) between o and gate|up, which copies. Each op is checked against the reference on the
+// inputs the kernel gave it (its predecessor's output as written), so a missing wait shows as a
+// wrong element and the bounds stay those of one op.
+void check_chain(int rows, int hidden, int attn, int ffn, bool norm_pass) {
+    std::vector<OpCase> oc(norm_pass ? 4 : 3);
+    OpCase &o = oc[0], &gu = oc[norm_pass ? 2 : 1], &dn = oc[norm_pass ? 3 : 2];
+    o.make({norm_pass ? "norm chain: o" : "chain: o", wide::EPI_ADD, rows, hidden, attn, 4, false});
+    if (norm_pass) oc[1].make({"norm chain: norm after o", wide::EPI_NORM, rows, 0, hidden, 1, true});
+    gu.make({norm_pass ? "norm chain: gate|up after norm" : "chain: gate|up after o", wide::EPI_GLU, rows, 2 * ffn,
+             hidden, 2, !norm_pass});
+    dn.make({norm_pass ? "norm chain: down after gate|up" : "chain: down after gate|up", wide::EPI_ADD, rows, hidden,
+             ffn, 8, false});
+    OpCase &normed = oc[1]; // the op that applies the RMSNorm: the norm pass, or gate|up
+    normed.op.in = o.op.y, normed.op.in_stride = o.op.y_stride;
+    normed.op.ssq = o.op.ssq_out, normed.op.ssq_parts = o.op.tiles;
+    if (norm_pass) gu.op.in = oc[1].op.y, gu.op.in_stride = oc[1].op.y_stride;
+    dn.op.in = gu.op.y, dn.op.in_stride = gu.op.y_stride, dn.op.resid = o.op.y;
+    run_chained(oc, rows);
+    // what each op read, as the kernel wrote it
+    normed.x = download_bf16(o.op.y, (size_t)rows * hidden);
+    normed.ssq_parts.assign((size_t)o.op.tiles * wide::kMaxRows, 0.0f);
+    GTU_CUDA(cudaMemcpy(normed.ssq_parts.data(), o.op.ssq_out, normed.ssq_parts.size() * 4, cudaMemcpyDeviceToHost));
+    if (norm_pass) gu.x = download_bf16(oc[1].op.y, (size_t)rows * hidden);
+    dn.x = download_bf16(gu.op.y, (size_t)rows * ffn);
+    dn.resid = normed.x;
     for (auto &c : oc) c.check(), c.release();
-    cudaFree(d_ops), cudaFree(counters);
 }
 
 // The decoder's projections streamed: `layers` copies of a layer's four weights (past L2), each
@@ -626,16 +613,16 @@ void run_checks(bool small) {
     check_launch({{"glu, copied, 5 slices", wide::EPI_GLU, 1, 2 * 72, 328, 5, false}});
     // several ops in one launch, chained as in the step, then independent (the ring and the
     // dealing carried from op to op)
-    check_chain(24, 520, 264, 392);
-    check_chain_norm_pass(24, 520, 264, 392);
+    check_chain(24, 520, 264, 392, false);
+    check_chain(24, 520, 264, 392, true);
     check_launch({{"norm alone, awkward", wide::EPI_NORM, 33, 0, 1000, 1, true}});
     check_launch({{"q|k|v, RoPE, cache, norm", wide::EPI_QKV, 9, (3 + 2 * 2) * 128, 520, 3, true, 2}});
     if (!small) {
         check_launch({{"add, 4 slices", wide::EPI_ADD, 64, 3072, 4096, 4, false}});
         check_launch({{"add, 8 slices, k 8192", wide::EPI_ADD, 33, 520, 8192, 8, false}});
         check_launch({{"glu, norm, 2 slices", wide::EPI_GLU, 64, 2 * 1000, 3072, 2, true}});
-        check_chain(17, 3072, 4096, 8192);
-        check_chain_norm_pass(17, 3072, 4096, 8192);
+        check_chain(17, 3072, 4096, 8192, false);
+        check_chain(17, 3072, 4096, 8192, true);
         check_launch({{"q|k|v, RoPE, cache, decoder shape", wide::EPI_QKV, 24, (32 + 2 * 8) * 128, 3072, 3, true, 8}});
         check_launch({{"3 ops: store, norm", wide::EPI_STORE, 24, 6144, 3072, 3, true},
                       {"3 ops: add", wide::EPI_ADD, 24, 3072, 4096, 4, false},
