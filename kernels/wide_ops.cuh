@@ -92,7 +92,12 @@ constexpr int kUnitSlots = 8;
 // EPI_QKV is q|k|v with RoPE and the cache write (fused.cu's qkv_rope_cache, whose rounding it
 // keeps): tile h is head h (kTileRows = head_dim); q heads go RoPE'd to y, key heads RoPE'd and
 // value heads as they are to the caches' row slot[r].
-enum Epilogue { EPI_STORE = 0, EPI_GLU = 1, EPI_ADD = 2, EPI_NORM = 3, EPI_QKV = 4 };
+// EPI_ATTN is not a projection either: the decode attention of every row's queries over its cached
+// keys and values (attention.cu's decode numerics), run by the stagers of every block, a warp a
+// (row, kv head, split of the keys); the last split of a (row, kv head) merges the splits.
+enum Epilogue { EPI_STORE = 0, EPI_GLU = 1, EPI_ADD = 2, EPI_NORM = 3, EPI_QKV = 4, EPI_ATTN = 5 };
+constexpr int kAttnMaxGroup = 4;   // query heads a kv head serves, at most
+constexpr int kAttnMaxSplits = 64; // splits of a row's keys, at most
 
 // One projection y = epilogue(stage(in) @ w^T) over `rows` sequences.
 struct Op {
@@ -129,6 +134,16 @@ struct Op {
     bf16 *k_cache, *v_cache;
     int heads, kv_heads;
     double theta;
+    // EPI_ATTN (also heads, kv_heads, k_cache, v_cache; in: the queries, in_stride apart; y: the
+    // output, heads x 128 a row): row r's keys 0 .. len[r] - 1, key j in cache row
+    // table[r * table_width + j / block_size] * block_size + j % block_size; softmax in base 2 with
+    // scores times scale_log2; splits of attn_split keys (a multiple of 32), attn_splits of them
+    // at most a row (<= kAttnMaxSplits). part: [rows][kv_heads][group][attn_splits] slots of 128
+    // output sums, then the slots' (max, sum) pairs; tickets: [rows * kv_heads].
+    const int32_t *len, *table;
+    int table_width, block_size;
+    float scale_log2;
+    int attn_split, attn_splits;
 };
 
 // The tile and K-slice count of an op of n x k at `slices` slices (fewer where k has fewer
@@ -138,7 +153,7 @@ __host__ __device__ inline void wide_plan(Op &op, int slices) {
     if (slices < 1) slices = 1;
     op.slice_kb = (n_kb + slices - 1) / slices;
     op.slices = (n_kb + op.slice_kb - 1) / op.slice_kb;
-    op.tiles = op.epi == EPI_NORM  ? 0
+    op.tiles = op.epi == EPI_NORM || op.epi == EPI_ATTN ? 0
                : op.epi == EPI_GLU ? (op.n / 2 + kHalfRows - 1) / kHalfRows
                                    : (op.n + kTileRows - 1) / kTileRows;
 }
@@ -148,6 +163,11 @@ __host__ __device__ inline bool op_supported(const Op &op) {
     if (op.epi == EPI_NORM)
         return op.norm && op.k % 8 == 0 && op.k > 0 && op.k <= kMaxNormK && op.in_stride % 8 == 0 &&
                op.y_stride % 8 == 0;
+    if (op.epi == EPI_ATTN)
+        return op.kv_heads > 0 && op.heads % op.kv_heads == 0 && op.heads / op.kv_heads <= kAttnMaxGroup &&
+               op.attn_split > 0 && op.attn_split % 32 == 0 && op.attn_splits > 0 &&
+               op.attn_splits <= kAttnMaxSplits && op.block_size > 0 && op.len && op.table && op.k_cache &&
+               op.v_cache && op.part && op.tickets && op.in_stride % 8 == 0;
     if (op.epi == EPI_QKV && (op.n != (op.heads + 2 * op.kv_heads) * kTileRows || op.heads < 1 || op.kv_heads < 1 ||
                               !op.pos || !op.slot || !op.k_cache || !op.v_cache))
         return false;
@@ -183,7 +203,10 @@ struct Shared {
     unsigned char a[kABufs][kABytes];
     float inv[kMaxRows];                // the op's rows' RMSNorm scales
     float inv_freq[kHalfRows];          // EPI_QKV: RoPE's inverse frequencies (head_dim 128)
-    __align__(16) bf16 g[kMaxNormK];    // the op's RMSNorm weights
+    union {
+        __align__(16) bf16 g[kMaxNormK];                   // the op's RMSNorm weights
+        float q[kStagers / 32][kAttnMaxGroup][kTileRows]; // EPI_ATTN: each stager warp's queries
+    };
     uint64_t full[kWStages], empty[kWStages];    // the weights' ring
     uint64_t a_full[kABufs], a_empty[kABufs];    // the staged input's
     uint64_t unit_done[kUnitSlots];     // a unit's partials stored: unit k of the block in slot k % kUnitSlots
@@ -396,6 +419,7 @@ __device__ __forceinline__ void norm_setup(Shared &sm, const Op &op, int rows) {
 __device__ void finish_units(Shared &sm, const Op &op, int rows, int offset, int &k);
 __device__ void stage_op(Shared &sm, const Op &op, int rows, int &m, int offset, int &units_finished);
 __device__ void norm_rows(Shared &sm, const Op &op, int rows);
+__device__ void attention_units(Shared &sm, const Op &op, int rows);
 
 // Stage the input of this block's k-blocks of ops[0 .. n_ops), in the consumers' order: k-block
 // m (the m-th of the block) into buffer m % kABufs once the consumers have freed it, copied
@@ -419,6 +443,8 @@ __device__ void stage_inputs(Shared &sm, const Op *ops, int n_ops, int rows) {
         }
         if (op.epi == EPI_NORM) {
             norm_rows(sm, op, rows);
+        } else if (op.epi == EPI_ATTN) {
+            attention_units(sm, op, rows);
         } else {
             stage_op(sm, op, rows, m, offset, units_finished);
         }
@@ -469,6 +495,122 @@ __device__ void norm_rows(Shared &sm, const Op &op, int rows) {
         const uint32_t gw[4] = {gv.x, gv.y, gv.z, gv.w};
         norm8(v, gw, sm.inv[r]);
         *(uint4 *)(op.y + (int64_t)r * op.y_stride + col) = make_uint4(v[0], v[1], v[2], v[3]);
+    }
+}
+
+// EPI_ATTN: the stagers' warps of every block take the (row, kv head, split) items in turn. A
+// warp: its group's queries in shared memory (fp32), then its split's keys 32 at a time, a lane a
+// key for the scores (the whole 128-dim dot product against the queries, broadcast from shared
+// memory), the online softmax of attention.cu's decode kernel (base 2, p from the running
+// maximum, the sum of fp32 p, P rounded to bf16 for P @ V), then P @ V with a lane 4 dims of each
+// head. A row of one split writes its output; otherwise the split stores its partials and takes
+// the (row, kv head)'s ticket, and the last merges the splits in split order (vk_merge_partials).
+__device__ void attention_units(Shared &sm, const Op &op, int rows) {
+    const int t = threadIdx.x - kConsumers - kCopiers, warp = t / 32, lane = t % 32;
+    const int G = op.heads / op.kv_heads, kd = op.kv_heads * kTileRows, S = op.attn_splits;
+    const int warps = gridDim.x * (kStagers / 32), items = rows * op.kv_heads * S;
+    float(&qs)[kAttnMaxGroup][kTileRows] = sm.q[warp];
+    stagers_sync(); // sm.q shares its room with sm.g: every stager done with the op before's norm
+    const size_t slots = (size_t)rows * op.kv_heads * G * S; // the partials' (max, sum) after the sums
+    float *part_o = op.part, *part_ml = op.part + slots * kTileRows;
+    for (int it = blockIdx.x * (kStagers / 32) + warp; it < items; it += warps) {
+        const int s = it % S, g = (it / S) % op.kv_heads, r = it / S / op.kv_heads;
+        const int len = op.len[r], n_splits = (len + op.attn_split - 1) / op.attn_split;
+        if (s >= n_splits) continue;
+        const int k0 = s * op.attn_split, k1 = min(len, k0 + op.attn_split);
+        __syncwarp(); // the last item's reads of qs done
+        for (int e = lane; e < G * kTileRows; e += 32)
+            qs[e / kTileRows][e % kTileRows] =
+                vk_f(__ldcg(op.in + (int64_t)r * op.in_stride + (int64_t)(g * G) * kTileRows + e));
+        __syncwarp();
+        float m[kAttnMaxGroup], l[kAttnMaxGroup], o[kAttnMaxGroup][4];
+#pragma unroll
+        for (int h = 0; h < kAttnMaxGroup; h++) {
+            m[h] = -INFINITY, l[h] = 0.0f;
+#pragma unroll
+            for (int e = 0; e < 4; e++) o[h][e] = 0.0f;
+        }
+        for (int j0 = k0; j0 < k1; j0 += 32) {
+            const int j = j0 + lane;
+            const bool valid = j < k1;
+            const int64_t row = valid ? (int64_t)op.table[(size_t)r * op.table_width + j / op.block_size] *
+                                                op.block_size + j % op.block_size
+                                      : 0;
+            float sc[kAttnMaxGroup];
+#pragma unroll
+            for (int h = 0; h < kAttnMaxGroup; h++) sc[h] = 0.0f;
+            if (valid) {
+                const bf16 *kr = op.k_cache + row * kd + (int64_t)g * kTileRows;
+#pragma unroll 2
+                for (int d = 0; d < kTileRows; d += 8) {
+                    float kf[8];
+                    vk_unpack8(__ldcg((const uint4 *)(kr + d)), kf);
+#pragma unroll
+                    for (int h = 0; h < kAttnMaxGroup; h++)
+                        if (h < G)
+#pragma unroll
+                            for (int e = 0; e < 8; e++) sc[h] = fmaf(qs[h][d + e], kf[e], sc[h]);
+                }
+            }
+            float p[kAttnMaxGroup];
+#pragma unroll
+            for (int h = 0; h < kAttnMaxGroup; h++) {
+                const float sh = valid ? sc[h] : -INFINITY;
+                const float m_new = fmaxf(m[h], vk_warp_max(sh) * op.scale_log2);
+                const float base = m_new == -INFINITY ? 0.0f : m_new;
+                const float alpha = vk_fast_exp2(m[h] - base);
+                m[h] = m_new;
+                p[h] = vk_fast_exp2(fmaf(sh, op.scale_log2, -base));
+                l[h] = l[h] * alpha + vk_warp_sum(p[h]);
+#pragma unroll
+                for (int e = 0; e < 4; e++) o[h][e] *= alpha;
+            }
+            const int n = min(32, k1 - j0);
+            for (int u = 0; u < n; u++) { // P @ V: key j0 + u, a lane dims 4 lane .. 4 lane + 3
+                const int64_t vrow = __shfl_sync(0xffffffffu, row, u);
+                const uint2 vv = __ldcg((const uint2 *)(op.v_cache + vrow * kd + (int64_t)g * kTileRows + 4 * lane));
+                const float2 v01 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&vv.x));
+                const float2 v23 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&vv.y));
+#pragma unroll
+                for (int h = 0; h < kAttnMaxGroup; h++) {
+                    const float pb = vk_round(__shfl_sync(0xffffffffu, p[h], u));
+                    o[h][0] = fmaf(pb, v01.x, o[h][0]), o[h][1] = fmaf(pb, v01.y, o[h][1]);
+                    o[h][2] = fmaf(pb, v23.x, o[h][2]), o[h][3] = fmaf(pb, v23.y, o[h][3]);
+                }
+            }
+        }
+        bf16 *out = op.y + (int64_t)r * op.y_stride + (int64_t)(g * G) * kTileRows + 4 * lane;
+        if (n_splits == 1) {
+#pragma unroll
+            for (int h = 0; h < kAttnMaxGroup; h++) // constant indices: o stays in registers
+                if (h < G)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) out[h * kTileRows + e] = vk_bf(o[h][e] / l[h]);
+            continue;
+        }
+        const size_t slot0 = ((size_t)(r * op.kv_heads + g) * G) * S; // head h, split s: slot0 + h S + s
+#pragma unroll
+        for (int h = 0; h < kAttnMaxGroup; h++) {
+            if (h >= G) continue;
+#pragma unroll
+            for (int e = 0; e < 4; e++) __stcg(part_o + (slot0 + h * S + s) * kTileRows + 4 * lane + e, o[h][e]);
+            if (lane == 0) __stcg((float2 *)(part_ml + (slot0 + h * S + s) * 2), make_float2(m[h], l[h]));
+        }
+        __syncwarp(); // the warp's partials, then one lane's acquire-release ticket publishes them
+        unsigned last = 0;
+        if (lane == 0) {
+            unsigned *tk = &op.tickets[r * op.kv_heads + g];
+            last = vk_atom_add_acq_rel(tk, 1u) == (unsigned)(n_splits - 1);
+            if (last) *tk = 0; // every split of the (row, kv head) has counted itself
+        }
+        last = __shfl_sync(0xffffffffu, last, 0);
+        if (!last) continue;
+        __syncwarp(); // what lane 0's ticket acquired, to the warp's loads
+        for (int h = 0; h < G; h++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                out[h * kTileRows + e] =
+                    vk_bf(vk_merge_partials(part_ml, part_o, slot0 + h * S, n_splits, kTileRows, 4 * lane + e));
     }
 }
 

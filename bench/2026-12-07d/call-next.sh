@@ -13,6 +13,11 @@
 #    one thread, two 64 x 64 boxes a k-block). Prediction: TMA's weights stream faster, as the
 #    one-row kernel's bulk copies do (~3.1 TB/s on an H100 against the probe's 2.5-2.7 with
 #    cp.async): the no-RMSNorm gate|up 2.7 -> ~2.9-3.0 TB/s.
+#    The attention as an op of the wide kernel (EPI_ATTN, the stagers' warps, a warp a (row, kv
+#    head, 64 keys)): checked against the exact softmax, then timed in a whole chained layer
+#    (q|k|v -> attention -> o -> norm -> gate|up -> down). Prediction: the attention adds ~15-25
+#    us a layer at 32 rows and 330 keys (43 MB of K/V at ~2-3 TB/s), against ~23 us for the
+#    op-by-op decode attention at 24 rows under the profiler.
 # 2. The ring-depth sweep (build_variants.sh): if the RMSNorm's cost is the stagers' latency in
 #    series with the copies (NOTES-2026-12-07d section 3), kAhead 6-8 with more input buffers
 #    closes most of the gap to the no-norm rate (2.7 TB/s); if it does not move, the cost is

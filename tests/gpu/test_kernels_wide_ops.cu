@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "gpu_test_util.h"
@@ -50,10 +51,16 @@ __global__ void __launch_bounds__(wide::kThreads, 1) wide_ops_kernel(const Op *o
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     extern __shared__ __align__(16) unsigned char smem_raw[];
     wide::Shared &sm = wide::shared_init(smem_raw, tma);
-    // 512 threads, 128 registers each: every role fits (no setmaxnreg)
+    // 512 threads start with 128 registers each: the copiers give 72 of theirs to the stagers
+    // (whose loop holds an op, the staging's and the attention's state: at 128 they spilled)
+    if (threadIdx.x >= wide::kConsumers + wide::kCopiers) {
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 200;\n");
+        wide::stage_inputs(sm, ops, n_ops, rows);
+        return;
+    }
     if (threadIdx.x >= wide::kConsumers) {
-        if (threadIdx.x < wide::kConsumers + wide::kCopiers) wide::copy_weights(sm, ops, n_ops);
-        else wide::stage_inputs(sm, ops, n_ops, rows);
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n");
+        wide::copy_weights(sm, ops, n_ops);
         return;
     }
     wide::consume(sm, ops, n_ops, rows);
@@ -466,12 +473,122 @@ void check_chain(int rows, int hidden, int attn, int ffn, bool norm_pass) {
     for (auto &c : oc) c.check(), c.release();
 }
 
+// EPI_ATTN against the exact softmax in double: rows of awkward lengths (1 key, one split exactly,
+// one key past it, several splits), a paged cache whose blocks are shuffled, GQA groups of 2 and
+// 4. The bound, every element: P rounded to bf16 (from the running maximum, as the kernel does)
+// moves each weight by at most 2^-8, so the output by 2^-7 x sum p |v| / sum p with slack for
+// the rounding's scale; the scores' fp32 sums (128 x 2^-24 x sum |q k|, scaled) move each p by
+// e^(2 ds); half an ulp for the output's rounding; 1e-6 of sum p |v| / sum p for the fp32
+// accumulation, ex2.approx and the splits' merge.
+void check_attention(const char *name, int rows, int kv, int G, int block_size, int split, int max_len) {
+    const int heads = kv * G, D = wide::kTileRows, kd = kv * D;
+    std::vector<int32_t> len(rows);
+    for (int r = 0; r < rows; r++) len[r] = 1 + (r * 97 + 13) % max_len;
+    const int fixed[] = {1, split, split + 1, max_len};
+    for (int i = 0; i < 4 && i < rows; i++) len[i] = std::min(fixed[i], max_len);
+    int width = 0, blocks = 0;
+    for (int r = 0; r < rows; r++) {
+        width = std::max(width, (len[r] + block_size - 1) / block_size);
+        blocks += (len[r] + block_size - 1) / block_size;
+    }
+    blocks += 3; // blocks no row owns
+    std::vector<int32_t> perm(blocks), table((size_t)rows * width, 0);
+    for (int i = 0; i < blocks; i++) perm[i] = i;
+    for (int i = blocks - 1; i > 0; i--) std::swap(perm[i], perm[gtu_next_u64(&g_rng) % (i + 1)]);
+    for (int r = 0, next = 0; r < rows; r++)
+        for (int i = 0; i < (len[r] + block_size - 1) / block_size; i++) table[(size_t)r * width + i] = perm[next++];
+    const size_t n_slots = (size_t)blocks * block_size;
+    std::vector<float> q = rand_bf16((size_t)rows * heads * D, -1.0f, 1.0f);
+    std::vector<float> kc = rand_bf16(n_slots * kd, -1.0f, 1.0f), vc = rand_bf16(n_slots * kd, -1.0f, 1.0f);
+    const float scale = 1.0f / sqrtf((float)D);
+    int S = 0;
+    for (int r = 0; r < rows; r++) S = std::max(S, (len[r] + split - 1) / split);
+    std::vector<void *> dev;
+    Op op = {};
+    op.epi = wide::EPI_ATTN, op.heads = heads, op.kv_heads = kv;
+    wide::wide_plan(op, 1);
+    __nv_bfloat16 *dq = upload(to_bf16(q)), *dk = upload(to_bf16(kc)), *dv = upload(to_bf16(vc));
+    int32_t *dlen = upload(len), *dtab = upload(table);
+    const size_t slots = (size_t)rows * kv * G * S;
+    float *dpart;
+    unsigned *dtk;
+    __nv_bfloat16 *dy;
+    GTU_CUDA(cudaMalloc(&dpart, slots * (D + 2) * 4));
+    GTU_CUDA(cudaMemset(dpart, 0xff, slots * (D + 2) * 4));
+    GTU_CUDA(cudaMalloc(&dtk, (size_t)rows * kv * 4));
+    GTU_CUDA(cudaMemset(dtk, 0, (size_t)rows * kv * 4));
+    GTU_CUDA(cudaMalloc(&dy, (size_t)rows * heads * D * 2));
+    GTU_CUDA(cudaMemset(dy, 0xff, (size_t)rows * heads * D * 2));
+    dev = {dq, dk, dv, dlen, dtab, dpart, dtk, dy};
+    op.in = dq, op.in_stride = heads * D, op.k_cache = dk, op.v_cache = dv, op.len = dlen, op.table = dtab;
+    op.table_width = width, op.block_size = block_size, op.scale_log2 = scale * 1.4426950408889634f;
+    op.attn_split = split, op.attn_splits = S, op.part = dpart, op.tickets = dtk, op.y = dy, op.y_stride = heads * D;
+    CHECK_MSG(wide::op_supported(op), "%s: an op the kernel takes", name);
+    std::vector<Op> ops = {op};
+    Op *d_ops = upload(ops);
+    launch(d_ops, 1, rows, 0);
+    GTU_CUDA(cudaDeviceSynchronize());
+    std::vector<float> y = download_bf16(dy, (size_t)rows * heads * D);
+    std::vector<unsigned> tk((size_t)rows * kv);
+    GTU_CUDA(cudaMemcpy(tk.data(), dtk, tk.size() * 4, cudaMemcpyDeviceToHost));
+    int bad = 0, tickets_left = 0;
+    double worst = 0;
+    for (unsigned v : tk) tickets_left += v != 0;
+    for (int r = 0; r < rows; r++)
+        for (int h = 0; h < heads; h++) {
+            const int g = h / G;
+            std::vector<double> sc(len[r]), pw(len[r]);
+            double mx = -INFINITY, ds = 0;
+            for (int j = 0; j < len[r]; j++) {
+                const size_t slot = (size_t)table[(size_t)r * width + j / block_size] * block_size + j % block_size;
+                double dot = 0, mag = 0;
+                for (int d = 0; d < D; d++) {
+                    const double t = (double)q[((size_t)r * heads + h) * D + d] * kc[slot * kd + (size_t)g * D + d];
+                    dot += t, mag += fabs(t);
+                }
+                sc[j] = dot * scale;
+                ds = std::max(ds, D * ldexp(1.0, -24) * mag * scale);
+                mx = std::max(mx, sc[j]);
+            }
+            double L = 0;
+            for (int j = 0; j < len[r]; j++) L += pw[j] = exp(sc[j] - mx);
+            for (int d = 0; d < D; d++) {
+                double o = 0, pv = 0;
+                for (int j = 0; j < len[r]; j++) {
+                    const size_t slot = (size_t)table[(size_t)r * width + j / block_size] * block_size + j % block_size;
+                    const double v = vc[slot * kd + (size_t)g * D + d];
+                    o += pw[j] * v, pv += pw[j] * fabs(v);
+                }
+                o /= L, pv /= L;
+                const double bound = ldexp(1.0, -7) * pv + (exp(2 * ds) - 1) * pv + ldexp(1.0, -8) * fabs(o) + 1e-6 * pv;
+                const double got = y[((size_t)r * heads + h) * D + d], diff = fabs(got - o);
+                if (!(diff <= bound)) {
+                    if (bad < 5)
+                        fprintf(stderr, "  %s: row %d (%d keys) head %d dim %d = %.6g, reference %.6g, bound %.3g\n",
+                                name, r, len[r], h, d, got, o, bound);
+                    bad++;
+                }
+                if (bound > 0 && diff / bound > worst) worst = diff / bound;
+            }
+        }
+    CHECK_MSG(bad == 0, "%s: %d elements outside their bound", name, bad);
+    CHECK_MSG(tickets_left == 0, "%s: %d tickets not left zero", name, tickets_left);
+    printf("check %-28s rows %2d heads %d / %d, blocks of %d, splits of %d (%d at most): %s (worst at %.2f of its "
+           "bound)\n",
+           name, rows, heads, kv, block_size, split, S, bad || tickets_left ? "FAIL" : "ok", worst);
+    for (void *d : dev) cudaFree(d);
+    cudaFree(d_ops);
+}
+
 // The decoder's projections streamed: `layers` copies of a layer's four weights (past L2), each
 // layer's ops in the step's order, one launch; TB/s of weights.
 // norm_pass: the two RMSNorms as ops of their own (EPI_NORM) before q|k|v and gate|up, which copy.
 // o_slices: o's K-slices (4: 96 units, 36 of 132 blocks without one; 11: 264, two a block).
+// attention: the decode attention (EPI_ATTN) between q|k|v and o, over kAttnKeys keys a row, each
+// layer copy its own cache.
+constexpr int kAttnKeys = 330;
 void time_layers(int rows, int gu_slices, bool norms = true, bool chained = false, bool norm_pass = false,
-                 int o_slices = 4) {
+                 int o_slices = 4, bool attention = false) {
     const int hidden = 3072, qkv = 6144, ffn = 8192, attn = 4096;
     const size_t per_layer = ((size_t)qkv * hidden + (size_t)hidden * attn + 2 * (size_t)ffn * hidden +
                               (size_t)hidden * ffn) * 2;
@@ -525,7 +642,29 @@ void time_layers(int rows, int gu_slices, bool norms = true, bool chained = fals
     }
     // chained: every op waits for the one before it (its counter), as in the step
     unsigned *counters;
-    const size_t n_counters = (size_t)layers * 6;
+    const size_t n_counters = (size_t)layers * 8;
+    // the attention's caches (a layer copy each), its table (row r: blocks r * per_row ...), lengths,
+    // partials and tickets
+    const int bs = 16, per_row = (kAttnKeys + bs - 1) / bs, att_splits = (kAttnKeys + 63) / 64;
+    const size_t cache_rows = (size_t)wide::kMaxRows * per_row * bs, cache_elems = cache_rows * 1024;
+    const size_t att_slots = (size_t)wide::kMaxRows * 8 * 4 * att_splits;
+    __nv_bfloat16 *att_k = nullptr, *att_v = nullptr, *att_out = nullptr;
+    float *att_part = nullptr;
+    unsigned *att_tk = nullptr;
+    int32_t *att_len = nullptr, *att_tab = nullptr;
+    if (attention) {
+        GTU_CUDA(cudaMalloc(&att_k, cache_elems * 2 * layers));
+        GTU_CUDA(cudaMalloc(&att_v, cache_elems * 2 * layers));
+        GTU_CUDA(cudaMemset(att_k, 0x3c, cache_elems * 2 * layers));
+        GTU_CUDA(cudaMemset(att_v, 0x3c, cache_elems * 2 * layers));
+        GTU_CUDA(cudaMalloc(&att_out, (size_t)wide::kMaxRows * 4096 * 2));
+        GTU_CUDA(cudaMalloc(&att_part, att_slots * (wide::kTileRows + 2) * 4 * layers));
+        GTU_CUDA(cudaMalloc(&att_tk, (size_t)wide::kMaxRows * 8 * 4 * layers));
+        GTU_CUDA(cudaMemset(att_tk, 0, (size_t)wide::kMaxRows * 8 * 4 * layers));
+        std::vector<int32_t> hl(wide::kMaxRows, kAttnKeys), ht((size_t)wide::kMaxRows * per_row);
+        for (size_t i = 0; i < ht.size(); i++) ht[i] = (int32_t)i;
+        att_len = upload(hl), att_tab = upload(ht);
+    }
     GTU_CUDA(cudaMalloc(&counters, n_counters * sizeof(unsigned)));
     for (int only = -1; only < (norm_pass ? 0 : 4); only++) { // each op alone streamed over the copies, then the layers
         std::vector<Op> ops;
@@ -539,7 +678,7 @@ void time_layers(int rows, int gu_slices, bool norms = true, bool chained = fals
                     nm.in = act, nm.in_stride = hidden, nm.norm = g, nm.ssq = ssq, nm.ssq_parts = 24, nm.eps = 1e-5f;
                     nm.y = xn, nm.y_stride = hidden;
                     if (chained) {
-                        nm.done = counters + l * 6 + s + 2;
+                        nm.done = counters + l * 8 + s + 4;
                         if (!ops.empty()) nm.after = ops.back().done;
                     }
                     ops.push_back(nm);
@@ -561,10 +700,22 @@ void time_layers(int rows, int gu_slices, bool norms = true, bool chained = fals
                 if (op.epi == wide::EPI_ADD) op.resid = act, op.ssq_out = ssq + 32 * wide::kMaxRows;
                 off += (size_t)op.n * op.k;
                 if (chained) {
-                    op.done = counters + l * 6 + s; // the norms take + 2 and + 4
+                    op.done = counters + l * 8 + s; // the norms take + 4 and + 6, the attention + 5
                     if (!ops.empty()) op.after = ops.back().done;
                 }
                 if (only < 0 || only == s) ops.push_back(op);
+                if (attention && s == 0 && only < 0) { // the attention after q|k|v
+                    Op at = {};
+                    at.epi = wide::EPI_ATTN, at.heads = 32, at.kv_heads = 8;
+                    wide::wide_plan(at, 1);
+                    at.in = y, at.in_stride = 32 * 128, at.y = att_out, at.y_stride = 32 * 128;
+                    at.k_cache = att_k + cache_elems * l, at.v_cache = att_v + cache_elems * l;
+                    at.len = att_len, at.table = att_tab, at.table_width = per_row, at.block_size = bs;
+                    at.scale_log2 = 1.4426950408889634f / sqrtf(128.0f), at.attn_split = 64, at.attn_splits = att_splits;
+                    at.part = att_part + att_slots * (wide::kTileRows + 2) * l, at.tickets = att_tk + wide::kMaxRows * 8 * l;
+                    if (chained) at.done = counters + l * 8 + 5, at.after = ops.back().done;
+                    ops.push_back(at);
+                }
             }
         }
         Op *d_ops = upload(ops);
@@ -592,6 +743,9 @@ void time_layers(int rows, int gu_slices, bool norms = true, bool chained = fals
                    "(%.0f us a 30-layer step of projections)\n",
                    rows, gu_slices, o_slices, norm_pass ? ", norm pass" : norms ? "" : ", no RMSNorm",
                    chained ? ", chained" : "", g_tma ? ", TMA" : "", us, bytes / us * 1e-6, 30 * us);
+        if (only < 0 && attention)
+            printf("     (with the attention over %d keys a row: %.1f MB of K/V a layer)\n", kAttnKeys,
+                   rows * (double)kAttnKeys * 1024 * 2 * 2 * 1e-6);
         else
             printf("time %-7s rows %2d slices %d%s: %6.1f us, weights %.2f TB/s\n", shapes[only].name, rows,
                    shapes[only].slices, g_tma ? ", TMA" : "", us, bytes / us * 1e-6);
@@ -601,6 +755,8 @@ void time_layers(int rows, int gu_slices, bool norms = true, bool chained = fals
     cudaFree(wts), cudaFree(act), cudaFree(g), cudaFree(y), cudaFree(ssq), cudaFree(part), cudaFree(tickets);
     cudaFree(counters), cudaFree(xn), cudaFree(dpos), cudaFree(dslot), cudaFree(kcache), cudaFree(vcache);
     if (maps) cudaFree(maps);
+    if (attention) cudaFree(att_k), cudaFree(att_v), cudaFree(att_out), cudaFree(att_part), cudaFree(att_tk),
+        cudaFree(att_len), cudaFree(att_tab);
 }
 
 void run_checks(bool small) {
@@ -617,6 +773,8 @@ void run_checks(bool small) {
     check_chain(24, 520, 264, 392, true);
     check_launch({{"norm alone, awkward", wide::EPI_NORM, 33, 0, 1000, 1, true}});
     check_launch({{"q|k|v, RoPE, cache, norm", wide::EPI_QKV, 9, (3 + 2 * 2) * 128, 520, 3, true, 2}});
+    check_attention("attention, groups of 4", 6, 2, 4, 16, 64, 300);
+    check_attention("attention, groups of 2, odd blocks", 5, 2, 2, 7, 32, 100);
     if (!small) {
         check_launch({{"add, 4 slices", wide::EPI_ADD, 64, 3072, 4096, 4, false}});
         check_launch({{"add, 8 slices, k 8192", wide::EPI_ADD, 33, 520, 8192, 8, false}});
@@ -624,6 +782,7 @@ void run_checks(bool small) {
         check_chain(17, 3072, 4096, 8192, false);
         check_chain(17, 3072, 4096, 8192, true);
         check_launch({{"q|k|v, RoPE, cache, decoder shape", wide::EPI_QKV, 24, (32 + 2 * 8) * 128, 3072, 3, true, 8}});
+        check_attention("attention, decoder shape", 33, 8, 4, 16, 64, 450);
         check_launch({{"3 ops: store, norm", wide::EPI_STORE, 24, 6144, 3072, 3, true},
                       {"3 ops: add", wide::EPI_ADD, 24, 3072, 4096, 4, false},
                       {"3 ops: glu, norm", wide::EPI_GLU, 24, 2 * 520, 3072, 2, true}});
@@ -639,6 +798,7 @@ void run_timing() {
     for (int rows : {16, 32, 64}) time_layers(rows, 2, true, true, true);
     time_layers(32, 2, true, true, false, 11);
     time_layers(32, 2, true, true, true, 11);
+    for (int rows : {16, 32, 64}) time_layers(rows, 2, true, true, true, 4, true); // a whole layer, chained
 }
 
 } // namespace
