@@ -8,7 +8,11 @@
 // (bench/NOTES-2026-12-07d.md) a streamed layer is still slower than the op-by-op cuBLASLt GEMMs.
 //
 // A block is 512 threads, four warpgroups: 0 and 1 consume (threads 0-255), 2 copies the
-// weights, 3 stages the input and runs the epilogues. 128 registers a thread serve every role.
+// weights, 3 stages the input and runs the epilogues and the ops without weights. The kernel
+// that runs them gives the stagers 200 registers, the copiers 56, the consumers 128.
+// Ops: projections with an epilogue (EPI_STORE, EPI_GLU, EPI_ADD, EPI_QKV: RoPE and the KV cache
+// write), and two without weights, run by the stagers of every block: EPI_NORM (an RMSNorm once
+// for all blocks) and EPI_ATTN (the decode attention over the paged cache).
 //  - An op's work is cut into units: a tile of 128 weight rows (a gate|up tile holds 64 gate rows
 //    and the same 64 up rows, so that its epilogue has both halves of each SwiGLU) times a
 //    K-slice of whole k-blocks of 64 columns. Units are dealt round robin, from an offset carried
