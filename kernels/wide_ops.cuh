@@ -350,7 +350,7 @@ __device__ __forceinline__ void stagers_sync() {
     asm volatile("bar.sync %0, %1;" ::"n"(kBarStagers), "n"(kStagers) : "memory");
 }
 
-// A stager's pieces of a k-block: 16 bytes of rows r0 + 8 i (i < 8), piece `piece`.
+// A stager's pieces of a k-block: 16 bytes (piece t % 8) of rows t / 8 + kStageRowStep i.
 constexpr int kStageRowStep = kStagers / 8, kStageRowsEach = kMaxRows / kStageRowStep;
 
 // The stagers copy k-block c's input rows into buffer `buf` with cp.async (rows past `rows`,
