@@ -88,7 +88,7 @@ constexpr uint32_t kABytes = kMaxRows * 128;  // a k-block of the staged input, 
 constexpr unsigned kBarStagers = 1;           // the stagers' named barrier
 // Units of one op a block may hold at once (its units_of(op) <= kUnitSlots * gridDim.x): the
 // consumers are at most one op's units ahead of the stagers' epilogues.
-constexpr int kUnitSlots = 8;
+constexpr int kUnitSlots = 16;
 
 // EPI_NORM is not a projection: y = RMSNorm(in), once for every block's use (no weights, no units;
 // the stagers of all blocks share the rows' pieces), so that the ops after it copy their input

@@ -18,6 +18,9 @@
 #    (q|k|v -> attention -> o -> norm -> gate|up -> down). Prediction: the attention adds ~15-25
 #    us a layer at 32 rows and 330 keys (43 MB of K/V at ~2-3 TB/s), against ~23 us for the
 #    op-by-op decode attention at 24 rows under the profiler.
+#    The LM head as the kernel's op (EPI_STORE with the final norm, 1024 tiles): prediction at
+#    or above cuBLASLt's 2.77 TB/s (291 us at 32 rows on an H100), since one op of 805 MB has a
+#    single ramp.
 # 2. The ring-depth sweep (build_variants.sh): if the RMSNorm's cost is the stagers' latency in
 #    series with the copies (NOTES-2026-12-07d section 3), kAhead 6-8 with more input buffers
 #    closes most of the gap to the no-norm rate (2.7 TB/s); if it does not move, the cost is

@@ -480,7 +480,11 @@ void check_chain(int rows, int hidden, int attn, int ffn, bool norm_pass) {
 // the rounding's scale; the scores' fp32 sums (128 x 2^-24 x sum |q k|, scaled) move each p by
 // e^(2 ds); half an ulp for the output's rounding; 1e-6 of sum p |v| / sum p for the fp32
 // accumulation, ex2.approx and the splits' merge.
-void check_attention(const char *name, int rows, int kv, int G, int block_size, int split, int max_len) {
+// with_qkv: a q|k|v op (EPI_QKV) runs first in the same launch, chained, writing the queries and
+// each row's newest key and value into the cache; the attention is then checked on the queries
+// and the cache as the kernel left them, so it must have waited for them.
+void check_attention(const char *name, int rows, int kv, int G, int block_size, int split, int max_len,
+                     bool with_qkv = false) {
     const int heads = kv * G, D = wide::kTileRows, kd = kv * D;
     std::vector<int32_t> len(rows);
     for (int r = 0; r < rows; r++) len[r] = 1 + (r * 97 + 13) % max_len;
@@ -524,10 +528,47 @@ void check_attention(const char *name, int rows, int kv, int G, int block_size, 
     op.table_width = width, op.block_size = block_size, op.scale_log2 = scale * 1.4426950408889634f;
     op.attn_split = split, op.attn_splits = S, op.part = dpart, op.tickets = dtk, op.y = dy, op.y_stride = heads * D;
     CHECK_MSG(wide::op_supported(op), "%s: an op the kernel takes", name);
-    std::vector<Op> ops = {op};
+    std::vector<Op> ops;
+    unsigned *counters = nullptr;
+    if (with_qkv) { // x [rows, 264] @ W^T -> queries into dq, the newest keys and values into the cache
+        const int hidden = 264, n = (heads + 2 * kv) * D;
+        std::vector<float> x = rand_bf16((size_t)rows * hidden, -2.0f, 2.0f);
+        std::vector<float> w = rand_bf16((size_t)n * hidden, -1.0f / sqrtf((float)hidden), 1.0f / sqrtf((float)hidden));
+        std::vector<int32_t> pos(rows), slot(rows);
+        for (int r = 0; r < rows; r++) {
+            const int j = len[r] - 1;
+            pos[r] = j, slot[r] = table[(size_t)r * width + j / block_size] * block_size + j % block_size;
+        }
+        Op qk = {};
+        qk.epi = wide::EPI_QKV, qk.n = n, qk.k = hidden;
+        wide::wide_plan(qk, 2);
+        __nv_bfloat16 *dx = upload(to_bf16(x)), *dw = upload(to_bf16(w));
+        int32_t *dpos = upload(pos), *dslot = upload(slot);
+        float *qpart;
+        unsigned *qtk;
+        const size_t pn = (size_t)qk.tiles * qk.slices * wide::kMaxRows * wide::kTileRows;
+        GTU_CUDA(cudaMalloc(&qpart, pn * 4));
+        GTU_CUDA(cudaMalloc(&qtk, (size_t)qk.tiles * 4));
+        GTU_CUDA(cudaMemset(qtk, 0, (size_t)qk.tiles * 4));
+        GTU_CUDA(cudaMalloc(&counters, 2 * sizeof(unsigned)));
+        GTU_CUDA(cudaMemset(counters, 0, 2 * sizeof(unsigned)));
+        dev.insert(dev.end(), {dx, dw, dpos, dslot, qpart, qtk, counters});
+        qk.w = dw, qk.wmap = weight_map(dw, n, hidden, dev), qk.in = dx, qk.in_stride = hidden, qk.eps = 1e-5f;
+        qk.heads = heads, qk.kv_heads = kv, qk.theta = 1e6, qk.pos = dpos, qk.slot = dslot;
+        qk.k_cache = dk, qk.v_cache = dv, qk.y = dq, qk.y_stride = heads * D, qk.part = qpart, qk.tickets = qtk;
+        qk.done = counters, op.after = counters, op.done = counters + 1;
+        CHECK_MSG(wide::op_supported(qk), "%s: the q|k|v op is one the kernel takes", name);
+        ops.push_back(qk);
+    }
+    ops.push_back(op);
     Op *d_ops = upload(ops);
-    launch(d_ops, 1, rows, 0);
+    launch(d_ops, (int)ops.size(), rows, 0);
     GTU_CUDA(cudaDeviceSynchronize());
+    if (with_qkv) { // the queries and the cache as the q|k|v op left them
+        q = download_bf16(dq, q.size());
+        kc = download_bf16(dk, kc.size());
+        vc = download_bf16(dv, vc.size());
+    }
     std::vector<float> y = download_bf16(dy, (size_t)rows * heads * D);
     std::vector<unsigned> tk((size_t)rows * kv);
     GTU_CUDA(cudaMemcpy(tk.data(), dtk, tk.size() * 4, cudaMemcpyDeviceToHost));
@@ -775,6 +816,7 @@ void run_checks(bool small) {
     check_launch({{"q|k|v, RoPE, cache, norm", wide::EPI_QKV, 9, (3 + 2 * 2) * 128, 520, 3, true, 2}});
     check_attention("attention, groups of 4", 6, 2, 4, 16, 64, 300);
     check_attention("attention, groups of 2, odd blocks", 5, 2, 2, 7, 32, 100);
+    check_attention("attention after q|k|v, chained", 7, 2, 4, 16, 64, 200, true);
     if (!small) {
         check_launch({{"add, 4 slices", wide::EPI_ADD, 64, 3072, 4096, 4, false}});
         check_launch({{"add, 8 slices, k 8192", wide::EPI_ADD, 33, 520, 8192, 8, false}});
@@ -789,6 +831,66 @@ void run_checks(bool small) {
     }
 }
 
+// The LM head as the wide kernel's op: the final RMSNorm'd rows times lm_head [131072, 3072] into
+// bf16 logits (EPI_STORE with a norm, one slice: 1024 tiles), two copies of the weights streamed
+// (1.6 GB, past L2); us and TB/s a copy.
+void time_lm(int rows) {
+    const int vocab = 131072, hidden = 3072, copies = 2;
+    const size_t wn = (size_t)vocab * hidden;
+    __nv_bfloat16 *w, *x, *g, *logits;
+    float *ssq, *part;
+    unsigned *tickets;
+    GTU_CUDA(cudaMalloc(&w, wn * 2 * copies));
+    GTU_CUDA(cudaMemset(w, 0x3c, wn * 2 * copies));
+    GTU_CUDA(cudaMalloc(&x, (size_t)wide::kMaxRows * hidden * 2));
+    GTU_CUDA(cudaMemset(x, 0x3c, (size_t)wide::kMaxRows * hidden * 2));
+    GTU_CUDA(cudaMalloc(&g, (size_t)hidden * 2));
+    GTU_CUDA(cudaMemset(g, 0x3c, (size_t)hidden * 2));
+    GTU_CUDA(cudaMalloc(&logits, (size_t)wide::kMaxRows * vocab * 2));
+    GTU_CUDA(cudaMalloc(&ssq, 24 * wide::kMaxRows * 4));
+    GTU_CUDA(cudaMemset(ssq, 0, 24 * wide::kMaxRows * 4));
+    GTU_CUDA(cudaMalloc(&part, (size_t)copies * (vocab / wide::kTileRows) * wide::kMaxRows * wide::kTileRows * 4));
+    GTU_CUDA(cudaMalloc(&tickets, (size_t)copies * (vocab / wide::kTileRows) * 4));
+    GTU_CUDA(cudaMemset(tickets, 0, (size_t)copies * (vocab / wide::kTileRows) * 4));
+    std::vector<CUtensorMap> hm(copies);
+    std::vector<Op> ops;
+    CUtensorMap *maps = nullptr;
+    if (g_tma) {
+        for (int c = 0; c < copies; c++)
+            CHECK_MSG(wide::encode_weight_map(&hm[c], w + wn * c, vocab, hidden), "tensor map");
+        maps = upload(hm);
+    }
+    for (int c = 0; c < copies; c++) {
+        Op op = {};
+        op.epi = wide::EPI_STORE, op.n = vocab, op.k = hidden;
+        wide::wide_plan(op, 1);
+        CHECK_MSG(wide::units_of(op) <= wide::kUnitSlots * g_grid, "the LM head's units fit the slots");
+        op.w = w + wn * c, op.wmap = maps ? maps + c : nullptr, op.in = x, op.in_stride = hidden, op.eps = 1e-5f;
+        op.norm = g, op.ssq = ssq, op.ssq_parts = 24, op.y = logits, op.y_stride = vocab;
+        op.part = part + (size_t)c * op.tiles * wide::kMaxRows * wide::kTileRows, op.tickets = tickets + c * op.tiles;
+        ops.push_back(op);
+    }
+    Op *d_ops = upload(ops);
+    launch(d_ops, copies, rows, 0);
+    cudaEvent_t e0, e1;
+    GTU_CUDA(cudaEventCreate(&e0));
+    GTU_CUDA(cudaEventCreate(&e1));
+    GTU_CUDA(cudaEventRecord(e0));
+    const int iters = 3;
+    for (int i = 0; i < iters; i++) launch(d_ops, copies, rows, 0);
+    GTU_CUDA(cudaEventRecord(e1));
+    GTU_CUDA(cudaEventSynchronize(e1));
+    float ms;
+    GTU_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+    const double us = ms * 1e3 / iters / copies;
+    printf("time lm_head rows %2d%s: %7.1f us, weights %.2f TB/s\n", rows, g_tma ? ", TMA" : "", us,
+           wn * 2.0 / us * 1e-6);
+    cudaEventDestroy(e0), cudaEventDestroy(e1);
+    cudaFree(d_ops), cudaFree(w), cudaFree(x), cudaFree(g), cudaFree(logits), cudaFree(ssq), cudaFree(part);
+    cudaFree(tickets);
+    if (maps) cudaFree(maps);
+}
+
 void run_timing() {
     for (int rows : {16, 32, 64}) time_layers(rows, 2);
     time_layers(32, 1);
@@ -799,6 +901,7 @@ void run_timing() {
     time_layers(32, 2, true, true, false, 11);
     time_layers(32, 2, true, true, true, 11);
     for (int rows : {16, 32, 64}) time_layers(rows, 2, true, true, true, 4, true); // a whole layer, chained
+    for (int rows : {16, 32, 64}) time_lm(rows);
 }
 
 } // namespace
