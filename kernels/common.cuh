@@ -208,6 +208,22 @@ static __device__ __forceinline__ void vk_mbar_wait(uint32_t bar, unsigned parit
     } while (!done);
 }
 
+// Counters between blocks at gpu scope: a load that acquires what the adds before it released,
+// and an add that releases (after a barrier of the block: what every thread of it wrote).
+static __device__ __forceinline__ unsigned vk_ld_acquire(const unsigned *a) {
+    unsigned v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(a) : "memory");
+    return v;
+}
+static __device__ __forceinline__ void vk_red_release_add(unsigned *a, unsigned v) {
+    asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(a), "r"(v) : "memory");
+}
+// The global nanosecond timer (watchdogs and profiling stamps).
+static __device__ __forceinline__ long long vk_global_ns() {
+    long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
 // old = *a, *a += v, as one acquire-release operation at gpu scope: after a barrier of the
 // block, it publishes what every thread of the block wrote before it (a ticket's release), and
 // what the tickets before it published becomes visible to this block (acquire).

@@ -247,19 +247,6 @@ __device__ __forceinline__ int lm_counter(const Params &p) {
     return p.n_layers * (kOpsPerLayer + kMaxRows * p.kv_heads);
 }
 
-__device__ __forceinline__ unsigned ld_acquire(const unsigned *a) {
-    unsigned v;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(a) : "memory");
-    return v;
-}
-__device__ __forceinline__ void red_release_add(unsigned *a, unsigned v) {
-    asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(a), "r"(v) : "memory");
-}
-__device__ __forceinline__ long long global_ns() {
-    long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
 // Profiling marks inside an attention unit (stamps set; scripts/pdecode_stamps.py reads them):
 // after the ops' stamps, kAttnMarks words a block and layer, k = 0 unit begun (before its wait),
 // 1 q|k|v seen, 2 queries staged, 3 keys done, 4 partials written, 5 ticket taken, 6 merged,
@@ -270,7 +257,7 @@ constexpr int kAttnMarks = 10;
     do {                                                                                             \
         if ((p).stamps && threadIdx.x == 0)                                                          \
             (p).stamps[(size_t)gridDim.x * n_steps(p) * 2 +                                          \
-                       ((size_t)blockIdx.x * (p).n_layers + (layer)) * kAttnMarks + (k)] = global_ns(); \
+                       ((size_t)blockIdx.x * (p).n_layers + (layer)) * kAttnMarks + (k)] = vk_global_ns(); \
     } while (0)
 __device__ __forceinline__ void consumers_sync() {
     asm volatile("bar.sync %0, %1;" ::"n"(kBarConsumers), "n"(kConsumers) : "memory");
@@ -288,15 +275,15 @@ __device__ __forceinline__ bool experiment_skips(const Params &p, int op) {
 __device__ void wait_counter(const Params &p, int op, int i, unsigned target) {
     if (threadIdx.x == 0 && p.experiment != 2 && p.experiment != 3 && !experiment_skips(p, op)) {
         const unsigned *c = counter(p, i);
-        if (ld_acquire(c) < target) {
-            const long long t0 = global_ns();
+        if (vk_ld_acquire(c) < target) {
+            const long long t0 = vk_global_ns();
             for (int spin = 0;; spin++) {
                 __nanosleep(32);
-                if (ld_acquire(c) >= target) break;
-                if ((spin & 1023) == 1023 && global_ns() - t0 > p.watchdog_ns) {
+                if (vk_ld_acquire(c) >= target) break;
+                if ((spin & 1023) == 1023 && vk_global_ns() - t0 > p.watchdog_ns) {
                     printf("vox_k_pdecode: block %d waited %.0f s for counter %d (%u of %u): "
                            "blocks not all resident, or a bug\n",
-                           blockIdx.x, p.watchdog_ns * 1e-9, i, ld_acquire(c), target);
+                           blockIdx.x, p.watchdog_ns * 1e-9, i, vk_ld_acquire(c), target);
                     __trap();
                 }
             }
@@ -314,7 +301,7 @@ __device__ void signal_counter(const Params &p, int i) {
         if (p.experiment == 3)
             asm volatile("red.relaxed.gpu.global.add.u32 [%0], %1;" ::"l"(counter(p, i)), "r"(1u) : "memory");
         else
-            red_release_add(counter(p, i), 1u);
+            vk_red_release_add(counter(p, i), 1u);
     }
 }
 
@@ -1691,10 +1678,10 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
         if (op == OP_GU) wait_counter(p, op, op_counter(layer, OP_O), G);
         if (op == OP_DOWN) wait_counter(p, op, op_counter(layer, OP_GU), G);
         if (op == OP_LM && p.n_layers > 0) wait_counter(p, op, op_counter(p.n_layers - 1, OP_DOWN), G);
-        if (p.stamps && threadIdx.x == 0) p.stamps[((size_t)blockIdx.x * n_steps(p) + step) * 2] = global_ns();
+        if (p.stamps && threadIdx.x == 0) p.stamps[((size_t)blockIdx.x * n_steps(p) + step) * 2] = vk_global_ns();
         if (op == OP_ATTN) {
             run_attention<DPL, ROWS>(p, st, layer, offset, stage, first_keys); // blocks without units go on
-            if (p.stamps && threadIdx.x == 0) p.stamps[((size_t)blockIdx.x * n_steps(p) + step) * 2 + 1] = global_ns();
+            if (p.stamps && threadIdx.x == 0) p.stamps[((size_t)blockIdx.x * n_steps(p) + step) * 2 + 1] = vk_global_ns();
             continue;
         }
         const Proj q = proj_of<ROWS>(p, step);
@@ -1740,7 +1727,7 @@ __global__ void __launch_bounds__(kThreads, 1) pdecode_kernel(const Params p) {
                 run_projection<false>(p, q, offset, xs, 0.0f, pre.resid, pre.wscale, ring, full, empty, page);
         }
         offset = (int)((offset + q.n / kUnitRows) % G);
-        if (p.stamps && threadIdx.x == 0) p.stamps[((size_t)blockIdx.x * n_steps(p) + step) * 2 + 1] = global_ns();
+        if (p.stamps && threadIdx.x == 0) p.stamps[((size_t)blockIdx.x * n_steps(p) + step) * 2 + 1] = vk_global_ns();
         if (op != OP_LM) {
             signal_counter(p, op_counter(layer, op));
             continue;

@@ -319,30 +319,17 @@ __device__ __forceinline__ KCursor cursor_at(const Op &op, int u) {
 __device__ __forceinline__ void cursor_next(const Op &op, KCursor &c) {
     if (++c.kb == c.kb1) c = cursor_at(op, c.u + gridDim.x);
 }
-__device__ __forceinline__ void red_release_add_gpu(unsigned *a, unsigned v) {
-    asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(a), "r"(v) : "memory");
-}
-__device__ __forceinline__ unsigned ld_acquire_gpu(const unsigned *a) {
-    unsigned v;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(a) : "memory");
-    return v;
-}
 // Polls *c (acquire) until it reaches target. A wait of more than 10 s means blocks that are not
 // all resident, or a bug: it says which counter and traps rather than hang the device.
 __device__ __noinline__ void wait_at_least(const unsigned *c, unsigned target, const char *what) {
-    if (ld_acquire_gpu(c) >= target) return;
-    long long t0;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    if (vk_ld_acquire(c) >= target) return;
+    const long long t0 = vk_global_ns();
     for (unsigned spin = 0;; spin++) {
         __nanosleep(32);
-        if (ld_acquire_gpu(c) >= target) return;
-        if ((spin & 1023) == 1023) {
-            long long t;
-            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-            if (t - t0 > 10000000000ll) {
-                printf("wide_ops: block %d waited 10 s for %s (%u of %u)\n", blockIdx.x, what, ld_acquire_gpu(c), target);
-                __trap();
-            }
+        if (vk_ld_acquire(c) >= target) return;
+        if ((spin & 1023) == 1023 && vk_global_ns() - t0 > 10000000000ll) {
+            printf("wide_ops: block %d waited 10 s for %s (%u of %u)\n", blockIdx.x, what, vk_ld_acquire(c), target);
+            __trap();
         }
     }
 }
@@ -454,7 +441,7 @@ __device__ void stage_inputs(Shared &sm, const Op *ops, int n_ops, int rows) {
         }
         if (op.done) {
             stagers_sync(); // every stager's stores of the op, released by the add
-            if (threadIdx.x == kConsumers + kCopiers) red_release_add_gpu(op.done, 1u);
+            if (threadIdx.x == kConsumers + kCopiers) vk_red_release_add(op.done, 1u);
         }
         offset += units_of(op);
     }
@@ -747,7 +734,7 @@ __device__ void finish_units(Shared &sm, const Op &op, int rows, int offset, int
         if (S > 1) {
             if (t == 0) {
                 unsigned *tk = &op.tickets[tile];
-                red_release_add_gpu(tk, 1u);
+                vk_red_release_add(tk, 1u);
                 wait_at_least(tk, (unsigned)S, "a tile's slices");
             }
             stagers_sync(); // every slice stored, and what the poll acquired, to every stager
