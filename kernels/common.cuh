@@ -282,6 +282,13 @@ static __device__ __forceinline__ void vk_cp_async16(uint32_t dst, const void *s
                  "r"(valid ? 16 : 0)
                  : "memory");
 }
+// The same with an L2 cache policy (vk_evict_first_policy for weights read once).
+static __device__ __forceinline__ void vk_cp_async16_hint(uint32_t dst, const void *src, bool valid,
+                                                          uint64_t policy) {
+    asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(dst), "l"(src),
+                 "r"(valid ? 16 : 0), "l"(policy)
+                 : "memory");
+}
 static __device__ __forceinline__ void vk_cp_async_commit() {
     asm volatile("cp.async.commit_group;\n" ::: "memory");
 }

@@ -79,14 +79,6 @@ template <int BKB> __device__ __forceinline__ uint32_t swz(int r, int j) {
     return (uint32_t)(r * BKB + ((j ^ (r & 7)) << 4));
 }
 
-// cp.async of 16 bytes with an L2 cache policy (zero-filled when !valid).
-__device__ __forceinline__ void cp_async16_policy(uint32_t dst, const void *src, bool valid,
-                                                  uint64_t policy) {
-    asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(dst),
-                 "l"(src), "r"(valid ? 16 : 0), "l"(policy)
-                 : "memory");
-}
-
 // d += a * b for 32 bytes of k: m16n8k16 bf16, or m16n8k32 E4M3 (sm_89+; the launcher takes FP8
 // only there) with the same fragment registers.
 template <bool FP8>
@@ -159,7 +151,7 @@ __global__ void __launch_bounds__(kThreads, MP <= 16 && BKB == 128 ? 2 : 1)
         for (int q = tid; q < kBN * P; q += kThreads) {
             const int r = q / P, j = q % P;
             const bool ok = tile * kBN + r < p.n && c * BKB + j * 16 < p.row_bytes;
-            cp_async16_policy(dst + swz<BKB>(r, j), ok ? src0 + r * p.row_bytes + j * 16 : p.w, ok,
+            vk_cp_async16_hint(dst + swz<BKB>(r, j), ok ? src0 + r * p.row_bytes + j * 16 : p.w, ok,
                               policy);
         }
     };

@@ -238,12 +238,6 @@ __device__ __forceinline__ int weight_row(const Op &op, int tile, int r) {
     return i < op.n ? i : -1;
 }
 
-__device__ __forceinline__ void cp_async16_hint(uint32_t dst, const void *src, bool valid, uint64_t policy) {
-    asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(dst), "l"(src),
-                 "r"(valid ? 16 : 0), "l"(policy)
-                 : "memory");
-}
-
 // ---- the copiers (warpgroup 2: warps 8 to 11) ----
 // A 64 x 64 box of a weight matrix (columns c0.., rows r0..) into shared memory at dst, its bytes
 // counted on the mbarrier bar; L2 evict-first.
@@ -290,7 +284,7 @@ __device__ void copy_weights(Shared &sm, const Op *ops, int n_ops) {
                 for (int i = 0; i < kRowsEach; i++) {
                     const int row = weight_row(op, tile, r0 + kRowStep * i); // recomputed: registers are few here
                     const bool ok = row >= 0 && col < op.k;
-                    cp_async16_hint(dst + vk_sw128_off(r0 + kRowStep * i, piece, kTileRows),
+                    vk_cp_async16_hint(dst + vk_sw128_off(r0 + kRowStep * i, piece, kTileRows),
                                     op.w + (ok ? (int64_t)row * op.k + col : 0), ok, policy);
                 }
                 vk_cp_async_mbar_arrive(vk_smem_u32(&sm.full[s]));

@@ -61,13 +61,6 @@ struct Args {
     int reps;                   // copies of W a launch streams, w + c N K, one after the other
 };
 
-__device__ __forceinline__ void cp_async16_evict_first(uint32_t dst, const void *src, bool valid,
-                                                       uint64_t policy) {
-    asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(dst),
-                 "l"(src), "r"(valid ? 16 : 0), "l"(policy)
-                 : "memory");
-}
-
 __global__ void __launch_bounds__(kThreads, 1) wide_consumer_kernel(const Args a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -112,7 +105,7 @@ __global__ void __launch_bounds__(kThreads, 1) wide_consumer_kernel(const Args a
                 for (int i = 0; i < kBN / 16; i++) {
                     const int r = r0 + 16 * i, n = tile * kBN + r;
                     const bool ok = col_ok && n < a.N;
-                    cp_async16_evict_first(sw + vk_sw128_off(r, piece, kBN),
+                    vk_cp_async16_hint(sw + vk_sw128_off(r, piece, kBN),
                                            w + (ok ? (int64_t)n * a.K + col : 0), ok, policy);
                 }
 #pragma unroll
