@@ -97,11 +97,8 @@ std::vector<float> rand_bf16(size_t n, float lo, float hi) {
     for (auto &v : f) v = bfr(gtu_uniform(&g_rng, lo, hi));
     return f;
 }
-template <typename T> T *upload(const std::vector<T> &h) {
-    T *d;
-    GTU_CUDA(cudaMalloc(&d, h.size() * sizeof(T) + 16));
-    GTU_CUDA(cudaMemcpy(d, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice));
-    return d;
+template <typename T> T *upload(const std::vector<T> &h) { // typed gtu_dev_upload (which takes n = 0)
+    return (T *)gtu_dev_upload(h.data(), h.size() * sizeof(T));
 }
 double silu(double g) { return g / (1.0 + exp(-g)); }
 
@@ -411,11 +408,10 @@ void check_launch(std::initializer_list<Case> cases) {
     cudaFree(d_ops);
 }
 
-std::vector<float> download_bf16(const __nv_bfloat16 *d, size_t n) {
-    std::vector<__nv_bfloat16> b(n);
-    GTU_CUDA(cudaMemcpy(b.data(), d, n * 2, cudaMemcpyDeviceToHost));
-    std::vector<float> f(n);
-    for (size_t i = 0; i < n; i++) f[i] = __bfloat162float(b[i]);
+std::vector<float> download_bf16(const __nv_bfloat16 *d, size_t n) { // gtu_download_bf16_as_f32 as a vector
+    float *h = gtu_download_bf16_as_f32(d, n);
+    std::vector<float> f(h, h + n);
+    free(h);
     return f;
 }
 
