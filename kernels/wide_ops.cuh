@@ -264,15 +264,15 @@ __device__ void copy_weights(Shared &sm, const Op *ops, int n_ops) {
             if (op.wmap) { // one thread: two boxes of 64 rows a k-block (a GLU tile's gate and up rows)
                 const int row0 = op.epi == EPI_GLU ? tile * kHalfRows : tile * kTileRows;
                 const int row1 = op.epi == EPI_GLU ? op.n / 2 + tile * kHalfRows : row0 + kHalfRows;
-                for (int kb = kb0; kb < kb1; kb++, it++) {
-                    if (t != 0) continue;
-                    const int s = it % kWStages;
-                    if (it >= kWStages) vk_mbar_wait(vk_smem_u32(&sm.empty[s]), (uint32_t)((it / kWStages - 1) & 1));
+                for (int kb = kb0; t == 0 && kb < kb1; kb++) {
+                    const int m = it + kb - kb0, s = m % kWStages;
+                    if (m >= kWStages) vk_mbar_wait(vk_smem_u32(&sm.empty[s]), (uint32_t)((m / kWStages - 1) & 1));
                     const uint32_t bar = vk_smem_u32(&sm.full[s]), dst = vk_smem_u32(sm.w[s]);
                     vk_mbar_expect_tx(bar, kWBytes);
                     tma_box(dst, op.wmap, kb * kBK, row0, bar, policy);
                     tma_box(dst + kWBytes / 2, op.wmap, kb * kBK, row1, bar, policy);
                 }
+                it += kb1 - kb0;
                 continue;
             }
             for (int kb = kb0; kb < kb1; kb++, it++) {
