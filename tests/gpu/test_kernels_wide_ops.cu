@@ -756,22 +756,13 @@ void time_layers(int rows, int gu_slices, bool norms = true, bool chained = fals
             }
         }
         Op *d_ops = upload(ops);
-        cudaEvent_t e0, e1;
-        GTU_CUDA(cudaEventCreate(&e0));
-        GTU_CUDA(cudaEventCreate(&e1));
-        GTU_CUDA(cudaMemsetAsync(counters, 0, n_counters * sizeof(unsigned)));
-        launch(d_ops, (int)ops.size(), rows, 0);
-        GTU_CUDA(cudaEventRecord(e0));
-        const int iters = 3;
-        for (int i = 0; i < iters; i++) {
+        auto run = [&]() { // the counters zeroed, then the launch
             GTU_CUDA(cudaMemsetAsync(counters, 0, n_counters * sizeof(unsigned)));
             launch(d_ops, (int)ops.size(), rows, 0);
-        }
-        GTU_CUDA(cudaEventRecord(e1));
-        GTU_CUDA(cudaEventSynchronize(e1));
-        float ms;
-        GTU_CUDA(cudaEventElapsedTime(&ms, e0, e1));
-        const double us = ms * 1e3 / iters / layers;
+        };
+        double us;
+        GTU_TIME_US(us, 3, run());
+        us /= layers;
         double bytes = 0;
         for (int s = 0; s < 4; s++)
             if (only < 0 || only == s) bytes += (double)shapes[s].n * shapes[s].k * 2;
@@ -787,7 +778,6 @@ void time_layers(int rows, int gu_slices, bool norms = true, bool chained = fals
             printf("time %-7s rows %2d slices %d%s: %6.1f us, weights %.2f TB/s\n", shapes[only].name, rows,
                    shapes[only].slices, g_tma ? ", TMA" : "", us, bytes / us * 1e-6);
         cudaFree(d_ops);
-        cudaEventDestroy(e0), cudaEventDestroy(e1);
     }
     cudaFree(wts), cudaFree(act), cudaFree(g), cudaFree(y), cudaFree(ssq), cudaFree(part), cudaFree(tickets);
     cudaFree(counters), cudaFree(xn), cudaFree(dpos), cudaFree(dslot), cudaFree(kcache), cudaFree(vcache);
@@ -867,21 +857,11 @@ void time_lm(int rows) {
         ops.push_back(op);
     }
     Op *d_ops = upload(ops);
-    launch(d_ops, copies, rows, 0);
-    cudaEvent_t e0, e1;
-    GTU_CUDA(cudaEventCreate(&e0));
-    GTU_CUDA(cudaEventCreate(&e1));
-    GTU_CUDA(cudaEventRecord(e0));
-    const int iters = 3;
-    for (int i = 0; i < iters; i++) launch(d_ops, copies, rows, 0);
-    GTU_CUDA(cudaEventRecord(e1));
-    GTU_CUDA(cudaEventSynchronize(e1));
-    float ms;
-    GTU_CUDA(cudaEventElapsedTime(&ms, e0, e1));
-    const double us = ms * 1e3 / iters / copies;
+    double us;
+    GTU_TIME_US(us, 3, launch(d_ops, copies, rows, 0));
+    us /= copies;
     printf("time lm_head rows %2d%s: %7.1f us, weights %.2f TB/s\n", rows, g_tma ? ", TMA" : "", us,
            wn * 2.0 / us * 1e-6);
-    cudaEventDestroy(e0), cudaEventDestroy(e1);
     cudaFree(d_ops), cudaFree(w), cudaFree(x), cudaFree(g), cudaFree(logits), cudaFree(ssq), cudaFree(part);
     cudaFree(tickets);
     if (maps) cudaFree(maps);
