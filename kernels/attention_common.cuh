@@ -139,10 +139,7 @@ __device__ __forceinline__ void softmax_step(float (&s)[NT][4], float (&m)[2], f
 #pragma unroll
         for (int nt = 0; nt < NT; nt++) mx = fmaxf(mx, fmaxf(s[nt][2 * hh], s[nt][2 * hh + 1]));
         mx = quad_max(mx);
-        const float m_new = fmaxf(m[hh], mx * scale_log2);
-        const float base = m_new == -INFINITY ? 0.0f : m_new;
-        alpha[hh] = vk_fast_exp2(m[hh] - base);
-        m[hh] = m_new;
+        const float base = vk_softmax_raise(m[hh], mx * scale_log2, alpha[hh]);
         float sum = 0.0f;
 #pragma unroll
         for (int nt = 0; nt < NT; nt++) {

@@ -179,6 +179,17 @@ static __device__ __forceinline__ float vk_fast_exp2(float x) {
     asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
     return y;
 }
+// One step of the online softmax's running maximum m (log2 units): m grows to take in mx_log2, a
+// block of scores' maximum times the log2 scale. Returns the exponent base of that block's p (0
+// while every score so far is -inf, so that no inf - inf arises) and sets alpha, the factor that
+// rescales the sums so far.
+static __device__ __forceinline__ float vk_softmax_raise(float &m, float mx_log2, float &alpha) {
+    const float m_new = fmaxf(m, mx_log2);
+    const float base = m_new == -INFINITY ? 0.0f : m_new;
+    alpha = vk_fast_exp2(m - base);
+    m = m_new;
+    return base;
+}
 
 // ---- shared-memory addresses and mbarriers (the barrier PTX is sm_90's; only sm_90 kernel
 // bodies call these) ----

@@ -1508,10 +1508,8 @@ __device__ __forceinline__ void attention_unit(const Params &p, const StepRows<R
                 sc[i] = j0 + i < k_end ? d : -INFINITY;
                 mx = fmaxf(mx, sc[i]);
             }
-            const float m_new = fmaxf(m[h], mx * p.scale_log2);
-            const float base = m_new == -INFINITY ? 0.0f : m_new;
-            const float alpha = vk_fast_exp2(m[h] - base);
-            m[h] = m_new;
+            float alpha;
+            const float base = vk_softmax_raise(m[h], mx * p.scale_log2, alpha);
             float sum = 0.0f;
 #pragma unroll
             for (int e = 0; e < DPL; e++) o[h][e] *= alpha;

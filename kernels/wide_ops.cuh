@@ -541,10 +541,8 @@ __device__ void attention_units(Shared &sm, const Op &op, int rows) {
 #pragma unroll
             for (int h = 0; h < kAttnMaxGroup; h++) {
                 const float sh = valid ? sc[h] : -INFINITY;
-                const float m_new = fmaxf(m[h], vk_warp_max(sh) * op.scale_log2);
-                const float base = m_new == -INFINITY ? 0.0f : m_new;
-                const float alpha = vk_fast_exp2(m[h] - base);
-                m[h] = m_new;
+                float alpha;
+                const float base = vk_softmax_raise(m[h], vk_warp_max(sh) * op.scale_log2, alpha);
                 p[h] = vk_fast_exp2(fmaf(sh, op.scale_log2, -base));
                 l[h] = l[h] * alpha + vk_warp_sum(p[h]);
 #pragma unroll
