@@ -151,12 +151,12 @@ struct Op {
 };
 
 // The tile and K-slice count of an op of n x k at `slices` slices (fewer where k has fewer
-// k-blocks): fills tiles, slices and slice_kb.
+// k-blocks; one where k is 0): fills tiles, slices and slice_kb.
 __host__ __device__ inline void wide_plan(Op &op, int slices) {
-    const int n_kb = (op.k + kBK - 1) / kBK;
+    const int n_kb = (op.k + kBK - 1) / kBK; // 0 for EPI_ATTN, which has no k-loop
     if (slices < 1) slices = 1;
     op.slice_kb = (n_kb + slices - 1) / slices;
-    op.slices = (n_kb + op.slice_kb - 1) / op.slice_kb;
+    op.slices = op.slice_kb ? (n_kb + op.slice_kb - 1) / op.slice_kb : 1;
     op.tiles = op.epi == EPI_NORM || op.epi == EPI_ATTN ? 0
                : op.epi == EPI_GLU ? (op.n / 2 + kHalfRows - 1) / kHalfRows
                                    : (op.n + kTileRows - 1) / kTileRows;

@@ -68,6 +68,7 @@ static inline void gtu_require_device(void) {
  * the code's name in the message). Returns the device's SM count. */
 static inline int gtu_sm90_start(int argc, char **argv, const char *what, int *timing) {
     *timing = 1;
+    setvbuf(stdout, NULL, _IOLBF, 0); // a crash's log still shows the last line it reached
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--no-timing")) {
             *timing = 0;
