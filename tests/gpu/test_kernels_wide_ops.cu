@@ -766,17 +766,18 @@ void time_layers(int rows, int gu_slices, bool norms = true, bool chained = fals
         double bytes = 0;
         for (int s = 0; s < 4; s++)
             if (only < 0 || only == s) bytes += (double)shapes[s].n * shapes[s].k * 2;
-        if (only < 0)
+        if (only < 0) {
             printf("time layer   rows %2d gate|up slices %d, o slices %d%s%s%s: %7.1f us a layer, weights %.2f TB/s "
                    "(%.0f us a 30-layer step of projections)\n",
                    rows, gu_slices, o_slices, norm_pass ? ", norm pass" : norms ? "" : ", no RMSNorm",
                    chained ? ", chained" : "", g_tma ? ", TMA" : "", us, bytes / us * 1e-6, 30 * us);
-        if (only < 0 && attention)
-            printf("     (with the attention over %d keys a row: %.1f MB of K/V a layer)\n", kAttnKeys,
-                   rows * (double)kAttnKeys * 1024 * 2 * 2 * 1e-6);
-        else
+            if (attention)
+                printf("     (with the attention over %d keys a row: %.1f MB of K/V a layer)\n", kAttnKeys,
+                       rows * (double)kAttnKeys * 1024 * 2 * 2 * 1e-6);
+        } else {
             printf("time %-7s rows %2d slices %d%s: %6.1f us, weights %.2f TB/s\n", shapes[only].name, rows,
                    shapes[only].slices, g_tma ? ", TMA" : "", us, bytes / us * 1e-6);
+        }
         cudaFree(d_ops);
     }
     cudaFree(wts), cudaFree(act), cudaFree(g), cudaFree(y), cudaFree(ssq), cudaFree(part), cudaFree(tickets);
