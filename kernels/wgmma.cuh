@@ -1,14 +1,12 @@
 // Hopper (sm_90a) wgmma helpers: the warpgroup-wide tensor-core instructions that read their
 // operands from shared memory by descriptor, and what goes with them. Only for code compiled for
-// sm_90a (attention_sm90.cu, tests/gpu/probe_wide_consumer.cu): elsewhere the assembler refuses
-// these instructions.
+// sm_90a (attention_sm90.cu): elsewhere the assembler refuses these instructions.
 //   vk_mbar_wait_warp    vk_mbar_wait, then the warp converged again for an .aligned wgmma
 //   vk_fence_proxy_async generic-proxy shared-memory writes ordered before async-proxy reads
 //   vk_wgmma_fence / _commit / _wait<N>, vk_wgmma_pin   the wgmma group protocol
 //   vk_desc_sw128, vk_desc_k_major   shared-memory matrix descriptors, 128-byte swizzle
 //   vk_sw128_off                    a 16-byte piece's place in such a tile
 //   vk_wgmma_m64n128k16_ss          d (+)= A B^T, 64 x 128 x 16, bf16 operands from shared memory
-//   vk_wgmma_m64n64k16_ss           the same, 64 x 64 x 16
 #ifndef VOX_KERNELS_WGMMA_CUH
 #define VOX_KERNELS_WGMMA_CUH
 
@@ -61,8 +59,7 @@ static __device__ __forceinline__ uint32_t vk_sw128_off(int r, int c, int rows) 
 static __device__ __forceinline__ uint64_t vk_desc_k_major(uint32_t addr) { return vk_desc_sw128(addr, 16, 1024); }
 
 // d = A B^T (scale_d 0: overwrite) or d += A B^T (1): 64 x 128 x 16, fp32 accumulators, bf16 A
-// and B both from shared memory by descriptor, both K-major (attention_sm90.cu's S = Q K^T; the
-// wide consumer probe's y = x W^T, tests/gpu/probe_wide_consumer.cu).
+// and B both from shared memory by descriptor, both K-major (attention_sm90.cu's S = Q K^T).
 static __device__ __forceinline__ void vk_wgmma_m64n128k16_ss(float (&s)[16][4], uint64_t da,
                                                               uint64_t db, int scale_d) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -90,32 +87,6 @@ static __device__ __forceinline__ void vk_wgmma_m64n128k16_ss(float (&s)[16][4],
           "+f"(s[12][2]), "+f"(s[12][3]), "+f"(s[13][0]), "+f"(s[13][1]), "+f"(s[13][2]),
           "+f"(s[13][3]), "+f"(s[14][0]), "+f"(s[14][1]), "+f"(s[14][2]), "+f"(s[14][3]),
           "+f"(s[15][0]), "+f"(s[15][1]), "+f"(s[15][2]), "+f"(s[15][3])
-        : "l"(da), "l"(db), "r"(scale_d)
-        : "memory");
-#endif
-}
-
-// The same at n = 64: d (+)= A B^T, 64 x 64 x 16 (the wide decode step's consumer at up to 64
-// sequences, kernels/wide_ops.cuh: each warpgroup takes 64 of a tile's 128 weight rows).
-static __device__ __forceinline__ void vk_wgmma_m64n64k16_ss(float (&s)[8][4], uint64_t da,
-                                                             uint64_t db, int scale_d) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile(
-        "{\n"
-        ".reg .pred p;\n"
-        "setp.ne.b32 p, %34, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
-        "%32, %33, p, 1, 1, 0, 0;\n"
-        "}\n"
-        : "+f"(s[0][0]), "+f"(s[0][1]), "+f"(s[0][2]), "+f"(s[0][3]), "+f"(s[1][0]),
-          "+f"(s[1][1]), "+f"(s[1][2]), "+f"(s[1][3]), "+f"(s[2][0]), "+f"(s[2][1]),
-          "+f"(s[2][2]), "+f"(s[2][3]), "+f"(s[3][0]), "+f"(s[3][1]), "+f"(s[3][2]),
-          "+f"(s[3][3]), "+f"(s[4][0]), "+f"(s[4][1]), "+f"(s[4][2]), "+f"(s[4][3]),
-          "+f"(s[5][0]), "+f"(s[5][1]), "+f"(s[5][2]), "+f"(s[5][3]), "+f"(s[6][0]),
-          "+f"(s[6][1]), "+f"(s[6][2]), "+f"(s[6][3]), "+f"(s[7][0]), "+f"(s[7][1]),
-          "+f"(s[7][2]), "+f"(s[7][3])
         : "l"(da), "l"(db), "r"(scale_d)
         : "memory");
 #endif

@@ -2,8 +2,6 @@
  *
  *   gtu_require_device()        skip (exit 77) with "SKIPPED: no CUDA device: <reason>" when
  *                               cudaGetDeviceCount fails or finds none; prints the device used
- *   gtu_sm90_start(...)         the sm_90a checks' and probes' start: [--no-timing], the device,
- *                               a skip unless sm_90
  *   GTU_CUDA(call)              abort the test (exit 1) on a CUDA error, with file:line
  *   gtu_rng / gtu_rand_*        a fixed-seed generator (splitmix64): uniform floats, bf16
  *                               buffers whose float mirror holds the exact bf16 values
@@ -61,27 +59,6 @@ static inline void gtu_require_device(void) {
     GTU_CUDA(cudaGetDeviceProperties(&p, 0));
     GTU_CUDA(cudaSetDevice(0));
     printf("device 0: %s, sm_%d%d, %d SMs\n", p.name, p.major, p.minor, p.multiProcessorCount);
-}
-
-/* The sm_90a-only checks and probes (tests/gpu/NAME.cu): [--no-timing] into *timing (1 without it;
- * anything else: the usage and exit 2), a device required, a skip (77) unless it is sm_90 (what:
- * the code's name in the message). Returns the device's SM count. */
-static inline int gtu_sm90_start(int argc, char **argv, const char *what, int *timing) {
-    *timing = 1;
-    setvbuf(stdout, NULL, _IOLBF, 0); // a crash's log still shows the last line it reached
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--no-timing")) {
-            *timing = 0;
-        } else {
-            fprintf(stderr, "usage: %s [--no-timing]\n", argv[0]);
-            exit(2);
-        }
-    }
-    gtu_require_device();
-    struct cudaDeviceProp p;
-    GTU_CUDA(cudaGetDeviceProperties(&p, 0));
-    if (p.major != 9 || p.minor != 0) TEST_SKIP("%s is sm_90a code; this device is sm_%d%d", what, p.major, p.minor);
-    return p.multiProcessorCount;
 }
 
 /* ---- deterministic random numbers ------------------------------------------------------------ */
