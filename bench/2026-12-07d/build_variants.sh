@@ -1,4 +1,6 @@
 #!/bin/bash
+# (Run 2026-12-07e at 4bbc148, NOTES-2026-12-07e.md; the wide ops were removed from main in fd697ce:
+# check out 4bbc148 to run this again.)
 # Builds test_kernels_wide_ops at three other ring depths beside the default (kAhead 4, kABufs 7,
 # kWStages 8) for call-next.sh: build/tests/test_kernels_wide_ops_aA_bB_wW (kAhead A, kABufs B,
 # kWStages W; kernels/wide_ops.cuh's VOX_WIDE_* macros). Run from the repository root after the

@@ -1,4 +1,6 @@
 #!/bin/bash
+# (Run 2026-12-07e at 4bbc148, NOTES-2026-12-07e.md; the wide ops were removed from main in fd697ce:
+# check out 4bbc148 to run this again.)
 # The next device call for the wide ops (prepared 2026-12-07d, not run; any H100 or H200, ~3 min).
 # 1. test_kernels_wide_ops as committed: its checks (the chain o -> gate|up -> down and the
 #    bf16x2 RMSNorm have never run) and its timing table, chained layers included.
