@@ -51,6 +51,7 @@
     } while (0)
 
 static inline void gtu_require_device(void) {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* a log cut by a crash still ends at the last line reached */
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess) TEST_SKIP("no CUDA device: %s", cudaGetErrorString(e));
