@@ -1,7 +1,8 @@
 /* Helpers for the GPU tests (tests/gpu/test_*.c, compiled as C and linked to vox_pipeline).
  *
  *   gtu_require_device()        skip (exit 77) with "SKIPPED: no CUDA device: <reason>" when
- *                               cudaGetDeviceCount fails or finds none; prints the device used
+ *                               cudaGetDeviceCount fails or finds none; prints the device used;
+ *                               line-buffers stdout (call it before any output)
  *   GTU_CUDA(call)              abort the test (exit 1) on a CUDA error, with file:line
  *   gtu_rng / gtu_rand_*        a fixed-seed generator (splitmix64): uniform floats, bf16
  *                               buffers whose float mirror holds the exact bf16 values
