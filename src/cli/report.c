@@ -135,6 +135,10 @@ void vox_write_latency_table(FILE *out, const vox_run_totals *t, const char *dev
             100.0 * b->kv_waste);
     fprintf(out, "  %-22s %10.2f   (mean per request, ready to admitted)\n", "queue wait",
             t->n_requests ? s->queue_ms / t->n_requests : 0.0);
+    if (b->shrinks > 0)
+        fprintf(out, "  %-22s %10ld   (decoder steps that failed and ran again smaller; down to %d "
+                "sequence%s a step)\n", "batch shrinks", b->shrinks, b->smallest_step_limit,
+                b->smallest_step_limit == 1 ? "" : "s");
     for (int i = 0; t->n_devices > 1 && i < t->n_devices; i++) {
         const voxtral_queue_stats *d = &t->device[i];
         char label[40];
@@ -193,6 +197,8 @@ vox_status vox_write_latency_json(const char *path, const vox_run_totals *t, con
     cJSON_AddNumberToObject(bj, "kv_peak_bytes", (double)b->kv_peak_used_bytes);
     cJSON_AddNumberToObject(bj, "kv_waste", b->kv_waste);
     cJSON_AddNumberToObject(bj, "queue_wait_ms_mean", t->n_requests ? s->queue_ms / t->n_requests : 0.0);
+    cJSON_AddNumberToObject(bj, "shrinks", (double)b->shrinks);
+    cJSON_AddNumberToObject(bj, "smallest_step_limit", b->smallest_step_limit);
     if (t->n_devices > 1) {
         cJSON *devs = cJSON_AddArrayToObject(o, "devices");
         for (int i = 0; i < t->n_devices; i++) {

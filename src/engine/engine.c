@@ -45,6 +45,10 @@
  * enough that prefill GEMMs run near full speed, small enough that a step stays short.
  * VOX_STEP_ROWS=N overrides it (tests cut prompts into awkward chunks with it). */
 #define VOX_STEP_ROWS 2048
+/* Steps that must succeed after a failed one before its halved limits double again (step_failed):
+ * long enough that memory taken by another process is not fought for every few steps, short
+ * enough that a passing shortage does not slow the rest of a long run. */
+#define VOX_REGROW_STEPS 64
 
 static int step_rows_for(int max_seqs) {
     const char *env = getenv("VOX_STEP_ROWS");
@@ -134,6 +138,9 @@ static vox_status size_for(vox_engine *e, int max_seqs, int64_t longest, int64_t
     }
     if (st) return st;
     e->max_seqs = max_seqs;
+    e->step_seqs = max_seqs;
+    e->step_row_cap = e->step_rows;
+    e->steps_since_shrink = 0;
     size_t rows = (size_t)e->step_rows, seqs = (size_t)max_seqs;
     e->b_ids = malloc(seqs * sizeof *e->b_ids);
     e->b_pos = malloc(rows * sizeof *e->b_pos);
@@ -404,7 +411,7 @@ static vox_status admit(vox_engine *e, bool *grow, vox_error *err) {
      * that two devices never take the same one; seq_new is cheap (the prompt's ids). */
     pthread_mutex_lock(&q->rd.mu);
     const size_t most = (size_t)vox_encoder_group_chunks(e->ctx->be);
-    while (e->n_active + n < e->max_seqs && (size_t)n < most) {
+    while (e->n_active + n < e->step_seqs && (size_t)n < most) {
         vox_request *r = vox_queue_next_piece(q);
         if (!r) break;
         size_t piece = r->pieces_admitted;
@@ -506,14 +513,39 @@ static bool take_token(vox_engine *e, vox_seq *s, const vox_logits_stats *st) {
     return true;
 }
 
-/* A decoder step failed: the n sequences it ran (e->b_seq) fail with it, their caches holding a
- * partial step, and the others go on; unless the device no longer works, which ends the run. */
-static vox_status step_failed(vox_engine *e, int n, vox_status st, vox_error *err) {
+/* A decoder step of n sequences and `rows` rows (e->b_seq) failed. A device that no longer works
+ * ends the run. On one that works on (it ran out of memory at this size, say), the batch
+ * shrinks instead: nothing is lost, the sequences are where they were before the step (what
+ * it wrote of their caches is written again, the same, when they run), and the next steps run
+ * at most half as many sequences (and prompt rows, if it had some), so that a failure that stays (a request the device
+ * fails on) comes down to a step of that request alone, which fails alone and the others go
+ * on. Admission waits while more sequences are in flight than a step may run. */
+static vox_status step_failed(vox_engine *e, int n, int rows, vox_status st, vox_error *err) {
     if (!device_works(e)) return st;
+    if (rows > 1) {
+        e->step_seqs = n > 1 ? n / 2 : 1;
+        if (rows > n) e->step_row_cap = rows / 2; /* it held prompt rows: fewer of those too */
+        e->steps_since_shrink = 0;
+        e->stats.shrinks++;
+        if (e->stats.smallest_step_limit == 0 || e->step_seqs < e->stats.smallest_step_limit)
+            e->stats.smallest_step_limit = e->step_seqs;
+        trace_line(e, "failed seqs %d rows %d then_seqs %d then_rows %d error %s", n, rows,
+                   e->step_seqs, e->step_row_cap, err->msg);
+        return VOX_OK;
+    }
     char msg[VOX_ERROR_MSG_MAX];
-    snprintf(msg, sizeof msg, "a batched decoder step failed: %.900s", err->msg);
-    for (int i = 0; i < n; i++) seq_finish(e, e->b_seq[i], st, msg);
+    snprintf(msg, sizeof msg, "a decoder step failed: %.900s", err->msg);
+    seq_finish(e, e->b_seq[0], st, msg);
     return VOX_OK;
+}
+
+/* After VOX_REGROW_STEPS steps that succeed, a shrunk step's limits double, up to the sizing's. */
+static void step_succeeded(vox_engine *e) {
+    if (e->step_seqs == e->max_seqs && e->step_row_cap == e->step_rows) return;
+    if (++e->steps_since_shrink < VOX_REGROW_STEPS) return;
+    e->steps_since_shrink = 0;
+    e->step_seqs = e->step_seqs > e->max_seqs / 2 ? e->max_seqs : 2 * e->step_seqs;
+    e->step_row_cap = e->step_row_cap > e->step_rows / 2 ? e->step_rows : 2 * e->step_row_cap;
 }
 
 static vox_status step(vox_engine *e, vox_error *err) {
@@ -523,12 +555,15 @@ static vox_status step(vox_engine *e, vox_error *err) {
     int rows = 0, n_seqs = 0, n_logits = 0, tw = e->table_width, k_ask = 2;
     const int n_prefilling = vox_prefill_order(e->active, e->n_active, e->prefill_by_budget, e->prefilling);
     /* decode rows first, then prompt chunks while the step has room */
+    bool holds_marked = false; /* VOX_FAULT=step:N */
     for (int pass = 0; pass < 2; pass++) {
         for (int i = 0; i < (pass == 0 ? e->n_active : n_prefilling); i++) {
             vox_seq *s = pass == 0 ? e->active[i] : e->prefilling[i];
-            if (pass == 0 ? !s->decoding : rows >= e->step_rows) continue;
+            if (n_seqs >= e->step_seqs || rows >= e->step_row_cap) break;
+            if (pass == 0 && !s->decoding) continue;
             int64_t n = pass == 0 ? 1 : (int64_t)s->n_prompt - s->n_prefilled;
-            if (n > e->step_rows - rows) n = e->step_rows - rows;
+            if (n > e->step_row_cap - rows) n = e->step_row_cap - rows;
+            holds_marked |= s->fault_marked;
             seq_reserve(e, s, s->n_pos + n);
             e->b_row0[n_seqs] = rows;
             e->b_len[n_seqs] = (int32_t)(s->n_pos + n);
@@ -573,8 +608,10 @@ static vox_status step(vox_engine *e, vox_error *err) {
     vox_tensor logits = vox_tensor_rows(&e->dec.logits, 0, n_logits > 0 ? n_logits : 1);
     if (!st && n_logits > 0) st = be->logits_stats(be, &logits, e->b_chosen, k_ask, e->b_stats, err);
     if (!st && n_logits == 0) st = be->sync(be, err); /* for the step's time */
-    if (!st) st = vox_fault_step(&e->fault, be->name, err);
-    if (st) return step_failed(e, n_seqs, st, err);
+    bool mark = false;
+    if (!st) st = vox_fault_step(&e->fault, be->name, n_seqs, holds_marked, &mark, err);
+    for (int i = 0; mark && i < n_seqs; i++) e->b_seq[i]->fault_marked = true;
+    if (st) return step_failed(e, n_seqs, rows, st, err);
     /* --dump-tensors: the logits each dumping sequence chose from */
     for (int i = 0; i < n_logits; i++) {
         vox_seq *s = e->b_logit_seq[i];
@@ -582,14 +619,16 @@ static vox_status step(vox_engine *e, vox_error *err) {
         size_t V = (size_t)m->cfg.decoder.vocab_size;
         vox_tensor row = vox_tensor_rows(&e->dec.logits, i, 1);
         if ((st = be->download_f32(be, s->dump_logits + s->dump_steps * V, &row, V, err)))
-            return step_failed(e, n_seqs, st, err);
-        s->dump_steps++;
+            return step_failed(e, n_seqs, rows, st, err);
     }
+    for (int i = 0; i < n_logits; i++) /* counted once all are in: a failed step runs again */
+        if (e->b_logit_seq[i]->dump_logits) e->b_logit_seq[i]->dump_steps++;
 
     /* time shares, then the state of every sequence */
     double t = be->elapsed_ms(be, mk0, mk1);
     e->stats.gpu_ms += t;
     e->stats.steps++;
+    step_succeeded(e);
     if (e->trace) {
         long kv_decode = 0; /* positions the decode rows attend to: the step's K/V reads */
         for (int i = 0; i < n_decode; i++) kv_decode += e->b_len[i];

@@ -15,6 +15,9 @@ vox_status vox_fault_from_env(vox_fault *f, vox_error *err) {
     if (strncmp(p, "step:", 5) == 0) {
         f->where = VOX_FAULT_STEP;
         p += 5;
+    } else if (strncmp(p, "seqs:", 5) == 0) {
+        f->where = VOX_FAULT_SEQS;
+        p += 5;
     } else if (strncmp(p, "encode:", 7) == 0) {
         f->where = VOX_FAULT_ENCODE;
         p += 7;
@@ -22,11 +25,11 @@ vox_status vox_fault_from_env(vox_fault *f, vox_error *err) {
     char *end = NULL;
     errno = 0;
     long at = f->where != VOX_FAULT_NONE && *p >= '1' && *p <= '9' ? strtol(p, &end, 10) : 0;
-    if (end && errno == 0 && strcmp(end, ":sticky") == 0) f->sticky = true;
+    if (end && errno == 0 && f->where != VOX_FAULT_SEQS && strcmp(end, ":sticky") == 0) f->sticky = true;
     if (at <= 0 || errno || !end || (*end && !f->sticky)) {
         f->where = VOX_FAULT_NONE;
         return vox_fail(err, VOX_ERR_INVALID_ARG, "VOX_FAULT=%s: expected step:N or encode:N "
-                        "(N >= 1), optionally followed by :sticky", f->spec);
+                        "(N >= 1), optionally followed by :sticky, or seqs:K (K >= 1)", f->spec);
     }
     f->at = at;
     return VOX_OK;
@@ -38,8 +41,18 @@ static vox_status fire(vox_fault *f, const char *device, const char *what, long 
                     n, f->spec, f->sticky ? ": the device is lost" : "");
 }
 
-vox_status vox_fault_step(vox_fault *f, const char *device, vox_error *err) {
-    if (f->where != VOX_FAULT_STEP || ++f->steps != f->at) return VOX_OK;
+vox_status vox_fault_step(vox_fault *f, const char *device, int n_seqs, bool holds_marked, bool *mark,
+                          vox_error *err) {
+    *mark = false;
+    if (f->where == VOX_FAULT_SEQS) {
+        ++f->steps;
+        if (n_seqs <= f->at) return VOX_OK;
+        return vox_fail(err, VOX_ERR_DEVICE, "%s: decoder step %ld of %d sequences: injected fault "
+                        "(VOX_FAULT=%s)", device, f->steps, n_seqs, f->spec);
+    }
+    if (f->where != VOX_FAULT_STEP) return VOX_OK;
+    *mark = ++f->steps == f->at;
+    if (!*mark && !holds_marked) return VOX_OK;
     return fire(f, device, "decoder step", f->steps, err);
 }
 

@@ -1,17 +1,22 @@
-/* Fault injection, the engine's test hook (private to src/engine): VOX_FAULT makes a chosen
- * decoder step or encoder group of each engine fail as a device error would, so that what the
+/* Fault injection, the engine's test hook (private to src/engine): VOX_FAULT makes chosen
+ * decoder steps or encoder groups of each engine fail as a device error would, so that what the
  * engine does then can be tested on the CPU backend (a GPU fault cannot be had on demand).
  *
- *   VOX_FAULT=step:N        the Nth decoder step fails (1 is the first)
+ *   VOX_FAULT=step:N        the Nth decoder step fails (1 is the first), and so does every later
+ *                           step that holds one of its sequences: as requests whose own data the
+ *                           device fails on. The engine runs a failed step again in halves, so
+ *                           those requests end up failing alone and the others go on.
+ *   VOX_FAULT=seqs:K        every decoder step of more than K sequences fails, as on a device
+ *                           that has memory for no more: the batch shrinks to K and every
+ *                           request is transcribed.
  *   VOX_FAULT=encode:N      the Nth encoder group (the pieces one admission takes) fails
- *   ...:sticky              and the device is lost from then on
+ *   ...:sticky              (step: and encode:) and the device is lost from then on
  *
  * Without :sticky the device works on after the failure, as after running out of memory in one
- * step: only the requests that step or group touched fail. With it, every later check of the
- * device fails, as after an illegal memory access, which leaves a CUDA context unusable: what
- * the device had in flight fails, and the requests left go to the other devices (or fail when
- * there are none). Unset or empty: no fault. The counts start with each queue; voxtral_init's
- * warm-up on a GPU is left alone. */
+ * step. With it, every later check of the device fails, as after an illegal memory access,
+ * which leaves a CUDA context unusable: what the device had in flight fails, and the requests
+ * left go to the other devices (or fail when there are none). Unset or empty: no fault. The
+ * counts start with each queue; voxtral_init's warm-up on a GPU is left alone. */
 #ifndef VOX_ENGINE_FAULT_H
 #define VOX_ENGINE_FAULT_H
 
@@ -20,8 +25,8 @@
 #include "common/status.h"
 
 typedef struct {
-    enum { VOX_FAULT_NONE, VOX_FAULT_STEP, VOX_FAULT_ENCODE } where;
-    long at;            /* the step or group that fails */
+    enum { VOX_FAULT_NONE, VOX_FAULT_STEP, VOX_FAULT_SEQS, VOX_FAULT_ENCODE } where;
+    long at;            /* the step or group that fails; for seqs:K, K */
     bool sticky;
     char spec[48];      /* as given, for the messages */
     long steps, groups; /* counted so far */
@@ -31,8 +36,11 @@ typedef struct {
 /* Reads VOX_FAULT; VOX_ERR_INVALID_ARG when it is not one of the forms above. */
 vox_status vox_fault_from_env(vox_fault *f, vox_error *err);
 
-/* A decoder step ran: VOX_ERR_DEVICE when it is the one that fails. */
-vox_status vox_fault_step(vox_fault *f, const char *device, vox_error *err);
+/* A decoder step of n_seqs sequences ran; holds_marked: one of them was in the step that step:N
+ * failed. VOX_ERR_DEVICE when the step fails; then *mark says whether its sequences are to be
+ * marked (the step step:N names). */
+vox_status vox_fault_step(vox_fault *f, const char *device, int n_seqs, bool holds_marked, bool *mark,
+                          vox_error *err);
 /* An admission's encoder group begins (encoding it may take several calls: halves). */
 void vox_fault_group_begin(vox_fault *f);
 /* (Part of) the current group was encoded: VOX_ERR_DEVICE when the group is the one that fails. */

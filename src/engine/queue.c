@@ -61,6 +61,10 @@ void voxtral_queue_get_stats(const voxtral_queue *q, voxtral_queue_stats *out) {
         out->queue_wait_ms += e->stats.queue_wait_ms;
         out->gpu_ms += e->stats.gpu_ms;
         out->requests += e->stats.requests;
+        out->shrinks += e->stats.shrinks;
+        int lim = e->stats.smallest_step_limit;
+        if (lim > 0 && (out->smallest_step_limit == 0 || lim < out->smallest_step_limit))
+            out->smallest_step_limit = lim;
         rows += e->decode_rows_sum;
         size_t live, peak;
         e->ctx->be->memory(e->ctx->be, &live, &peak);

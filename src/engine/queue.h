@@ -37,6 +37,7 @@ typedef struct {
     int n_blocks, need_blocks;
     int32_t next_id;      /* token fed at the next decode step */
     bool decoding;
+    bool fault_marked; /* VOX_FAULT=step:N failed a step that held it (fault.h) */
     voxtral_result *r;
     double t_admit;
     /* --dump-tensors */
@@ -52,6 +53,12 @@ typedef struct vox_engine {
     /* device state, set up by the first run (and again when a piece needs more) */
     bool sized;
     int max_seqs, table_width, step_rows;
+    /* After a failed step on a device that works on (out of memory, say), steps run at most
+     * step_seqs sequences and step_row_cap rows: half of the failed step's (its rows only if it
+     * held prompt rows), doubled back after each VOX_REGROW_STEPS steps that succeed (engine.c,
+     * step_failed); otherwise max_seqs and step_rows */
+    int step_seqs, step_row_cap;
+    long steps_since_shrink;
     vox_kv_pool kv;
     vox_decoder_batch dec;
     int committed_blocks;          /* blocks promised to the sequences in flight */

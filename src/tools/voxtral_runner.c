@@ -450,6 +450,11 @@ int main(int argc, char **argv) {
         say("--latency-json %s", err.msg);
         report_failed = true;
     }
+    if (totals.batch.shrinks > 0)
+        say("%ld decoder step%s failed on a device that worked on (out of memory?) and ran again "
+            "with fewer sequences: the batch shrank to at most %d a step for a while "
+            "(VOX_STEP_TRACE=FILE logs each failure)", totals.batch.shrinks,
+            totals.batch.shrinks == 1 ? "" : "s", totals.batch.smallest_step_limit);
     if (in.n > 1 || totals.interrupted) print_summary(&totals, in.n > 1 ? failed : NULL, n_failed);
     int sig = vox_interrupt_signal();
     free_paths(failed, n_failed);

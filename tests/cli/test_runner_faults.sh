@@ -3,10 +3,14 @@
 #  - writing an output fails (a file-size limit, as ulimit -f sets; a full disk on stdout): that
 #    file fails with the reason and its name, no temporary file is left, the others are written,
 #    exit 1;
-#  - a device error inside a batch (VOX_FAULT, the engine's test hook): a failed decoder step or
-#    encoder group fails the requests it touched, each named with the reason, and the others are
-#    written; a lost device ("sticky") fails what it had in flight and what was left, each file
-#    reported; exit 1, and --output-dir never holds a partial file.
+#  - a device error inside a batch (VOX_FAULT, the engine's test hook): a decoder step or encoder
+#    group that keeps failing is run again in halves until the requests it fails on fail alone,
+#    each named with the reason, and the others are written; a lost device ("sticky") fails what
+#    it had in flight and what was left, each file reported; exit 1, and --output-dir never holds
+#    a partial file;
+#  - a device that has memory for fewer sequences than the batch (VOX_FAULT=seqs:K): the batch
+#    shrinks instead of failing, every file is written as without the fault, exit 0, and the run
+#    says so (stderr, --latency-json).
 # Usage: test_runner_faults.sh BUILD_DIR FIXTURES_DIR
 set -u
 build=$1
@@ -102,9 +106,11 @@ fault() {
     only_outputs "$out" $(for i in $(seq 1 6); do [ -e "$out/f$i.srt" ] && echo "f$i.srt"; done)
     echo "VOX_FAULT=$spec: $written written, $failed failed"
 }
-# A step fails, the device works on: the step's requests fail, the others are written.
+# A step fails, and every step that holds one of its requests: the device works on, the steps
+# run again in halves, and the step's requests fail alone; the others are written.
 fault step:3
-has "$tmp/fault_step_3.err" "a batched decoder step failed: cpu: decoder step 3: injected fault"
+has "$tmp/fault_step_3.err" "a decoder step failed: cpu: decoder step "
+has "$tmp/fault_step_3.err" "ran again with fewer sequences"
 # An encoder group fails: its requests fail (encoded in halves, down to one, first), the others
 # are written.
 fault encode:2
@@ -112,6 +118,40 @@ fault encode:2
 # flight and what was left fail, each file reported.
 fault step:6:sticky
 has "$tmp/fault_step_6_sticky.err" "the device is lost"
+# A device with memory for at most K sequences a step: steps of more fail (as out of memory),
+# and the batch shrinks instead: every file written, the same as without the fault.
+for k in 1 2; do
+    out=$tmp/fault_seqs_$k
+    checks=$((checks + 1))
+    VOX_FAULT=seqs:$k "${F[@]}" -O "$out" --latency-json "$out.json" "${batch[@]}" >"$out.out" 2>"$out.err"
+    rc=$?
+    [ "$rc" -eq 0 ] || fail "VOX_FAULT=seqs:$k: exit $rc, want 0: $(cat "$out.err")"
+    for i in $(seq 1 6); do
+        check "VOX_FAULT=seqs:$k: f$i.srt as without the fault" cmp -s "$out/f$i.srt" "$tmp/fault_ref/f1.srt"
+    done
+    only_outputs "$out" f1.srt f2.srt f3.srt f4.srt f5.srt f6.srt
+    has "$out.err" "6 of 6 files transcribed, 0 failed"
+    has "$out.err" "ran again with fewer sequences: the batch shrank to at most "
+    if command -v python3 >/dev/null; then
+        check "VOX_FAULT=seqs:$k: --latency-json counts the shrinks" python3 -c '
+import json, sys
+b = json.load(open(sys.argv[1]))["batch"]
+k = int(sys.argv[2])
+assert b["shrinks"] >= 1 and 1 <= b["smallest_step_limit"] <= k, b' "$out.json" "$k"
+    fi
+done
+# Without a fault nothing shrinks, and nothing is said.
+checks=$((checks + 1))
+"${F[@]}" -O "$tmp/noshrink" --latency-json "$tmp/noshrink.json" "${batch[@]}" >/dev/null 2>"$tmp/noshrink.err" ||
+    fail "no fault: $(cat "$tmp/noshrink.err")"
+checks=$((checks + 1))
+! grep -q "fewer sequences" "$tmp/noshrink.err" || fail "no fault, yet: $(cat "$tmp/noshrink.err")"
+if command -v python3 >/dev/null; then
+    check "no fault: no shrinks in --latency-json" python3 -c '
+import json, sys
+b = json.load(open(sys.argv[1]))["batch"]
+assert b["shrinks"] == 0 and b["smallest_step_limit"] == 0, b' "$tmp/noshrink.json"
+fi
 # a hook that is not understood stops the run before anything starts
 VOX_FAULT=step:0 run 1 fault_bad "$audio/short.wav"
 has "$tmp/fault_bad.err" "VOX_FAULT=step:0: expected step:N or encode:N"
