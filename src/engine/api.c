@@ -15,7 +15,7 @@ const char *voxtral_version(void) {
 #ifdef VOX_VERSION
     return VOX_VERSION;
 #else
-    return "0.1.0";
+    return "0.2.0";
 #endif
 }
 
