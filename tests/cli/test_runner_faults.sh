@@ -140,6 +140,17 @@ k = int(sys.argv[2])
 assert b["shrinks"] >= 1 and 1 <= b["smallest_step_limit"] <= k, b' "$out.json" "$k"
     fi
 done
+# The limit doubles back after 64 steps that succeed: with room for one sequence, a run of more
+# steps than that shrinks again each time it tries two.
+checks=$((checks + 1))
+VOX_FAULT=seqs:1 "${F[@]}" -n 70 --latency-json "$tmp/regrow.json" "${batch[@]:0:3}" >/dev/null 2>"$tmp/regrow.err" ||
+    fail "VOX_FAULT=seqs:1 -n 70: $(cat "$tmp/regrow.err")"
+if command -v python3 >/dev/null; then
+    check "VOX_FAULT=seqs:1 -n 70: the limit grew back and shrank again" python3 -c '
+import json, sys
+b = json.load(open(sys.argv[1]))["batch"]
+assert b["shrinks"] >= 2 and b["smallest_step_limit"] == 1, b' "$tmp/regrow.json"
+fi
 # Without a fault nothing shrinks, and nothing is said.
 checks=$((checks + 1))
 "${F[@]}" -O "$tmp/noshrink" --latency-json "$tmp/noshrink.json" "${batch[@]}" >/dev/null 2>"$tmp/noshrink.err" ||
