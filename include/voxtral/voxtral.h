@@ -220,9 +220,10 @@ typedef struct {
     double gpu_ms;             /* device time of the queue's work (stage total) */
     long requests;             /* pieces transcribed (a file, or each segment of one) */
     size_t peak_device_bytes;  /* the device's peak memory (totals: the largest) */
-    long shrinks;              /* decoder steps that failed on a device that worked on (out of
-                                  memory, say) and ran again with half their sequences and rows,
-                                  the batch shrinking instead of the requests failing */
+    long shrinks;              /* decoder steps and encoder groups that failed on a device that
+                                  worked on (out of memory, say) and ran again smaller (steps:
+                                  half their sequences; groups: half their files, or a file's
+                                  chunks fewer at once), instead of the requests failing */
     int smallest_step_limit;   /* the fewest sequences a step was then limited to (0: never;
                                   totals: the smallest over the devices) */
 } voxtral_queue_stats;

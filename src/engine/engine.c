@@ -346,7 +346,7 @@ static vox_status encode_group(vox_engine *e, vox_seq **g, int n, size_t chunks,
     int mk1 = be->mark(be);
     double h1 = vox_wall_ms();
     if (!st) st = vox_tensor_new2(be, &audio, be->act_type, (int64_t)chunks * per_chunk, d->hidden, err);
-    if (!st) st = vox_encoder_forward(m, &features, chunks, &audio, err);
+    if (!st) st = vox_encoder_forward(m, &features, chunks, e->encoder_chunks, &audio, err);
     vox_tensor_free(be, &features);
     int mk2 = be->mark(be);
     double h2 = vox_wall_ms();
@@ -368,7 +368,8 @@ static vox_status encode_group(vox_engine *e, vox_seq **g, int n, size_t chunks,
     vox_tensor_free(be, &audio);
     int mk3 = be->mark(be);
     if (!st) st = be->sync(be, err);
-    if (!st) st = vox_fault_encode(&e->fault, be->name, err);
+    if (!st) st = vox_fault_encode(&e->fault, be->name, chunks < (size_t)e->encoder_chunks ? (int)chunks
+                                                        : e->encoder_chunks, err);
     if (st) {
         for (int i = 0; i < n; i++) vox_tensor_free(be, &g[i]->x_prompt);
         return st;
@@ -387,13 +388,32 @@ static vox_status encode_group(vox_engine *e, vox_seq **g, int n, size_t chunks,
     return VOX_OK;
 }
 
-/* encode_group, in halves when the device runs out of memory for the whole group: a smaller
- * group rather than failed requests. */
+/* encode_group, smaller when it fails on a device that works on (out of memory for the whole
+ * group, say): its pieces in halves, and a single piece's chunks fewer at once (for the rest of
+ * the run: e->encoder_chunks), rather than failed requests. A failure that stays comes down to
+ * one piece a chunk at a time, which then fails (and the chunks at once are what they were:
+ * fewer did not help). */
 static vox_status encode_split(vox_engine *e, vox_seq **g, int n, vox_error *err) {
     size_t chunks = 0;
     for (int i = 0; i < n; i++) chunks += g[i]->n_chunks;
-    vox_status st = encode_group(e, g, n, chunks, err);
-    if (st != VOX_ERR_DEVICE || n == 1 || !device_works(e)) return st;
+    const int chunks_before = e->encoder_chunks;
+    vox_status st;
+    for (;;) {
+        st = encode_group(e, g, n, chunks, err);
+        if (st != VOX_ERR_DEVICE || !device_works(e)) return st;
+        const int at_once = chunks < (size_t)e->encoder_chunks ? (int)chunks : e->encoder_chunks;
+        if (n > 1 || at_once == 1) break;
+        e->encoder_chunks = at_once / 2;
+        e->stats.shrinks++;
+        trace_line(e, "failed encode chunks %d then_chunks %d error %s", at_once, e->encoder_chunks,
+                   err->msg);
+    }
+    if (n == 1) {
+        e->encoder_chunks = chunks_before;
+        return st;
+    }
+    e->stats.shrinks++;
+    trace_line(e, "failed encode seqs %d chunks %zu then_seqs %d error %s", n, chunks, n / 2, err->msg);
     st = encode_split(e, g, n / 2, err);
     return st ? st : encode_split(e, g + n / 2, n - n / 2, err);
 }
@@ -410,7 +430,7 @@ static vox_status admit(vox_engine *e, bool *grow, vox_error *err) {
     /* The reader's lock is held while a piece is looked at and claimed (pieces_admitted), so
      * that two devices never take the same one; seq_new is cheap (the prompt's ids). */
     pthread_mutex_lock(&q->rd.mu);
-    const size_t most = (size_t)vox_encoder_group_chunks(e->ctx->be);
+    const size_t most = (size_t)e->encoder_chunks;
     while (e->n_active + n < e->step_seqs && (size_t)n < most) {
         vox_request *r = vox_queue_next_piece(q);
         if (!r) break;
@@ -748,6 +768,7 @@ void vox_engine_init(vox_engine *e, voxtral_queue *q, voxtral_context *ctx, int 
     e->q = q;
     e->ctx = ctx;
     e->max_batch = max_batch;
+    e->encoder_chunks = vox_encoder_group_chunks(ctx->be);
     /* VOX_PREFILL_ORDER=admission: prompts in admission order (the order before 2026-12-04c),
      * for A/B runs of schedule.h's largest-budget-first */
     const char *order = getenv("VOX_PREFILL_ORDER");

@@ -18,6 +18,9 @@ vox_status vox_fault_from_env(vox_fault *f, vox_error *err) {
     } else if (strncmp(p, "seqs:", 5) == 0) {
         f->where = VOX_FAULT_SEQS;
         p += 5;
+    } else if (strncmp(p, "chunks:", 7) == 0) {
+        f->where = VOX_FAULT_CHUNKS;
+        p += 7;
     } else if (strncmp(p, "encode:", 7) == 0) {
         f->where = VOX_FAULT_ENCODE;
         p += 7;
@@ -25,11 +28,12 @@ vox_status vox_fault_from_env(vox_fault *f, vox_error *err) {
     char *end = NULL;
     errno = 0;
     long at = f->where != VOX_FAULT_NONE && *p >= '1' && *p <= '9' ? strtol(p, &end, 10) : 0;
-    if (end && errno == 0 && f->where != VOX_FAULT_SEQS && strcmp(end, ":sticky") == 0) f->sticky = true;
+    if (end && errno == 0 && f->where != VOX_FAULT_SEQS && f->where != VOX_FAULT_CHUNKS &&
+        strcmp(end, ":sticky") == 0) f->sticky = true;
     if (at <= 0 || errno || !end || (*end && !f->sticky)) {
         f->where = VOX_FAULT_NONE;
         return vox_fail(err, VOX_ERR_INVALID_ARG, "VOX_FAULT=%s: expected step:N or encode:N "
-                        "(N >= 1), optionally followed by :sticky, or seqs:K (K >= 1)", f->spec);
+                        "(N >= 1), optionally followed by :sticky, or seqs:K or chunks:K (K >= 1)", f->spec);
     }
     f->at = at;
     return VOX_OK;
@@ -60,7 +64,10 @@ void vox_fault_group_begin(vox_fault *f) {
     if (f->where == VOX_FAULT_ENCODE) f->groups++;
 }
 
-vox_status vox_fault_encode(vox_fault *f, const char *device, vox_error *err) {
+vox_status vox_fault_encode(vox_fault *f, const char *device, int at_once, vox_error *err) {
+    if (f->where == VOX_FAULT_CHUNKS && at_once > f->at)
+        return vox_fail(err, VOX_ERR_DEVICE, "%s: audio encoder, %d chunks at once: injected fault "
+                        "(VOX_FAULT=%s)", device, at_once, f->spec);
     if (f->where != VOX_FAULT_ENCODE || f->groups != f->at) return VOX_OK;
     return fire(f, device, "encoder group", f->groups, err);
 }

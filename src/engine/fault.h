@@ -10,6 +10,9 @@
  *                           that has memory for no more: the batch shrinks to K and every
  *                           request is transcribed.
  *   VOX_FAULT=encode:N      the Nth encoder group (the pieces one admission takes) fails
+ *   VOX_FAULT=chunks:K      the audio encoder fails whenever it runs more than K chunks at once,
+ *                           as on a device without room for a larger workspace: the groups
+ *                           shrink to K chunks and every request is transcribed.
  *   ...:sticky              (step: and encode:) and the device is lost from then on
  *
  * Without :sticky the device works on after the failure, as after running out of memory in one
@@ -25,8 +28,8 @@
 #include "common/status.h"
 
 typedef struct {
-    enum { VOX_FAULT_NONE, VOX_FAULT_STEP, VOX_FAULT_SEQS, VOX_FAULT_ENCODE } where;
-    long at;            /* the step or group that fails; for seqs:K, K */
+    enum { VOX_FAULT_NONE, VOX_FAULT_STEP, VOX_FAULT_SEQS, VOX_FAULT_ENCODE, VOX_FAULT_CHUNKS } where;
+    long at;            /* the step or group that fails; for seqs:K and chunks:K, K */
     bool sticky;
     char spec[48];      /* as given, for the messages */
     long steps, groups; /* counted so far */
@@ -43,8 +46,9 @@ vox_status vox_fault_step(vox_fault *f, const char *device, int n_seqs, bool hol
                           vox_error *err);
 /* An admission's encoder group begins (encoding it may take several calls: halves). */
 void vox_fault_group_begin(vox_fault *f);
-/* (Part of) the current group was encoded: VOX_ERR_DEVICE when the group is the one that fails. */
-vox_status vox_fault_encode(vox_fault *f, const char *device, vox_error *err);
+/* (Part of) the current group was encoded, at most `at_once` chunks at a time: VOX_ERR_DEVICE when
+ * the group is the one that fails (encode:N), or at_once is more than chunks:K allows. */
+vox_status vox_fault_encode(vox_fault *f, const char *device, int at_once, vox_error *err);
 /* True once a sticky fault has happened: the device counts as lost. */
 bool vox_fault_device_lost(const vox_fault *f);
 

@@ -59,6 +59,9 @@ typedef struct vox_engine {
      * step_failed); otherwise max_seqs and step_rows */
     int step_seqs, step_row_cap;
     long steps_since_shrink;
+    /* Chunks the audio encoder runs at once (vox_encoder_group_chunks), halved when a group of a
+     * single piece fails on a device that works on (its workspace grows with the chunks) */
+    int encoder_chunks;
     vox_kv_pool kv;
     vox_decoder_batch dec;
     int committed_blocks;          /* blocks promised to the sequences in flight */

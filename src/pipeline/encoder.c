@@ -109,11 +109,12 @@ static void encode_group(vox_model *m, const encoder_work *w, const vox_tensor *
 }
 
 vox_status vox_encoder_forward(vox_model *m, const vox_tensor *features, size_t n_chunks,
-                               vox_tensor *embeds, vox_error *err) {
+                               int max_group, vox_tensor *embeds, vox_error *err) {
     const vox_encoder_config *e = &m->cfg.encoder;
     VOX_ASSERT(e->max_source_positions % e->downsample_factor == 0);
     int per_chunk = vox_encoder_tokens_per_chunk(m);
     int most = vox_encoder_group_chunks(m->be);
+    if (max_group >= 1 && max_group < most) most = max_group;
     int group = n_chunks < (size_t)most ? (int)n_chunks : most;
     encoder_work w = {0};
     vox_status st = work_alloc(m, &w, group, err);

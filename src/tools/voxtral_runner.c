@@ -450,11 +450,16 @@ int main(int argc, char **argv) {
         say("--latency-json %s", err.msg);
         report_failed = true;
     }
-    if (totals.batch.shrinks > 0)
-        say("%ld decoder step%s failed on a device that worked on (out of memory?) and ran again "
-            "with fewer sequences: the batch shrank to at most %d a step for a while "
-            "(VOX_STEP_TRACE=FILE logs each failure)", totals.batch.shrinks,
-            totals.batch.shrinks == 1 ? "" : "s", totals.batch.smallest_step_limit);
+    if (totals.batch.shrinks > 0) {
+        char steps[96] = "";
+        if (totals.batch.smallest_step_limit > 0)
+            snprintf(steps, sizeof steps, " (decoder steps down to %d sequence%s for a while)",
+                     totals.batch.smallest_step_limit, totals.batch.smallest_step_limit == 1 ? "" : "s");
+        say("%ld decoder step%s or encoder group%s failed on a device that worked on (out of "
+            "memory?) and ran again smaller%s; VOX_STEP_TRACE=FILE logs each failure",
+            totals.batch.shrinks, totals.batch.shrinks == 1 ? "" : "s",
+            totals.batch.shrinks == 1 ? "" : "s", steps);
+    }
     if (in.n > 1 || totals.interrupted) print_summary(&totals, in.n > 1 ? failed : NULL, n_failed);
     int sig = vox_interrupt_signal();
     free_paths(failed, n_failed);

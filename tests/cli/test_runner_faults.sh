@@ -8,9 +8,9 @@
 #    each named with the reason, and the others are written; a lost device ("sticky") fails what
 #    it had in flight and what was left, each file reported; exit 1, and --output-dir never holds
 #    a partial file;
-#  - a device that has memory for fewer sequences than the batch (VOX_FAULT=seqs:K): the batch
-#    shrinks instead of failing, every file is written as without the fault, exit 0, and the run
-#    says so (stderr, --latency-json).
+#  - a device that has memory for fewer sequences than the batch (VOX_FAULT=seqs:K), or for fewer
+#    encoder chunks at once (chunks:K): the batch shrinks instead of failing, every file is
+#    written as without the fault, exit 0, and the run says so (stderr, --latency-json).
 # Usage: test_runner_faults.sh BUILD_DIR FIXTURES_DIR
 set -u
 build=$1
@@ -110,7 +110,7 @@ fault() {
 # run again in halves, and the step's requests fail alone; the others are written.
 fault step:3
 has "$tmp/fault_step_3.err" "a decoder step failed: cpu: decoder step "
-has "$tmp/fault_step_3.err" "ran again with fewer sequences"
+has "$tmp/fault_step_3.err" "failed on a device that worked on (out of memory?) and ran again smaller"
 # An encoder group fails: its requests fail (encoded in halves, down to one, first), the others
 # are written.
 fault encode:2
@@ -131,7 +131,7 @@ for k in 1 2; do
     done
     only_outputs "$out" f1.srt f2.srt f3.srt f4.srt f5.srt f6.srt
     has "$out.err" "6 of 6 files transcribed, 0 failed"
-    has "$out.err" "ran again with fewer sequences: the batch shrank to at most "
+    has "$out.err" "and ran again smaller (decoder steps down to "
     if command -v python3 >/dev/null; then
         check "VOX_FAULT=seqs:$k: --latency-json counts the shrinks" python3 -c '
 import json, sys
@@ -143,7 +143,7 @@ done
 # The limit doubles back after 64 steps that succeed: with room for one sequence, a run of more
 # steps than that shrinks again each time it tries two.
 checks=$((checks + 1))
-VOX_FAULT=seqs:1 "${F[@]}" -n 70 --latency-json "$tmp/regrow.json" "${batch[@]:0:3}" >/dev/null 2>"$tmp/regrow.err" ||
+VOX_FAULT=seqs:1 "${F[@]}" -n 70 --latency-json "$tmp/regrow.json" "${batch[@]:0:2}" >/dev/null 2>"$tmp/regrow.err" ||
     fail "VOX_FAULT=seqs:1 -n 70: $(cat "$tmp/regrow.err")"
 if command -v python3 >/dev/null; then
     check "VOX_FAULT=seqs:1 -n 70: the limit grew back and shrank again" python3 -c '
@@ -151,12 +151,34 @@ import json, sys
 b = json.load(open(sys.argv[1]))["batch"]
 assert b["shrinks"] >= 2 and b["smallest_step_limit"] == 1, b' "$tmp/regrow.json"
 fi
+# Room for one encoder chunk at once: groups of several files go in halves, and long.wav (47 s,
+# two chunks; json, so one piece, not segments) alone a chunk at a time; every file written as
+# without the fault.
+mixed=("$audio/long.wav" "$tmp/in/f1.wav" "$tmp/in/f2.wav" "$audio/speech.flac")
+C=("$exe" -m "$tmp/model" -d cpu -n 4 --batch-size 3 --ignore-eos -o json)
+checks=$((checks + 1))
+"${C[@]}" -O "$tmp/chunks_ref" "${mixed[@]}" 2>"$tmp/chunks_ref.err" || fail "chunks reference: $(cat "$tmp/chunks_ref.err")"
+checks=$((checks + 1))
+VOX_FAULT=chunks:1 VOX_STEP_TRACE="$tmp/chunks.trace" "${C[@]}" -O "$tmp/chunks" --latency-json "$tmp/chunks.json" \
+    "${mixed[@]}" >/dev/null 2>"$tmp/chunks.err" || fail "VOX_FAULT=chunks:1: $(cat "$tmp/chunks.err")"
+for n in long f1 f2 speech; do
+    check "VOX_FAULT=chunks:1: $n.json as without the fault" same_json "$tmp/chunks/$n.json" "$tmp/chunks_ref/$n.json"
+done
+has "$tmp/chunks.trace" "failed encode chunks 2 then_chunks 1"
+has "$tmp/chunks.err" "4 of 4 files transcribed, 0 failed"
+has "$tmp/chunks.err" "failed on a device that worked on (out of memory?) and ran again smaller;"
+if command -v python3 >/dev/null; then
+    check "VOX_FAULT=chunks:1: --latency-json counts the shrinks" python3 -c '
+import json, sys
+b = json.load(open(sys.argv[1]))["batch"]
+assert b["shrinks"] >= 1 and b["smallest_step_limit"] == 0, b' "$tmp/chunks.json"
+fi
 # Without a fault nothing shrinks, and nothing is said.
 checks=$((checks + 1))
 "${F[@]}" -O "$tmp/noshrink" --latency-json "$tmp/noshrink.json" "${batch[@]}" >/dev/null 2>"$tmp/noshrink.err" ||
     fail "no fault: $(cat "$tmp/noshrink.err")"
 checks=$((checks + 1))
-! grep -q "fewer sequences" "$tmp/noshrink.err" || fail "no fault, yet: $(cat "$tmp/noshrink.err")"
+! grep -q "ran again smaller" "$tmp/noshrink.err" || fail "no fault, yet: $(cat "$tmp/noshrink.err")"
 if command -v python3 >/dev/null; then
     check "no fault: no shrinks in --latency-json" python3 -c '
 import json, sys
