@@ -3,7 +3,7 @@
 # an H200 only, bench/2026-12-07c/call1.sh (issue 11's in-flight cap sweep and bench_gpu.py bf16).
 # The shrink: the tiny bf16 and FP8 models on the GPU, 6 files of 3 lengths, --batch-size 6,
 # --ignore-eos -n 24, json; VOX_FAULT=seqs:K for K = 4, 2, 1 against no fault. Expected: exit 0,
-# every file, the "ran again with fewer sequences" line, and ids equal to the no-fault run's
+# every file, the "ran again smaller" line, and ids equal to the no-fault run's
 # except where a batch's summation order flips a near-tie (reported, not a failure: the CPU's
 # test_runner_faults holds the exact check), then the product's GPU tests of the engine
 # (test_cuda_transcribe, the tiny models, rows 4 and 1).
@@ -35,7 +35,7 @@ same = sum(x["file"] == y["file"] and x["tokens"] == y["tokens"] for x, y in zip
 print(f"files {len(b)} ids equal {same}/{len(a)} shrinks {lat['shrinks']} smallest {lat['smallest_step_limit']}")
 PY
 )
-    say "shrink $m seqs:$k rc $rc $cmp line: $(grep -c 'ran again with fewer sequences' $OUT/shrink-$m-$k.err)"
+    say "shrink $m seqs:$k rc $rc $cmp line: $(grep -c 'ran again smaller' $OUT/shrink-$m-$k.err)"
   done
 done
 tiny_e2e 4 1
