@@ -2,7 +2,8 @@
 # call 1 of 2026-12-07f, any card: the decoder step's shrink on a GPU (commit 863cb2d), then, on
 # an H200 only, bench/2026-12-07c/call1.sh (issue 11's in-flight cap sweep and bench_gpu.py bf16).
 # The shrink: the tiny bf16 and FP8 models on the GPU, 6 files of 3 lengths, --batch-size 6,
-# --ignore-eos -n 24, json; VOX_FAULT=seqs:K for K = 4, 2, 1 against no fault. Expected: exit 0,
+# --ignore-eos -n 24, json; VOX_FAULT=seqs:K for K = 4, 2, 1, and chunks:1 (long.wav is two
+# chunks), against no fault. Expected: exit 0,
 # every file, the "ran again smaller" line, and ids equal to the no-fault run's
 # except where a batch's summation order flips a near-tie (reported, not a failure: the CPU's
 # test_runner_faults holds the exact check), then the product's GPU tests of the engine
@@ -23,8 +24,9 @@ for m in tiny_model tiny_model_fp8; do
   R="build/voxtral_runner -m build/$m -d cuda --batch-size 6 --ignore-eos -n 24 -o json"
   $R $ins > /tmp/ref-$m.json 2> $OUT/shrink-$m-ref.err
   say "shrink $m no fault rc $? lines $(wc -l < /tmp/ref-$m.json)"
-  for k in 4 2 1; do
-    VOX_FAULT=seqs:$k $R --latency-json /tmp/lat-$m-$k.json $ins > /tmp/out-$m-$k.json 2> $OUT/shrink-$m-$k.err
+  for k in 4 2 1 c1; do
+    fault=seqs:$k; [ $k = c1 ] && fault=chunks:1
+    VOX_FAULT=$fault $R --latency-json /tmp/lat-$m-$k.json $ins > /tmp/out-$m-$k.json 2> $OUT/shrink-$m-$k.err
     rc=$?
     cmp=$(python3 - /tmp/ref-$m.json /tmp/out-$m-$k.json /tmp/lat-$m-$k.json <<'PY'
 import json, sys
@@ -35,7 +37,7 @@ same = sum(x["file"] == y["file"] and x["tokens"] == y["tokens"] for x, y in zip
 print(f"files {len(b)} ids equal {same}/{len(a)} shrinks {lat['shrinks']} smallest {lat['smallest_step_limit']}")
 PY
 )
-    say "shrink $m seqs:$k rc $rc $cmp line: $(grep -c 'ran again smaller' $OUT/shrink-$m-$k.err)"
+    say "shrink $m $fault rc $rc $cmp line: $(grep -c 'ran again smaller' $OUT/shrink-$m-$k.err)"
   done
 done
 tiny_e2e 4 1
