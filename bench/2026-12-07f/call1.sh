@@ -40,7 +40,7 @@ PY
     say "shrink $m $fault rc $rc $cmp line: $(grep -c 'ran again smaller' $OUT/shrink-$m-$k.err)"
   done
 done
-tiny_e2e 4 1
+tiny_e2e 4
 say "shrink part done t $(el) s"
 # Batch-1 prompt work (issue 11's 30 s + 100 tokens: encoder 5.7 + prefill 5.3 ms of 227 on an
 # H200): cuBLASLt's heuristic against its best candidate at one 30 s chunk (encoder M = 1500) and
