@@ -368,8 +368,8 @@ static vox_status encode_group(vox_engine *e, vox_seq **g, int n, size_t chunks,
     vox_tensor_free(be, &audio);
     int mk3 = be->mark(be);
     if (!st) st = be->sync(be, err);
-    if (!st) st = vox_fault_encode(&e->fault, be->name, chunks < (size_t)e->encoder_chunks ? (int)chunks
-                                                        : e->encoder_chunks, err);
+    const int at_once = chunks < (size_t)e->encoder_chunks ? (int)chunks : e->encoder_chunks;
+    if (!st) st = vox_fault_encode(&e->fault, be->name, at_once, err);
     if (st) {
         for (int i = 0; i < n; i++) vox_tensor_free(be, &g[i]->x_prompt);
         return st;
@@ -537,9 +537,10 @@ static bool take_token(vox_engine *e, vox_seq *s, const vox_logits_stats *st) {
  * ends the run. On one that works on (it ran out of memory at this size, say), the batch
  * shrinks instead: nothing is lost, the sequences are where they were before the step (what
  * it wrote of their caches is written again, the same, when they run), and the next steps run
- * at most half as many sequences (and prompt rows, if it had some), so that a failure that stays (a request the device
- * fails on) comes down to a step of that request alone, which fails alone and the others go
- * on. Admission waits while more sequences are in flight than a step may run. */
+ * at most half as many sequences (and prompt rows, if it had some), so that a failure that
+ * stays (a request the device fails on) comes down to a step of that request alone, which
+ * fails alone while the others go on. Admission waits while more sequences are in flight than a
+ * step may run. */
 static vox_status step_failed(vox_engine *e, int n, int rows, vox_status st, vox_error *err) {
     if (!device_works(e)) return st;
     if (rows > 1) {
