@@ -153,9 +153,9 @@ assert b["shrinks"] >= 2 and b["smallest_step_limit"] == 1, b' "$tmp/regrow.json
 fi
 # Room for one encoder chunk at once: groups of several files go in halves, and long.wav (47 s,
 # two chunks; json, so one piece, not segments) alone a chunk at a time; every file written as
-# without the fault.
+# without the fault (json with log-probabilities: the same to the last digit on the CPU).
 mixed=("$audio/long.wav" "$tmp/in/f1.wav" "$tmp/in/f2.wav" "$audio/speech.flac")
-C=("$exe" -m "$tmp/model" -d cpu -n 4 --batch-size 3 --ignore-eos -o json)
+C=("$exe" -m "$tmp/model" -d cpu -n 4 --batch-size 3 --ignore-eos -o json --logprobs 2)
 checks=$((checks + 1))
 "${C[@]}" -O "$tmp/chunks_ref" "${mixed[@]}" 2>"$tmp/chunks_ref.err" || fail "chunks reference: $(cat "$tmp/chunks_ref.err")"
 checks=$((checks + 1))
