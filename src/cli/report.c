@@ -135,10 +135,13 @@ void vox_write_latency_table(FILE *out, const vox_run_totals *t, const char *dev
             100.0 * b->kv_waste);
     fprintf(out, "  %-22s %10.2f   (mean per request, ready to admitted)\n", "queue wait",
             t->n_requests ? s->queue_ms / t->n_requests : 0.0);
-    if (b->shrinks > 0)
+    if (b->shrinks > 0 && b->smallest_step_limit > 0)
         fprintf(out, "  %-22s %10ld   (decoder steps or encoder groups that failed and ran again "
                 "smaller; steps down to %d sequence%s)\n", "batch shrinks", b->shrinks,
                 b->smallest_step_limit, b->smallest_step_limit == 1 ? "" : "s");
+    else if (b->shrinks > 0) /* encoder groups only */
+        fprintf(out, "  %-22s %10ld   (encoder groups that failed and ran again smaller)\n",
+                "batch shrinks", b->shrinks);
     for (int i = 0; t->n_devices > 1 && i < t->n_devices; i++) {
         const voxtral_queue_stats *d = &t->device[i];
         char label[40];

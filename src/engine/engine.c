@@ -322,6 +322,11 @@ static void trace_line(vox_engine *e, const char *fmt, ...) {
     e->trace_last = now;
 }
 
+/* The most chunks the audio encoder runs at once for a group of `chunks` chunks. */
+static int chunks_at_once(const vox_engine *e, size_t chunks) {
+    return chunks < (size_t)e->encoder_chunks ? (int)chunks : e->encoder_chunks;
+}
+
 /* Runs mel, the encoder and the prompt embedding for the sequences in g (their x_prompt is
  * filled); times are shared by chunks. */
 static vox_status encode_group(vox_engine *e, vox_seq **g, int n, size_t chunks, vox_error *err) {
@@ -368,8 +373,7 @@ static vox_status encode_group(vox_engine *e, vox_seq **g, int n, size_t chunks,
     vox_tensor_free(be, &audio);
     int mk3 = be->mark(be);
     if (!st) st = be->sync(be, err);
-    const int at_once = chunks < (size_t)e->encoder_chunks ? (int)chunks : e->encoder_chunks;
-    if (!st) st = vox_fault_encode(&e->fault, be->name, at_once, err);
+    if (!st) st = vox_fault_encode(&e->fault, be->name, chunks_at_once(e, chunks), err);
     if (st) {
         for (int i = 0; i < n; i++) vox_tensor_free(be, &g[i]->x_prompt);
         return st;
@@ -401,7 +405,7 @@ static vox_status encode_split(vox_engine *e, vox_seq **g, int n, vox_error *err
     for (;;) {
         st = encode_group(e, g, n, chunks, err);
         if (st != VOX_ERR_DEVICE || !device_works(e)) return st;
-        const int at_once = chunks < (size_t)e->encoder_chunks ? (int)chunks : e->encoder_chunks;
+        const int at_once = chunks_at_once(e, chunks);
         if (n > 1 || at_once == 1) break;
         e->encoder_chunks = at_once / 2;
         e->stats.shrinks++;
