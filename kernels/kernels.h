@@ -309,8 +309,19 @@ typedef struct {
      * cores, a warp a row; 2 the tensor cores, a warp a column slice of every page (taken where
      * every K is at most 8192, else 1) */
     int consumer;
+    /* the most weight pages a block's producer keeps in flight; 0: VOX_PDECODE_INFLIGHT, else
+     * the kernel's default (kInflightPages) */
+    int inflight;
 } vox_k_pdecode_args;
 int vox_k_pdecode_supported(const vox_k_pdecode_args *a);
+/* VOX_PDECODE_INFLIGHT (pages; 0 turns the cap off), or -1 where it is unset. */
+int vox_k_pdecode_inflight_env(void);
+/* Launches the step `a` once, then `rounds` times at each in-flight cap of caps[0 .. n - 1]
+ * (n, rounds <= 16), in a rotating order, and returns the cap of the least time (us[i]: cap i's
+ * least time in microseconds, if us is not NULL). The step's results are those of one launch.
+ * Returns 0 where a launch or the timing failed. Synchronizes the stream. */
+int vox_k_pdecode_tune(const vox_k_pdecode_args *a, const int *caps, int n, int rounds, float *us,
+                       cudaStream_t stream);
 size_t vox_k_pdecode_workspace_bytes(const vox_k_pdecode_args *a);
 int vox_k_pdecode(const vox_k_pdecode_args *a, cudaStream_t stream);
 

@@ -49,6 +49,7 @@
 // block holds the whole row, or, batched, the row's maximum from the op that wrote it, so every
 // block finds the same scale) and multiply a row's sum by s_x * s_w. Only the order of fp32 sums
 // differs from that path.
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -114,8 +115,16 @@ constexpr double kWatchdogSeconds = 10.0; // VOX_PDECODE_WATCHDOG_S changes it (
 // boundary took ~4.4 us even with no ordering instruction at all. With 2 pages (~6 MB in all)
 // it takes ~2 and the stream still keeps up: on an H100 the one-row step went 2980 -> 2670 us
 // (bf16) and 2140 -> 1990 (FP8); 1 page starves the stream (bf16 +9%), 3 gain half as much
-// (bench/NOTES-2026-12-05f.md).
-constexpr int kInflightPages = 2;
+// (bench/NOTES-2026-12-05f.md). Since an op's first pages have a cap of their own (kHeadInflight
+// below), 2, 3 and 4 pages take the same time on an H100 (one row bf16 2593 / 2589 / 2595 us,
+// FP8 1803 / 1806 / 1811, four rows 3087 / 3082 / 3086), and 1 still starves it (+22%): 3 is the
+// middle of that plateau there. The cap the stream needs grows with what a SM reads a second (an
+// H200 reads ~1.4x an H100's), so 3 keeps the faster card off the 1-page cliff too
+// (bench/NOTES-2026-12-07g.md). Blocks must share one cap: a quarter of them at 2 and the rest at
+// 3 took 7% longer than either, since a block's share of the bandwidth follows its pages in
+// flight and an op ends with its slowest block. VOX_PDECODE_TUNE=1 times 2, 3, 4 and 6 on the
+// card at load (src/backend/cuda.c, vox_k_pdecode_tune).
+constexpr int kInflightPages = 3;
 // An op's first pages go one at a time (VOX_PDECODE_INFLIGHT_HEAD=N,K: the first K at N; 0,0 turns
 // it off). They are copied while the op before ends, and its last pages, on every block, are what
 // the boundary waits for: fewer bytes of the next op in flight let them land sooner. How many pages
@@ -1868,6 +1877,11 @@ extern "C" int vox_k_pdecode_supported(const vox_k_pdecode_args *a) {
     return device_ok(rows);
 }
 
+extern "C" int vox_k_pdecode_inflight_env(void) {
+    const char *e = getenv("VOX_PDECODE_INFLIGHT");
+    return e && *e && atoi(e) >= 0 ? atoi(e) : -1;
+}
+
 extern "C" size_t vox_k_pdecode_workspace_bytes(const vox_k_pdecode_args *a) { return layout_of(a).total; }
 
 extern "C" int vox_k_pdecode(const vox_k_pdecode_args *a, cudaStream_t stream) {
@@ -1913,10 +1927,7 @@ extern "C" int vox_k_pdecode(const vox_k_pdecode_args *a, cudaStream_t stream) {
         const char *e = getenv("VOX_PDECODE_HANDOVER");
         return e && strcmp(e, "lane") == 0 ? 0 : 1;
     }();
-    static const int inflight = [] {
-        const char *e = getenv("VOX_PDECODE_INFLIGHT");
-        return e && *e && atoi(e) >= 0 ? atoi(e) : kInflightPages;
-    }();
+    static const int inflight_env = vox_k_pdecode_inflight_env();
     static const int consumer = [] {
         const char *e = getenv("VOX_PDECODE_CONSUMER");
         return e && strcmp(e, "row") == 0 ? CONSUMER_ROW : CONSUMER_SPLIT;
@@ -1927,7 +1938,7 @@ extern "C" int vox_k_pdecode(const vox_k_pdecode_args *a, cudaStream_t stream) {
     if (p.consumer == CONSUMER_SPLIT && !staged_inputs_fit(a, 1, 0, Split<1>::kPartialsAt)) p.consumer = CONSUMER_ROW;
     if (p.rows > 1) p.consumer = CONSUMER_SPLIT;
     p.experiment = experiment;
-    p.inflight = inflight;
+    p.inflight = a->inflight > 0 ? a->inflight : inflight_env >= 0 ? inflight_env : kInflightPages;
     // VOX_PDECODE_INFLIGHT_HEAD=N,K: an op's first K pages at most N in flight; 0: no head
     static const std::pair<int, int> head = [] {
         const char *e = getenv("VOX_PDECODE_INFLIGHT_HEAD");
@@ -1959,4 +1970,42 @@ extern "C" int vox_k_pdecode(const vox_k_pdecode_args *a, cudaStream_t stream) {
     }
     VOX_K_LAUNCH_CHECK();
     return 1;
+}
+
+// Each launch reads x and the caches below pos and writes the same logits, cache rows and (zeroed)
+// workspace, so the launches here leave the step as one launch would.
+extern "C" int vox_k_pdecode_tune(const vox_k_pdecode_args *a, const int *caps, int n, int rounds,
+                                  float *us, cudaStream_t stream) {
+    if (n < 1 || n > 16 || rounds < 1 || rounds > 16) return 0;
+    vox_k_pdecode_args t = *a;
+    cudaEvent_t ev[1 + 16 * 16];
+    const int launches = n * rounds;
+    int made = 0, best = 0;
+    bool ok = true;
+    while (ok && made <= launches) ok = cudaEventCreate(&ev[made]) == cudaSuccess && ++made;
+    float least[16];
+    for (int i = 0; i < n; i++) least[i] = INFINITY;
+    // one launch untimed (the module's first use, the workspace's pages), then every cap once a
+    // round, each round starting one cap later, so that no cap always follows the same one
+    ok = ok && vox_k_pdecode(&t, stream) && cudaEventRecord(ev[0], stream) == cudaSuccess;
+    for (int r = 0; r < rounds && ok; r++)
+        for (int j = 0; j < n && ok; j++) {
+            t.inflight = caps[(j + r) % n];
+            ok = vox_k_pdecode(&t, stream) && cudaEventRecord(ev[1 + r * n + j], stream) == cudaSuccess;
+        }
+    ok = ok && cudaEventSynchronize(ev[launches]) == cudaSuccess;
+    for (int r = 0; r < rounds && ok; r++)
+        for (int j = 0; j < n && ok; j++) {
+            float ms = 0;
+            ok = cudaEventElapsedTime(&ms, ev[r * n + j], ev[1 + r * n + j]) == cudaSuccess;
+            const int i = (j + r) % n;
+            least[i] = fminf(least[i], ms * 1000.0f);
+        }
+    for (int i = 0; i < made; i++) cudaEventDestroy(ev[i]);
+    if (!ok) return 0;
+    for (int i = 0; i < n; i++) {
+        if (us) us[i] = least[i];
+        if (least[i] < least[best]) best = i;
+    }
+    return caps[best];
 }

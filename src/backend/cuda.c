@@ -150,6 +150,9 @@ typedef struct {
     int pdecode_rows;        /* decode-only steps of at most this many rows take the kernel */
     void *pdecode_ws;
     size_t pdecode_ws_bytes;
+    int pdecode_inflight;    /* its weight pages in flight a block (0: the kernel's default) */
+    bool pdecode_tune_pending; /* VOX_PDECODE_TUNE: time the caps at the next step (pdecode_tune) */
+    bool pdecode_tune_report; /* VOX_PDECODE_TUNE=report: and print what was timed */
     /* GEMMs of 5..64 rows (bf16 or FP8 weights) on kernels/skinny_gemm.cu instead of cuBLASLt
      * (VOX_SKINNY_GEMM=1) */
     bool skinny;
@@ -1386,6 +1389,29 @@ static bool device_shared(const cuda_state *s) {
            atomic_load(&backends_on_device[s->device]) > 1;
 }
 
+/* How many weight pages the kernel's blocks keep in flight suits the card: too few starve the
+ * stream, too many delay what an op boundary loads behind them (kernels/pdecode.cu,
+ * kInflightPages). The default is measured on an H100 and reasoned for an H200; for another card
+ * VOX_PDECODE_TUNE=1 (or =report, which prints the timings) runs the device's first step on the
+ * kernel that is not being recorded (the warm-up's) at each cap of kTunedCaps, twice each, and
+ * keeps the fastest for every later step: ~9 launches, 20-30 ms of load. VOX_PDECODE_INFLIGHT=N
+ * fixes the cap instead. */
+static void pdecode_tune(cuda_state *s, const vox_k_pdecode_args *a) {
+    static const int kTunedCaps[] = {2, 3, 4, 6};
+    enum { N_CAPS = sizeof kTunedCaps / sizeof *kTunedCaps, ROUNDS = 2 };
+    float us[N_CAPS];
+    const double t0 = vox_wall_ms();
+    const int cap = vox_k_pdecode_tune(a, kTunedCaps, N_CAPS, ROUNDS, us, s->stream);
+    s->pdecode_tune_pending = false;
+    if (cap > 0) s->pdecode_inflight = cap;
+    if (!s->pdecode_tune_report) return;
+    fprintf(stderr, "voxtral: %s: decode kernel pages in flight a block:", s->name);
+    for (int i = 0; i < N_CAPS && cap > 0; i++)
+        fprintf(stderr, " %d: %.1f us%s", kTunedCaps[i], us[i], i + 1 < N_CAPS ? "," : "");
+    if (cap > 0) fprintf(stderr, "; %d taken (%.1f ms)\n", cap, vox_wall_ms() - t0);
+    else fprintf(stderr, " not timed (a launch failed), the default kept\n");
+}
+
 static bool cu_decode_fused(vox_backend *be, const vox_fused_decode *f) {
     cuda_state *s = S(be);
     const vox_batch *b = &s->batch;
@@ -1432,6 +1458,8 @@ static bool cu_decode_fused(vox_backend *be, const vox_fused_decode *f) {
     }
     a.layers = layers;
     a.workspace = s->pdecode_ws;
+    if (s->pdecode_tune_pending && !s->capturing) pdecode_tune(s, &a);
+    a.inflight = s->pdecode_inflight;
     if (!vox_k_pdecode(&a, s->stream)) return false;
     LAUNCHED(s, "pdecode");
     return true;
@@ -1711,6 +1739,9 @@ vox_status vox_backend_cuda_create(int device, vox_backend **out, vox_error *err
      * bench/NOTES-2026-12-05e.md); VOX_PDECODE_ROWS=1..8 sets the limit */
     s->pdecode_rows =
         (int)vox_env_size("VOX_PDECODE_ROWS", PDECODE_DEFAULT_ROWS, 1, VOX_K_PDECODE_MAX_ROWS);
+    const char *tune = getenv("VOX_PDECODE_TUNE");
+    s->pdecode_tune_report = tune && strcmp(tune, "report") == 0;
+    s->pdecode_tune_pending = vox_k_pdecode_inflight_env() < 0 && tune && *tune && strcmp(tune, "0") != 0;
     s->plain_malloc = vox_env_flag("VOX_CUDA_PLAIN_MALLOC");
     s->host_trace_ms = (double)vox_env_size("VOX_TRACE_HOST_MS", 0, 0, 1000000);
     s->host_last_ms = vox_wall_ms();

@@ -250,6 +250,40 @@ static void ref_row_step(const shape *S, layer *L, const weight *lm, const float
     for (int i = 0; i < S->vocab; i++) logits[i] = bfr((float)acc[i]);
 }
 
+/* In-flight caps the steps cycle through, pages: the default, 1 to 4, and 16 (past the ring: no
+ * wait) */
+static const int kInflightCaps[] = {0, 1, 2, 3, 4, 16};
+
+/* vox_k_pdecode_tune on the step just launched (a): it returns one of the caps it was given, and
+ * the logits and the rows' new cache entries are, bit for bit, those of that one launch. */
+static void check_tune_repeats_step(const shape *S, const vox_k_pdecode_args *a, const layer *L,
+                                    const int32_t *slots) {
+    const int R = a->rows > 1 ? a->rows : 1, KD = S->kv_heads * S->head_dim;
+    const size_t n_logits = (size_t)R * S->vocab, n_cache = (size_t)S->layers * 2 * R * KD;
+    uint16_t *before = gtu_malloc((n_logits + n_cache) * 2), *after = gtu_malloc((n_logits + n_cache) * 2);
+    for (int pass = 0; pass < 2; pass++) {
+        uint16_t *h = pass ? after : before;
+        gtu_download(h, a->logits, n_logits * 2);
+        for (int l = 0; l < S->layers; l++)
+            for (int kv = 0; kv < 2; kv++)
+                for (int b = 0; b < R; b++)
+                    gtu_download(h + n_logits + (((size_t)l * 2 + kv) * R + b) * KD,
+                                 (const char *)(kv ? L[l].v_dev : L[l].k_dev) + (size_t)slots[b] * KD * 2,
+                                 (size_t)KD * 2);
+        if (pass) break;
+        static const int caps[] = {1, 2, 3, 5};
+        float us[4] = {0};
+        const int got = vox_k_pdecode_tune(a, caps, 4, 2, us, 0);
+        GTU_SYNC_CHECK();
+        CHECK_MSG(got == 1 || got == 2 || got == 3 || got == 5, "%s: tune returned cap %d", S->name, got);
+        for (int i = 0; i < 4; i++)
+            CHECK_MSG(us[i] > 0 && isfinite(us[i]), "%s: tune timed cap %d at %g us", S->name, caps[i], us[i]);
+    }
+    CHECK_MSG(memcmp(before, after, (n_logits + n_cache) * 2) == 0,
+              "%s: the step's logits or cache rows differ after vox_k_pdecode_tune", S->name);
+    free(before), free(after);
+}
+
 /* consumer: vox_k_pdecode_args.consumer, 1 (a warp a row), 2 (a warp a slice; the only one of
  * launches of several rows) */
 static void run_shape(const shape *S, int consumer, gtu_rng *rng) {
@@ -363,8 +397,11 @@ static void run_shape(const shape *S, int consumer, gtu_rng *rng) {
         }
         GTU_CUDA(cudaMemcpy(x_dev, xh, (size_t)R * H * 2, cudaMemcpyHostToDevice));
         GTU_CUDA(cudaMemcpy(scalars_dev, scal, (size_t)3 * R * sizeof *scal, cudaMemcpyHostToDevice));
+        /* each step at another in-flight cap (0: the default): the results must not depend on it */
+        a.inflight = kInflightCaps[step % (int)(sizeof kInflightCaps / sizeof *kInflightCaps)];
         CHECK(vox_k_pdecode(&a, 0) == 1);
         GTU_SYNC_CHECK();
+        if (step == S->steps - 1) check_tune_repeats_step(S, &a, L, scal + R);
 
         /* the reference: each row on its own (rows share nothing but the weights) */
         for (int b = 0; b < R; b++)
@@ -518,6 +555,15 @@ static void time_full_size(int fp8, int consumer, int rows) {
     printf("timing: full size%s, %s, %d row%s at position %d: %.1f us a step, %.0f GB/s of weights\n",
            fp8 ? " FP8" : "", kConsumerName[consumer], rows, rows > 1 ? "s" : "", pos, us,
            (double)wbytes / (us * 1e3));
+    {   /* the in-flight caps the backend tunes over, and around them (least of 5 rounds) */
+        static const int caps[] = {1, 2, 3, 4, 5, 6, 8};
+        enum { N = sizeof caps / sizeof *caps };
+        float cap_us[N];
+        const int best = vox_k_pdecode_tune(&a, caps, N, 5, cap_us, 0);
+        printf("timing:   pages in flight a block, us a step:");
+        for (int i = 0; i < N; i++) printf(" %d: %.1f", caps[i], cap_us[i]);
+        printf("; fastest %d\n", best);
+    }
     /* one stamped run */
     /* + the attention marks, + the staged marks (a word a block and step) */
     size_t nst = (size_t)sms * steps * 2 + (size_t)sms * layers * 10 + (size_t)sms * steps;
