@@ -1,9 +1,7 @@
 #include "cli/outfile.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli/inputs.h"
+#include "common/file_out.h"
 
 char *vox_output_path(const char *dir, const char *input, const char *ext) {
     if (strcmp(input, VOX_STDIN_INPUT) == 0) input = "stdin";
@@ -33,51 +32,6 @@ char *vox_output_path(const char *dir, const char *input, const char *ext) {
     char *out = malloc(n);
     if (out) snprintf(out, n, "%.*s%s%.*s.%s", (int)dlen, dir, sep, (int)blen, base, ext);
     return out;
-}
-
-/* The directory that holds path ("." for a bare name, "/" for "/name"; malloc'ed, NULL: out of
- * memory). */
-static char *parent_dir(const char *path) {
-    const char *slash = strrchr(path, '/');
-    return slash ? strndup(path, slash > path ? (size_t)(slash - path) : 1) : strdup(".");
-}
-
-/* Makes and removes a file in dir: errors are "OPTION ARG: cannot write there: reason".
- * access() answers from the permission bits, which root passes everywhere: where the file
- * system itself refuses (sysfs, procfs, a full or read-only mount) only making a file tells, and
- * better before the model loads than after the work is done. */
-static vox_status probe_writable(const char *option, const char *arg, const char *dir, vox_error *err) {
-    size_t n = strlen(dir) + sizeof "/.voxtral_probe_XXXXXX";
-    char *probe = malloc(n);
-    if (!probe) return vox_fail(err, VOX_ERR_NOMEM, "out of memory");
-    snprintf(probe, n, "%s/.voxtral_probe_XXXXXX", dir);
-    int fd = mkstemp(probe);
-    vox_status st = VOX_OK;
-    if (fd < 0) {
-        st = vox_fail(err, VOX_ERR_IO, "%s %s: cannot write there: %s", option, arg, strerror(errno));
-    } else {
-        close(fd);
-        unlink(probe);
-    }
-    free(probe);
-    return st;
-}
-
-vox_status vox_output_file_check(const char *option, const char *path, vox_error *err) {
-    struct stat sb;
-    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
-        return vox_fail(err, VOX_ERR_IO, "%s %s: is a directory", option, path);
-    char *dir = parent_dir(path);
-    if (!dir) return vox_fail(err, VOX_ERR_NOMEM, "out of memory");
-    vox_status st;
-    if (stat(dir, &sb) != 0)
-        st = vox_fail(err, VOX_ERR_IO, "%s %s: %s: %s", option, path, dir, strerror(errno));
-    else if (!S_ISDIR(sb.st_mode))
-        st = vox_fail(err, VOX_ERR_IO, "%s %s: %s is not a directory", option, path, dir);
-    else
-        st = probe_writable(option, path, dir, err);
-    free(dir);
-    return st;
 }
 
 vox_status vox_output_dir_prepare(const char *dir, vox_error *err) {
@@ -106,7 +60,7 @@ vox_status vox_output_dir_prepare(const char *dir, vox_error *err) {
     if (access(dir, W_OK | X_OK) != 0)
         return vox_fail(err, VOX_ERR_IO, "--output-dir %s: cannot write there: %s", dir,
                         strerror(errno));
-    return probe_writable("--output-dir", dir, dir, err);
+    return vox_dir_probe_writable("--output-dir", dir, dir, err);
 }
 
 static char *const *g_sort_paths;
@@ -189,79 +143,6 @@ int vox_find_overwritten_input(char *const *outputs, char *const *inputs, size_t
     }
     free(ids);
     return found;
-}
-
-static int write_all(int fd, const char *p, size_t n) {
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-/* Syncs the directory that holds path, so that the rename itself is on disk. */
-static void sync_parent(const char *path) {
-    char *dir = parent_dir(path);
-    if (!dir) return;
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        fsync(fd); /* best effort: some file systems refuse directory fsync */
-        close(fd);
-    }
-    free(dir);
-}
-
-vox_status vox_write_file_atomic(const char *path, const void *data, size_t n, vox_error *err) {
-    const char *slash = strrchr(path, '/');
-    size_t dlen = slash ? (size_t)(slash - path) + 1 : 0;
-    size_t tlen = strlen(path) + 64;
-    char *tmp = malloc(tlen);
-    if (!tmp) return vox_fail(err, VOX_ERR_NOMEM, "out of memory");
-    const char *name = path + dlen;
-    char suffix[48];
-    snprintf(suffix, sizeof suffix, ".%ld.tmp", (long)getpid());
-    size_t nlen = strlen(name);
-    if (1 + nlen + strlen(suffix) > NAME_MAX) {
-        /* a NAME.EXT near the file-name limit (255 bytes) has no room for ".", ".PID.tmp": the
-         * temporary file takes as much of the name as fits, and a number of its own */
-        static atomic_uint serial;
-        snprintf(suffix, sizeof suffix, ".%ld.%u.tmp", (long)getpid(), atomic_fetch_add(&serial, 1));
-        size_t room = NAME_MAX - 1 - strlen(suffix);
-        if (nlen > room) nlen = room;
-    }
-    snprintf(tmp, tlen, "%.*s.%.*s%s", (int)dlen, path, (int)nlen, name, suffix);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (fd < 0) {
-        vox_status st = vox_fail(err, VOX_ERR_IO, "%s: cannot create %s: %s", path, tmp,
-                                 strerror(errno));
-        free(tmp);
-        return st;
-    }
-    const char *what = "cannot write";
-    int bad = write_all(fd, data, n);
-    if (!bad && (bad = fsync(fd))) what = "cannot flush to disk";
-    int e = errno;
-    if (close(fd) != 0 && !bad) {
-        bad = -1;
-        e = errno;
-    }
-    if (!bad && rename(tmp, path) != 0) {
-        bad = -1;
-        e = errno;
-        what = "cannot rename the temporary file";
-    }
-    vox_status st = VOX_OK;
-    if (bad) {
-        unlink(tmp);
-        st = vox_fail(err, VOX_ERR_IO, "%s: %s: %s", path, what, strerror(e));
-    } else {
-        sync_parent(path);
-    }
-    free(tmp);
-    return st;
 }
 
 void vox_output_ignore_size_signal(void) { signal(SIGXFSZ, SIG_IGN); }

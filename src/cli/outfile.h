@@ -1,16 +1,10 @@
-/* --output-dir: where each input's output goes, and writing it so that it appears whole or not
- * at all.
+/* --output-dir: where each input's output goes.
  *
  * DIR/NAME.EXT, NAME being the input's file name without its last extension ("rec/a.b.wav" ->
- * "a.b"), "stdin" for the input "-" (audio on standard input). Two inputs that would write the same file (rec1/talk.wav and rec2/talk.flac) are a
- * usage error found before the model loads: nothing is overwritten silently, and no work is
- * lost. A file of that name from an earlier run is replaced.
- *
- * A file is written to DIR/.NAME.EXT.PID.tmp, flushed to disk (fsync), renamed over DIR/NAME.EXT
- * and the directory synced: a run that is interrupted or killed never leaves a partial NAME.EXT.
- * (A NAME.EXT too long for that temporary name, near the 255-byte limit, gets one cut to fit,
- * with a number: .NAMEPREFIX.PID.N.tmp.)
- * Only SIGKILL (or a second Ctrl-C) inside that short write can leave the hidden .tmp file. */
+ * "a.b"), "stdin" for the input "-" (audio on standard input). Two inputs that would write the
+ * same file (rec1/talk.wav and rec2/talk.flac) are a usage error found before the model loads:
+ * nothing is overwritten silently, and no work is lost. A file of that name from an earlier run is
+ * replaced, whole or not at all (common/file_out.h, which writes every output file). */
 #ifndef VOX_CLI_OUTFILE_H
 #define VOX_CLI_OUTFILE_H
 
@@ -24,11 +18,6 @@ char *vox_output_path(const char *dir, const char *input, const char *ext);
 /* Creates dir and its missing parents (mode 0777 less the umask); checks that it is a writable
  * directory. Errors name it. */
 vox_status vox_output_dir_prepare(const char *dir, vox_error *err);
-
-/* Before the work: that the file path (an option's, named in errors as "OPTION PATH: ...") can be
- * written when the run ends: its directory exists and takes a new file, and it is not a
- * directory itself. */
-vox_status vox_output_file_check(const char *option, const char *path, vox_error *err);
 
 /* Finds two of the n paths that are equal: returns 1 and their indices (*a < *b, the first such
  * pair in input order of *b), or 0 when all differ. */
@@ -44,11 +33,6 @@ size_t vox_find_overlong_name(char *const *paths, size_t n, size_t *i);
  * outputs and inputs have n entries; inputs that cannot be stat()ed are skipped. */
 int vox_find_overwritten_input(char *const *outputs, char *const *inputs, size_t n, size_t *o,
                                size_t *i);
-
-/* Writes n bytes to path through a temporary file in the same directory (see above). Errors
- * name the file and give the reason (strerror: "No space left on device", "File too large");
- * the temporary file is removed. */
-vox_status vox_write_file_atomic(const char *path, const void *data, size_t n, vox_error *err);
 
 /* A file-size limit (ulimit -f, RLIMIT_FSIZE) ends a process with SIGXFSZ, by default, at the
  * write that passes it: one large output would kill the whole run. With the signal ignored that

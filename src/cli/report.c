@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/outfile.h"
 
 void vox_run_totals_add(vox_run_totals *t, const vox_transcript *tr) {
     const voxtral_timings *x = &tr->timings;
@@ -152,12 +151,11 @@ void vox_write_latency_table(FILE *out, const vox_run_totals *t, const char *dev
     }
 }
 
-vox_status vox_write_latency_json(const char *path, const vox_run_totals *t, const char *device,
-                                  vox_error *err) {
+char *vox_latency_json(const vox_run_totals *t, const char *device) {
     const voxtral_timings *s = &t->sum;
     int decoded = decoded_tokens(t);
     cJSON *o = cJSON_CreateObject();
-    if (!o) return vox_fail(err, VOX_ERR_NOMEM, "out of memory");
+    if (!o) return NULL;
     cJSON_AddStringToObject(o, "device", device);
     cJSON_AddNumberToObject(o, "inputs", t->n_inputs);
     cJSON_AddNumberToObject(o, "files", t->n_files);
@@ -219,10 +217,5 @@ vox_status vox_write_latency_json(const char *path, const vox_run_totals *t, con
     }
     char *text = cJSON_Print(o);
     cJSON_Delete(o);
-    if (!text) return vox_fail(err, VOX_ERR_NOMEM, "out of memory");
-    size_t len = strlen(text);
-    text[len] = '\n'; /* cJSON_Print's NUL becomes the final newline */
-    vox_status st = vox_write_file_atomic(path, text, len + 1, err);
-    free(text);
-    return st;
+    return text;
 }

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/file_out.h"
 #include "common/fp8.h"
 #include "export/checkpoint.h"
 #include "format/safetensors.h"
@@ -345,37 +346,26 @@ static vox_status make_dirs(const char *path, vox_error *err) {
     return VOX_OK;
 }
 
-/* Copies src to dst through dst.tmp and a rename; *bytes is the size copied. */
+/* Copies src to dst, whole or not at all (common/file_out.h); *bytes is the size copied. */
 static vox_status copy_file(const char *src, const char *dst, size_t *bytes, vox_error *err) {
-    char tmp[VOX_PATH_MAX + 128];
-    snprintf(tmp, sizeof tmp, "%s.tmp", dst);
     FILE *in = fopen(src, "rb");
     if (!in) return vox_fail(err, VOX_ERR_IO, "%s: cannot open: %s", src, strerror(errno));
-    FILE *out = fopen(tmp, "wb");
-    if (!out) {
-        fclose(in);
-        return vox_fail(err, VOX_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
-    }
+    vox_file_out out;
+    vox_status st = vox_file_out_open(&out, dst, err);
     char buf[1 << 16];
     size_t n, total = 0;
-    int ok = 1;
-    while (ok && (n = fread(buf, 1, sizeof buf, in)) > 0) {
-        ok = fwrite(buf, 1, n, out) == n;
+    while (!st && (n = fread(buf, 1, sizeof buf, in)) > 0) {
+        st = vox_file_out_write(&out, buf, n, err);
         total += n;
     }
-    int read_bad = ferror(in);
-    fclose(in);
-    ok = ok && !read_bad && fflush(out) == 0 && fsync(fileno(out)) == 0;
-    int saved = errno;
-    ok = fclose(out) == 0 && ok;
-    if (!ok || rename(tmp, dst) != 0) {
-        if (ok) saved = errno;
-        remove(tmp);
-        return vox_fail(err, VOX_ERR_IO, "%s: cannot write%s: %s", dst,
-                        read_bad ? " (read error on the source)" : "", strerror(saved));
+    if (!st && ferror(in)) {
+        st = vox_fail(err, VOX_ERR_IO, "%s: cannot read: %s", src, strerror(errno));
+        vox_file_out_abort(&out);
     }
-    *bytes = total;
-    return VOX_OK;
+    fclose(in);
+    if (!st) st = vox_file_out_commit(&out, err);
+    if (!st) *bytes = total;
+    return st;
 }
 
 static size_t file_size(const char *path) {

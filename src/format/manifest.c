@@ -6,6 +6,7 @@
  * and the exporter (which validates a checkpoint's hyper-parameters before it writes anything). */
 #include "format/manifest.h"
 #include "audio/audio.h"
+#include "common/file_out.h"
 #include "format/json.h"
 #include "mel/mel.h"
 
@@ -421,9 +422,8 @@ static cJSON *manifest_to_json(const vox_manifest *m) {
 }
 
 vox_status vox_manifest_write(const char *dir, const vox_manifest *m, vox_error *err) {
-    char path[VOX_PATH_MAX + 32], tmp[VOX_PATH_MAX + 40];
+    char path[VOX_PATH_MAX + 32];
     manifest_path(dir, path, sizeof path);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
 
     vox_status st = vox_manifest_validate(m, 1, err);
     if (st != VOX_OK) {
@@ -437,21 +437,9 @@ vox_status vox_manifest_write(const char *dir, const vox_manifest *m, vox_error 
     cJSON_Delete(root);
     if (!text) return vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", path);
 
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        free(text);
-        return vox_fail(err, VOX_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
-    }
     size_t len = strlen(text);
-    int ok = fwrite(text, 1, len, f) == len && fputc('\n', f) != EOF && fflush(f) == 0 &&
-             fsync(fileno(f)) == 0;
-    int saved = errno;
-    ok = (fclose(f) == 0) && ok;
+    text[len] = '\n'; /* cJSON_Print's NUL becomes the final newline */
+    st = vox_file_write_whole(path, text, len + 1, err);
     free(text);
-    if (!ok || rename(tmp, path) != 0) {
-        if (ok) saved = errno;
-        remove(tmp);
-        return vox_fail(err, VOX_ERR_IO, "%s: cannot write: %s", path, strerror(saved));
-    }
-    return VOX_OK;
+    return st;
 }

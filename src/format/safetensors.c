@@ -11,6 +11,7 @@
  *      "3.0" and "1e2" as integers; the reference crate does not).
  * The data itself is never read here: it stays in the page cache until a caller touches it. */
 #include "format/safetensors.h"
+#include "common/file_out.h"
 #include "common/read_all.h"
 
 #include <cjson/cJSON.h>
@@ -713,40 +714,6 @@ static void sb_json_string(sbuf *b, const char *s) {
     sb_put(b, "\"", 1);
 }
 
-/* Writes all of buf, in chunks (a single write() moves at most about 2 GB on Linux). */
-static int write_all(int fd, const void *buf, size_t n) {
-    const char *p = buf;
-    while (n > 0) {
-        size_t chunk = n < ((size_t)1 << 30) ? n : ((size_t)1 << 30);
-        ssize_t k = write(fd, p, chunk);
-        if (k < 0) {
-            if (errno == EINTR) continue;
-            return 0;
-        }
-        if (k == 0) {
-            errno = EIO;
-            return 0;
-        }
-        p += k;
-        n -= (size_t)k;
-    }
-    return 1;
-}
-
-/* After a rename, the directory entry reaches the disk only when the directory is synced. Best
- * effort: the file itself is complete and synced whatever happens here. */
-static void sync_parent_dir(const char *path) {
-    const char *slash = strrchr(path, '/');
-    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
-    if (!dir) return;
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
-    }
-    free(dir);
-}
-
 /* Orders the tensors by element size, largest first, keeping the order of addition among
  * equals. With the data starting at a multiple of 8 and no gaps allowed between tensors, this
  * is what makes every tensor aligned to its element size, so readers can use it in place. */
@@ -802,38 +769,14 @@ vox_status vox_st_writer_save(vox_st_writer *w, const char *path, vox_error *err
         return vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory for the header", path);
     }
 
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 5);
-    if (!tmp) {
-        free(h.p);
-        return vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", path);
-    }
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, ".tmp", 5);
-
-    vox_status s = VOX_OK;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        s = vox_fail(err, VOX_ERR_IO, "%s: cannot create %s: %s", path, tmp, strerror(errno));
-        free(tmp);
-        free(h.p);
-        return s;
-    }
     unsigned char len8[8];
     for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)h.len >> (8 * i));
-    int ok = write_all(fd, len8, 8) && write_all(fd, h.p, h.len);
-    for (size_t i = 0; ok && i < w->n; i++) ok = write_all(fd, w->t[i].data, w->t[i].nbytes);
-    if (!ok) s = vox_fail(err, VOX_ERR_IO, "%s: cannot write %s: %s", path, tmp, strerror(errno));
-    if (!s && fsync(fd) != 0)
-        s = vox_fail(err, VOX_ERR_IO, "%s: cannot sync %s: %s", path, tmp, strerror(errno));
-    if (close(fd) != 0 && !s)
-        s = vox_fail(err, VOX_ERR_IO, "%s: cannot close %s: %s", path, tmp, strerror(errno));
-    if (!s && rename(tmp, path) != 0)
-        s = vox_fail(err, VOX_ERR_IO, "%s: cannot rename %s to it: %s", path, tmp,
-                     strerror(errno));
-    if (s) unlink(tmp);
-    else sync_parent_dir(path);
-    free(tmp);
+    vox_file_out f;
+    vox_status s = vox_file_out_open(&f, path, err);
+    if (!s) s = vox_file_out_write(&f, len8, 8, err);
+    if (!s) s = vox_file_out_write(&f, h.p, h.len, err);
+    for (size_t i = 0; !s && i < w->n; i++) s = vox_file_out_write(&f, w->t[i].data, w->t[i].nbytes, err);
+    if (!s) s = vox_file_out_commit(&f, err);
     free(h.p);
     return s;
 }

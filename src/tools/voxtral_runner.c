@@ -10,6 +10,7 @@
  * status: 0 all good, 1 some files failed, 2 usage or model error, 128 + signal when
  * interrupted (cli/options.h). */
 #include <errno.h>
+#include <sys/stat.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -28,6 +29,7 @@
 #include "cli/progress.h"
 #include "cli/report.h"
 #include "cli/transcript.h"
+#include "common/file_out.h"
 #include "common/read_all.h"
 #include "voxtral/voxtral.h"
 
@@ -51,6 +53,31 @@ static void take_stdout(void) {
         return;
     }
     g_results = results;
+}
+
+/* Whether path is standard output: "-", or the file descriptor 1 writes to (/dev/stdout, or
+ * the file the shell redirected it to). Asked before take_stdout. */
+static bool names_stdout(const char *path) {
+    struct stat a, b;
+    return strcmp(path, "-") == 0 ||
+           (stat(path, &a) == 0 && fstat(STDOUT_FILENO, &b) == 0 && a.st_dev == b.st_dev &&
+            a.st_ino == b.st_ino);
+}
+
+/* --latency-json: to path, whole or not at all, or after the transcripts on their stream. */
+static vox_status write_latency_json(const char *path, bool to_results, const vox_run_totals *t,
+                                     const char *device, vox_error *err) {
+    char *text = vox_latency_json(t, device);
+    if (!text) return vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", path);
+    size_t len = strlen(text);
+    text[len] = '\n'; /* cJSON_Print's NUL becomes the final newline */
+    vox_status st = VOX_OK;
+    if (!to_results)
+        st = vox_file_write_whole(path, text, len + 1, err);
+    else if (fwrite(text, 1, len + 1, g_results) != len + 1 || fflush(g_results) != 0)
+        st = vox_fail(err, VOX_ERR_IO, "%s: standard output: cannot write: %s", path, strerror(errno));
+    free(text);
+    return st;
 }
 
 /* Every message to the user: erase the progress line first so that the two never mix. */
@@ -140,7 +167,7 @@ static vox_status emit(const voxtral_context *ctx, const vox_transcript *t,
     if (bad) {
         st = vox_fail(err, VOX_ERR_NOMEM, "%s: cannot format the output: out of memory", t->path);
     } else if (out_path) {
-        st = vox_write_file_atomic(out_path, buf, len, err);
+        st = vox_file_write_whole(out_path, buf, len, err);
         if (st) vox_error_prefix(err, "%s", t->path); /* the input it is the output of */
     } else {
         vox_progress_clear(&g_progress);
@@ -317,8 +344,21 @@ int main(int argc, char **argv) {
     }
 
     /* the latency JSON is written at the end: a path that cannot take it is found now, before
-     * the model loads and the work is done */
-    if (o.latency_json && vox_output_file_check("--latency-json", o.latency_json, &err)) {
+     * the model loads and the work is done. "-", /dev/stdout or the file standard output is
+     * redirected to: after the transcripts, on their stream (take_stdout moves it). */
+    const bool latency_to_results = o.latency_json && names_stdout(o.latency_json);
+    if (o.latency_json && !latency_to_results &&
+        vox_file_out_check("--latency-json", o.latency_json, &err)) {
+        fprintf(stderr, "voxtral_runner: %s\n", err.msg);
+        return end_before_work(out_paths, &in, &o, VOX_EXIT_USAGE);
+    }
+    /* the tensor dump is one file, of one input, written when it completes */
+    if (o.dump_tensors && in.n > 1) {
+        fprintf(stderr, "voxtral_runner: --dump-tensors %s: writes the tensors of one input, and "
+                "%zu are given\n", o.dump_tensors, in.n);
+        return end_before_work(out_paths, &in, &o, VOX_EXIT_USAGE);
+    }
+    if (o.dump_tensors && vox_file_out_check("--dump-tensors", o.dump_tensors, &err)) {
         fprintf(stderr, "voxtral_runner: %s\n", err.msg);
         return end_before_work(out_paths, &in, &o, VOX_EXIT_USAGE);
     }
@@ -446,7 +486,8 @@ int main(int argc, char **argv) {
 
     bool report_failed = false;
     if (o.latency) vox_write_latency_table(stderr, &totals, device_names);
-    if (o.latency_json && vox_write_latency_json(o.latency_json, &totals, device_names, &err)) {
+    if (o.latency_json && write_latency_json(o.latency_json, latency_to_results, &totals,
+                                             device_names, &err)) {
         say("--latency-json %s", err.msg);
         report_failed = true;
     }

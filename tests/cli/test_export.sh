@@ -49,7 +49,7 @@ cmp -s "$HF/tekken.json" "$TMP/hf/tekken.json" || fail "tekken.json not copied v
 diff <(grep -v -e '"layout"' -e '"path"' "$TMP/hf/voxtral.json") \
      <(grep -v -e '"layout"' -e '"path"' "$TMP/mistral/voxtral.json") >/dev/null ||
     fail "manifests differ beyond the source"
-ls "$TMP/hf" | grep -q '\.tmp$' && fail "temporary files left in $TMP/hf"
+ls -A "$TMP/hf" | grep -q '\.tmp$' && fail "temporary files left in $TMP/hf"
 
 # -- --dtype bf16: every weight half the size (positions stay F32), quiet mode -------------------
 run 0 bf16 --from "$HF" --out "$TMP/bf16" --dtype bf16 --quiet

@@ -158,6 +158,39 @@ has latency_nodir.err "--latency-json $tmp/no/such/l.json: $tmp/no/such: No such
 check "--latency-json unwritable: nothing on standard output" [ ! -s "$tmp/latency_nodir.out" ]
 run 2 latency_isdir --latency-json "$tmp" "$audio/short.wav"
 has latency_isdir.err "--latency-json $tmp: is a directory"
+# --latency-json to what is not a plain file: "-" and /dev/stdout put the JSON after the
+# transcript on standard output; a symbolic link's target is written and the link stays; a FIFO is
+# written as it is (each was replaced by a regular file, and as root so was a device node)
+json_after_transcript() { # NAME: stdout is one.out's transcript, then the run's JSON
+    check "$1: the transcript, then the latency JSON" python3 -c '
+import json, sys
+text, rest = open(sys.argv[1]).read().split("\n", 1)
+assert text + "\n" == open(sys.argv[2]).read(), text
+assert json.loads(rest)["files"] == 1, rest' "$tmp/$1.out" "$tmp/one.out"
+}
+run 0 latency_dash --latency-json - "$audio/short.wav"
+json_after_transcript latency_dash
+run 0 latency_devstdout --latency-json /dev/stdout "$audio/short.wav"
+json_after_transcript latency_devstdout
+ln -s latency_target.json "$tmp/latency_link.json"
+run 0 latency_link --latency-json "$tmp/latency_link.json" "$audio/short.wav"
+check "--latency-json LINK: the link stays a link" [ -L "$tmp/latency_link.json" ]
+check "--latency-json LINK: its target holds the JSON" python3 -c \
+    'import json, sys; assert json.load(open(sys.argv[1]))["files"] == 1' "$tmp/latency_target.json"
+mkfifo "$tmp/latency.fifo"
+timeout 60 cat "$tmp/latency.fifo" >"$tmp/latency_fifo.json" &
+fifo_reader=$!
+run 0 latency_fifo --latency-json "$tmp/latency.fifo" "$audio/short.wav"
+wait $fifo_reader
+check "--latency-json FIFO: still a FIFO" [ -p "$tmp/latency.fifo" ]
+check "--latency-json FIFO: its reader got the JSON" python3 -c \
+    'import json, sys; assert json.load(open(sys.argv[1]))["files"] == 1' "$tmp/latency_fifo.json"
+# --dump-tensors: one input's tensors, so a second input is a usage error, as is a path that
+# cannot be written (found before the work, as --latency-json's)
+run 2 dump_two --dump-tensors "$tmp/d.safetensors" "$audio/short.wav" "$audio/speech.flac"
+has dump_two.err "--dump-tensors $tmp/d.safetensors: writes the tensors of one input, and 2 are given"
+run 2 dump_nodir --dump-tensors "$tmp/no/such/d.safetensors" "$audio/short.wav"
+has dump_nodir.err "--dump-tensors $tmp/no/such/d.safetensors: $tmp/no/such: No such file or directory"
 # a word that is not an id in a --force-tokens @FILE: the file, its line and the word (the words
 # after it are not quoted)
 printf '1, 2\n3 abc 4\n' >"$tmp/ids_bad"

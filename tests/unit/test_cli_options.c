@@ -16,6 +16,7 @@
 #include "cli/options.h"
 #include "cli/outfile.h"
 #include "cli/progress.h"
+#include "common/file_out.h"
 #include "common/read_all.h"
 #include "harness.h"
 
@@ -220,8 +221,8 @@ static void test_atomic_write(void) {
     vox_error err = {0};
     CHECK_MSG(vox_output_dir_prepare(sub, &err) == VOX_OK, "%s", err.msg);
     snprintf(path, sizeof path, "%s/out.txt", sub);
-    CHECK(vox_write_file_atomic(path, "hello\n", 6, &err) == VOX_OK);
-    CHECK(vox_write_file_atomic(path, "again\n", 6, &err) == VOX_OK);
+    CHECK(vox_file_write_whole(path, "hello\n", 6, &err) == VOX_OK);
+    CHECK(vox_file_write_whole(path, "again\n", 6, &err) == VOX_OK);
     char buf[16] = "";
     FILE *f = fopen(path, "r");
     CHECK(f && fread(buf, 1, sizeof buf, f) == 6 && memcmp(buf, "again\n", 6) == 0);
@@ -234,22 +235,22 @@ static void test_atomic_write(void) {
     snprintf(buf, sizeof buf, "x");
     char bad[320];
     snprintf(bad, sizeof bad, "%s/missing/out.txt", dir);
-    CHECK(vox_write_file_atomic(bad, "x", 1, &err) == VOX_ERR_IO && strstr(err.msg, bad));
+    CHECK(vox_file_write_whole(bad, "x", 1, &err) == VOX_ERR_IO && strstr(err.msg, bad));
     /* the check made before a run (--latency-json): a path that can be written passes and leaves
      * nothing behind; a missing directory, a file as the directory, a directory as the file fail,
      * naming the option and the path */
     char fine[320];
     snprintf(fine, sizeof fine, "%s/l.json", sub);
-    CHECK_MSG(vox_output_file_check("--latency-json", fine, &err) == VOX_OK, "%s", err.msg);
+    CHECK_MSG(vox_file_out_check("--latency-json", fine, &err) == VOX_OK, "%s", err.msg);
     CHECK(access(fine, F_OK) != 0);
     entries = count_entries(sub);
     CHECK_MSG(entries == 1, "%d entries after the check", entries);
-    CHECK(vox_output_file_check("--latency-json", bad, &err) == VOX_ERR_IO &&
+    CHECK(vox_file_out_check("--latency-json", bad, &err) == VOX_ERR_IO &&
           strstr(err.msg, "--latency-json ") && strstr(err.msg, bad) && strstr(err.msg, "No such file"));
     snprintf(fine, sizeof fine, "%s/x.json", path); /* out.txt is a file */
-    CHECK(vox_output_file_check("--latency-json", fine, &err) == VOX_ERR_IO &&
+    CHECK(vox_file_out_check("--latency-json", fine, &err) == VOX_ERR_IO &&
           strstr(err.msg, "is not a directory"));
-    CHECK(vox_output_file_check("--latency-json", sub, &err) == VOX_ERR_IO &&
+    CHECK(vox_file_out_check("--latency-json", sub, &err) == VOX_ERR_IO &&
           strstr(err.msg, "is a directory"));
     unlink(path);
     rmdir(sub);
