@@ -163,8 +163,9 @@ static void complete_locked(voxtral_queue *q, const voxtral_context *ctx, size_t
         c.status = err.code;
         c.error = err.msg;
     }
-    if (c.status && c.error && r->path && strncmp(c.error, r->path, strlen(r->path)) != 0) {
-        snprintf(err.msg, sizeof err.msg, "%.300s: %.700s", r->path, c.error);
+    if (c.status && c.error && r->path && !vox_message_names(c.error, r->path)) {
+        if (c.error != err.msg) snprintf(err.msg, sizeof err.msg, "%s", c.error);
+        vox_error_prefix(&err, "%s", r->path);
         c.error = err.msg;
     }
     q->qp.on_complete(&c, q->qp.user_data);

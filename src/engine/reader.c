@@ -83,7 +83,7 @@ static void read_request(vox_reader *rd, vox_request *r, float *reuse, size_t re
         st = vox_fail(&err, VOX_ERR_NOMEM, "out of memory");
     r->audio_ms = vox_wall_ms() - t0;
     if (st) {
-        if (r->path && strncmp(err.msg, r->path, strlen(r->path)) != 0)
+        if (r->path && !vox_message_names(err.msg, r->path))
             vox_error_prefix(&err, "%s", r->path);
         r->status = st;
         r->error = strdup(err.msg);

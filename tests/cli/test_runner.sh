@@ -158,6 +158,13 @@ has latency_nodir.err "--latency-json $tmp/no/such/l.json: $tmp/no/such: No such
 check "--latency-json unwritable: nothing on standard output" [ ! -s "$tmp/latency_nodir.out" ]
 run 2 latency_isdir --latency-json "$tmp" "$audio/short.wav"
 has latency_isdir.err "--latency-json $tmp: is a directory"
+# a path of ~1500 bytes that does not exist: the message keeps the reason after it, its middle
+# elided (the reason was cut off, and the path repeated)
+long_dir=$tmp; for i in 1 2 3 4 5 6 7; do long_dir=$long_dir/$(printf 'd%.0s' $(seq 200)); done
+run 1 long_path "$long_dir/x.wav"
+has long_path.err "[...]"
+has long_path.err "/x.wav: cannot open: No such file or directory"
+check "long path: one line on stderr" [ "$(wc -l <"$tmp/long_path.err")" -eq 1 ]
 # --latency-json to what is not a plain file: "-" and /dev/stdout put the JSON after the
 # transcript on standard output; a symbolic link's target is written and the link stays; a FIFO is
 # written as it is (each was replaced by a regular file, and as root so was a device node)
