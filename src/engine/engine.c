@@ -205,13 +205,17 @@ static void seq_finish(vox_engine *e, vox_seq *s, vox_status st, const char *msg
     vox_error err = {0};
     if (!st) st = vox_tokenizer_decode(e->ctx->tok, s->r->ids, s->r->n_ids, &s->r->text, &err);
     if (!st && s->req->p.dump_path) st = dump_write(e->ctx->model, s, &err);
-    /* generation that ran into the context's end, short of its budget: the text is cut */
+    /* generation that ran into the context's end, short of its budget: the text is cut. The
+     * remedy named is --segment where the audio's prompt is what fills the context (more than one
+     * 30 s chunk: segments have one each), else a smaller token budget. */
     if (!st && !s->forcing && (int64_t)s->r->n_ids >= s->max_new && s->max_new < s->asked) {
         char w[300];
         snprintf(w, sizeof w, "the transcript stops at the end of the model's context (%d "
-                 "positions: %zu of the prompt, %lld generated, %lld asked): audio this long "
-                 "needs --segment", e->ctx->model->cfg.decoder.max_position_embeddings,
-                 s->n_prompt, (long long)s->max_new, (long long)s->asked);
+                 "positions: %zu of the prompt, %lld generated, %lld asked): %s",
+                 e->ctx->model->cfg.decoder.max_position_embeddings, s->n_prompt,
+                 (long long)s->max_new, (long long)s->asked,
+                 s->n_chunks > 1 ? "audio this long needs --segment"
+                                 : "the token budget asked is more than the context holds");
         if (!(s->r->warning = strdup(w))) st = vox_fail(&err, VOX_ERR_NOMEM, "out of memory");
     }
     if (st && !msg) msg = err.msg;
@@ -327,6 +331,9 @@ static int chunks_at_once(const vox_engine *e, size_t chunks) {
     return chunks < (size_t)e->encoder_chunks ? (int)chunks : e->encoder_chunks;
 }
 
+/* Whether the queue was cancelled (SIGINT): a long admission stops at its next layer. */
+static bool queue_cancelled(void *q) { return ((voxtral_queue *)q)->cancel != 0; }
+
 /* Runs mel, the encoder and the prompt embedding for the sequences in g (their x_prompt is
  * filled); times are shared by chunks. */
 static vox_status encode_group(vox_engine *e, vox_seq **g, int n, size_t chunks, vox_error *err) {
@@ -351,7 +358,9 @@ static vox_status encode_group(vox_engine *e, vox_seq **g, int n, size_t chunks,
     int mk1 = be->mark(be);
     double h1 = vox_wall_ms();
     if (!st) st = vox_tensor_new2(be, &audio, be->act_type, (int64_t)chunks * per_chunk, d->hidden, err);
-    if (!st) st = vox_encoder_forward(m, &features, chunks, e->encoder_chunks, &audio, err);
+    if (!st)
+        st = vox_encoder_forward(m, &features, chunks, e->encoder_chunks, queue_cancelled, e->q,
+                                 &audio, err);
     vox_tensor_free(be, &features);
     int mk2 = be->mark(be);
     double h2 = vox_wall_ms();
@@ -483,6 +492,8 @@ static vox_status admit(vox_engine *e, bool *grow, vox_error *err) {
     pthread_mutex_unlock(&q->rd.mu);
     vox_queue_release_admitted(q); /* their samples are no longer needed */
     for (int i = 0; i < n; i++) e->active[e->n_active++] = g[i];
+    /* cancelled while encoding: they end with the others in flight, not as failures */
+    if (st == VOX_ERR_INTERRUPTED && q->cancel) return VOX_OK;
     if (st) {
         /* A failed group fails its requests alone; a device that no longer works stops this
          * engine (the others go on). */

@@ -75,9 +75,10 @@ static void encoder_layer(vox_model *m, const vox_encoder_layer *L, encoder_work
                 NULL, &w->h);
 }
 
-/* One group of B chunks: features [B, mel, 3000] -> embeds rows [B * 375, hidden]. */
-static void encode_group(vox_model *m, const encoder_work *w, const vox_tensor *feats, int B,
-                         vox_tensor *out) {
+/* One group of B chunks: features [B, mel, 3000] -> embeds rows [B * 375, hidden]. Returns
+ * false, with the group unfinished, once stop(stop_arg) says so (asked between layers). */
+static bool encode_group(vox_model *m, const encoder_work *w, const vox_tensor *feats, int B,
+                         vox_tensor *out, bool (*stop)(void *), void *stop_arg) {
     vox_backend *be = m->be;
     const vox_encoder_config *e = &m->cfg.encoder;
     int T = e->max_source_positions, t_in = 2 * T;
@@ -93,7 +94,10 @@ static void encode_group(vox_model *m, const encoder_work *w, const vox_tensor *
     be->conv1d_k3(be, &g.x, &g.conv1, false, B, t_in, &m->conv2_w, &m->conv2_b, 2);
     be->gelu(be, &g.x);
     be->add_rows_f32(be, &g.x, &m->positions);
-    for (int l = 0; l < e->layers; l++) encoder_layer(m, &m->enc_layers[l], &g, B);
+    for (int l = 0; l < e->layers; l++) {
+        if (stop && stop(stop_arg)) return false;
+        encoder_layer(m, &m->enc_layers[l], &g, B);
+    }
     be->layer_norm(be, &g.x, &g.x, &m->enc_norm_w, &m->enc_norm_b, (float)e->layer_norm_eps);
 
     /* Projector: [B*T, d] seen as [B*T/4, 4d] (4 consecutive frames a row; never crossing a
@@ -106,10 +110,12 @@ static void encode_group(vox_model *m, const encoder_work *w, const vox_tensor *
     be->matmul(be, &hidden, &grouped, &m->proj1, NULL);
     be->gelu(be, &hidden);
     be->matmul(be, out, &hidden, &m->proj2, NULL);
+    return true;
 }
 
 vox_status vox_encoder_forward(vox_model *m, const vox_tensor *features, size_t n_chunks,
-                               int max_group, vox_tensor *embeds, vox_error *err) {
+                               int max_group, bool (*stop)(void *), void *stop_arg,
+                               vox_tensor *embeds, vox_error *err) {
     const vox_encoder_config *e = &m->cfg.encoder;
     VOX_ASSERT(e->max_source_positions % e->downsample_factor == 0);
     int per_chunk = vox_encoder_tokens_per_chunk(m);
@@ -124,7 +130,10 @@ vox_status vox_encoder_forward(vox_model *m, const vox_tensor *features, size_t 
         int B = n_chunks - c < (size_t)group ? (int)(n_chunks - c) : group;
         vox_tensor out = vox_tensor_rows(embeds, (int64_t)c * per_chunk, (int64_t)B * per_chunk);
         vox_tensor feats = vox_tensor_rows(features, (int64_t)c, B);
-        encode_group(m, &w, &feats, B, &out);
+        if (!encode_group(m, &w, &feats, B, &out, stop, stop_arg)) {
+            st = vox_fail(err, VOX_ERR_INTERRUPTED, "interrupted");
+            break;
+        }
     }
     work_free(m->be, &w);
     return st;

@@ -16,9 +16,11 @@ int vox_encoder_group_chunks(const vox_backend *be);
 /* Runs the audio encoder and projector over features [n_chunks, mel, 3000] (from the backend's
  * log_mel), writing audio embeddings [n_chunks * 375, hidden] into `embeds` (allocated by the
  * caller), at most max_group chunks at once (its workspace grows with them; 0:
- * vox_encoder_group_chunks). */
+ * vox_encoder_group_chunks). Ends early with VOX_ERR_INTERRUPTED once stop(stop_arg) says so
+ * (stop may be NULL; asked between layers: on the CPU a long file's encoder takes seconds). */
 vox_status vox_encoder_forward(vox_model *m, const vox_tensor *features, size_t n_chunks,
-                               int max_group, vox_tensor *embeds, vox_error *err);
+                               int max_group, bool (*stop)(void *), void *stop_arg,
+                               vox_tensor *embeds, vox_error *err);
 /* Audio embeddings one chunk yields: max_source_positions / downsample_factor (375). */
 int vox_encoder_tokens_per_chunk(const vox_model *m);
 

@@ -117,8 +117,16 @@ done
 model_copy context_390 "$(edit_manifest "m['text_decoder']['max_position_embeddings'] = 390")"
 R=(timeout 60 "$exe" -m "$tmp/context_390" -d cpu --ignore-eos -o json)
 run 0 context_cut -n 50 "$audio/short.wav"
-has "$tmp/context_cut.err" "$audio/short.wav: warning: the transcript stops at the end of the model's context (390 positions: 380 of the prompt, 10 generated, 50 asked): audio this long needs --segment"
+has "$tmp/context_cut.err" "$audio/short.wav: warning: the transcript stops at the end of the model's context (390 positions: 380 of the prompt, 10 generated, 50 asked): the token budget asked is more than the context holds"
 has "$tmp/context_cut.out" '"warnings":["the transcript stops at the end of the model'"'"'s context'
+# long.wav (47 s) is two chunks, ~758 prompt positions: in a context of 770 its prompt is what
+# leaves no room, and the warning names --segment (each piece then has a one-chunk prompt)
+model_copy context_770 "$(edit_manifest "m['text_decoder']['max_position_embeddings'] = 770")"
+R=(timeout 60 "$exe" -m "$tmp/context_770" -d cpu --ignore-eos -o json)
+run 0 context_long -n 50 "$audio/long.wav"
+has "$tmp/context_long.err" "$audio/long.wav: warning: the transcript stops at the end of the model's context (770 positions: "
+has "$tmp/context_long.err" "50 asked): audio this long needs --segment"
+R=(timeout 60 "$exe" -m "$tmp/context_390" -d cpu --ignore-eos -o json)
 run 0 context_fits -n 8 "$audio/short.wav"
 checks=$((checks + 1))
 ! grep -q "warning" "$tmp/context_fits.err" || fail "context_fits: $(cat "$tmp/context_fits.err")"

@@ -134,5 +134,48 @@ checks=$((checks + 1))
 grep -q "1 of 4 files transcribed, 0 failed, 3 not done (interrupted)" "$tmp/mixed.err" ||
     fail "mixed: no summary: $(cat "$tmp/mixed.err")"
 
+# SIGINT while a long file's audio encoder runs (29 minutes of audio: ~7 s of encoder on the tiny
+# model here): the encoder stops at its next layer, and the run ends within a second or two
+# instead of finishing the whole encoder first (~6 s after the signal before). The short file
+# first is admitted alone and decoded to its one token; its step line in the trace means the long
+# file's admission (mel, then the encoder) has begun. Under a sanitizer an 8-chunk layer takes
+# ~8 s, so there the file is 5 minutes and the timing is not asserted.
+sanitized=false
+grep -q '^VOX_SANITIZE:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null && sanitized=true
+minutes=29
+$sanitized && minutes=5
+python3 - "$tmp/long_noise.wav" "$minutes" <<'EOF2'
+import os, sys, wave
+with wave.open(sys.argv[1], "wb") as w:
+    w.setnchannels(1); w.setsampwidth(2); w.setframerate(16000)
+    w.writeframes(os.urandom(16000 * 60 * int(sys.argv[2]) * 2))
+EOF2
+VOX_STEP_TRACE="$tmp/encoder_stop.trace" "$exe" -m "$tmp/model" -d cpu -n 1 "$short" "$tmp/long_noise.wav" \
+    >"$tmp/encoder_stop.out" 2>"$tmp/encoder_stop.err" &
+pid=$!
+checks=$((checks + 1))
+wait_until "$pid" grep -qs ' step ' "$tmp/encoder_stop.trace" ||
+    fail "encoder stop: no first step: $(cat "$tmp/encoder_stop.err")"
+sleep 3 # past the mel (1.5 s), inside the encoder
+kill -INT "$pid"
+t0=$(date +%s%N)
+wait_exit "$pid" 120
+rc=$?
+pid=
+waited_ms=$((($(date +%s%N) - t0) / 1000000))
+echo "encoder stop: exit $rc ${waited_ms} ms after SIGINT ($minutes min of audio, sanitized $sanitized)"
+checks=$((checks + 1))
+[ "$rc" -eq 130 ] || fail "encoder stop: exit $rc, want 130: $(cat "$tmp/encoder_stop.err")"
+checks=$((checks + 1))
+grep -q "1 of 2 files transcribed, 0 failed, 1 not done (interrupted)" "$tmp/encoder_stop.err" ||
+    fail "encoder stop: no summary: $(cat "$tmp/encoder_stop.err")"
+checks=$((checks + 1))
+! grep -q "encode seqs 1 chunks $((minutes * 2))" "$tmp/encoder_stop.trace" ||
+    fail "encoder stop: the long file's encoder ran to its end"
+if ! $sanitized; then
+    checks=$((checks + 1))
+    [ "$waited_ms" -lt 3000 ] || fail "encoder stop: ${waited_ms} ms from SIGINT to exit"
+fi
+
 echo "test_runner_interrupt: $checks checks, $failures failed"
 [ "$failures" -eq 0 ]

@@ -63,8 +63,8 @@ static double encoder_rel_error(vox_model *mc, vox_model *mg, const char *file) 
     free(fcpu), free(fgpu);
     vox_tensor_new2(mc->be, &ec, VOX_DTYPE_F32, rows, hidden, &err);
     vox_tensor_new2(mg->be, &eg, mg->be->act_type, rows, hidden, &err);
-    CHECK(vox_encoder_forward(mc, &fc, n_chunks, 0, &ec, &err) == VOX_OK);
-    CHECK_MSG(vox_encoder_forward(mg, &fg, n_chunks, 0, &eg, &err) == VOX_OK, "%s", err.msg);
+    CHECK(vox_encoder_forward(mc, &fc, n_chunks, 0, NULL, NULL, &ec, &err) == VOX_OK);
+    CHECK_MSG(vox_encoder_forward(mg, &fg, n_chunks, 0, NULL, NULL, &eg, &err) == VOX_OK, "%s", err.msg);
     vox_tensor_free(mc->be, &fc);
     vox_tensor_free(mg->be, &fg);
     size_t n = (size_t)(rows * hidden);
