@@ -91,7 +91,7 @@ run_one() {
   # one core a harness: FUZZ_JOBS harnesses side by side are FUZZ_JOBS cores (the audio
   # harness's log-mel would otherwise start an OpenMP thread a core)
   OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} \
-  LSAN_OPTIONS=suppressions=$PWD/tests/fuzz/lsan.supp:print_suppressions=0 \
+  LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print_suppressions=0 \
   VOX_FUZZ_TMP="$tmp/$n" "$build/tests/fuzz/fuzz_$n" -max_total_time="$seconds" \
     -timeout="$timeout" -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$crashes/" "$corpus" tests/fuzz/corpus/"$n" >"$build/logs/$n.log" 2>&1 ||

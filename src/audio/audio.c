@@ -237,7 +237,8 @@ static vox_status check_finite(const char *path, const float *x, size_t n, size_
             return vox_fail(err, VOX_ERR_FORMAT,
                             "%s: sample at frame %zu is %s: the file is corrupt or holds "
                             "non-audio data", path, first_frame + i / (size_t)channels,
-                            isnan(x[i]) ? "NaN" : "infinite");
+                            /* a float64 file's finite values past 3.4e38 read as infinite */
+                            isnan(x[i]) ? "NaN" : "infinite (or past the float range)");
     return VOX_OK;
 }
 

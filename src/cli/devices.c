@@ -37,8 +37,10 @@ vox_status vox_cli_device_list(const char *spec, char ***names, int *n, vox_erro
             st = vox_fail(err, VOX_ERR_INVALID_ARG, "--device '%s': an empty device name", spec);
         } else if (len == 8 && strncmp(p, "cuda:all", 8) == 0) {
             int count = voxtral_cuda_device_count();
-            if (count == 0)
+            if (count == 0 && strcmp(spec, "cuda:all") == 0)
                 st = vox_fail(err, VOX_ERR_INVALID_ARG, "--device cuda:all: no CUDA device is usable");
+            else if (count == 0) /* beside other devices: reported and left out, as any other */
+                st = add(names, n, p, len, err);
             for (int d = 0; !st && d < count; d++) {
                 char name[32];
                 int k = snprintf(name, sizeof name, "cuda:%d", d);
@@ -68,7 +70,9 @@ vox_status vox_cli_load_devices(const char *model_dir, char **names, int n, voxt
         cp.device = names[i];
         vox_error e = {0};
         voxtral_context *ctx = NULL;
-        vox_status st = voxtral_init(&cp, &ctx, &e);
+        vox_status st = names[i] && strcmp(names[i], "cuda:all") == 0 /* it found no GPU */
+                            ? vox_fail(&e, VOX_ERR_INVALID_ARG, "no CUDA device is usable")
+                            : voxtral_init(&cp, &ctx, &e);
         if (st) {
             last = st;
             *err = e;

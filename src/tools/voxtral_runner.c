@@ -64,6 +64,14 @@ static bool names_stdout(const char *path) {
             a.st_ino == b.st_ino);
 }
 
+/* --skip-existing: an output of an earlier run is there. Outputs are written whole or not at all,
+ * so a regular file is a complete one; a directory or a FIFO of that name is not an output (its
+ * input runs, and writing its output reports the problem). */
+static bool output_exists(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
 /* --latency-json: to path, whole or not at all, or after the transcripts on their stream. */
 static vox_status write_latency_json(const char *path, bool to_results, const vox_run_totals *t,
                                      const char *device, vox_error *err) {
@@ -208,14 +216,14 @@ typedef struct {
     vox_transcript *held;
     size_t next_print;
     vox_run_totals *totals;
-    char **failed;
-    size_t n_failed;
+    char **failed; /* by input: the message of each that failed, for the summary (input order) */
 } run_state;
 
-static void report_failure(run_state *rs, const char *msg) {
+/* Says at once that input i failed; the summary lists it again, in input order. */
+static void report_failure(run_state *rs, size_t i, const char *msg) {
     say("%s", msg);
     rs->totals->n_failed++;
-    if (rs->failed && (rs->failed[rs->n_failed] = strdup(msg))) rs->n_failed++;
+    if (rs->failed && !rs->failed[i]) rs->failed[i] = strdup(msg);
 }
 
 /* Writes t (input i) where it goes; counts it. */
@@ -223,7 +231,7 @@ static void write_one(run_state *rs, size_t i, vox_transcript *t) {
     vox_error err = {0};
     rs->style.header = rs->in->n > 1 && !rs->o->output_dir ? rs->in->paths[i] : NULL;
     vox_status st = emit(rs->ctx, t, &rs->style, rs->out_paths ? rs->out_paths[i] : NULL, &err);
-    if (st) report_failure(rs, err.msg);
+    if (st) report_failure(rs, i, err.msg);
     else vox_run_totals_add(rs->totals, t);
     vox_transcript_free(t);
 }
@@ -244,7 +252,7 @@ static void on_complete(const voxtral_completion *c, void *user) {
     if (c->status == VOX_ERR_INTERRUPTED) {
         voxtral_result_free(c->result); /* abandoned: nothing is written for it */
     } else if (c->status) {
-        report_failure(rs, c->error);
+        report_failure(rs, i, c->error);
         vox_progress_end_file(&g_progress, 0, true);
     } else {
         vox_transcript t;
@@ -253,7 +261,7 @@ static void on_complete(const voxtral_completion *c, void *user) {
         if (c->result->warning) say("%s: warning: %s", rs->in->paths[i], c->result->warning);
         if (vox_transcript_from_result(&t, rs->in->paths[i], c->result, rs->logprobs, &err)) {
             voxtral_result_free(c->result);
-            report_failure(rs, err.msg);
+            report_failure(rs, i, err.msg);
         } else if (rs->o->output_dir) {
             write_one(rs, i, &t);
         } else {
@@ -273,8 +281,9 @@ static bool on_token(int32_t id, void *user) {
 }
 
 /* "N of M files transcribed, F failed[, K not done (interrupted)]; ...", then each failure
- * again (the messages scroll away in a long batch). */
-static void print_summary(const vox_run_totals *t, char **failed, size_t n_failed) {
+ * again, in input order (the messages scroll away in a long batch): failed[i] is input i's, or
+ * NULL, for n inputs. */
+static void print_summary(const vox_run_totals *t, char **failed, size_t n) {
     int not_done = t->n_inputs - t->n_files - t->n_failed - t->n_skipped;
     char rest[96] = "";
     int len = 0;
@@ -286,7 +295,8 @@ static void print_summary(const vox_run_totals *t, char **failed, size_t n_faile
     else if (t->interrupted) snprintf(rest + len, sizeof rest - (size_t)len, " (interrupted)");
     say("%d of %d files transcribed, %d failed%s; %.1f s of audio in %.1f s", t->n_files,
         t->n_inputs, t->n_failed, rest, t->audio_seconds, t->wall_ms / 1e3);
-    for (size_t i = 0; failed && i < n_failed; i++) fprintf(stderr, "  failed: %s\n", failed[i]);
+    for (size_t i = 0; failed && i < n; i++)
+        if (failed[i]) fprintf(stderr, "  failed: %s\n", failed[i]);
 }
 
 /* The end of a run that stops before its work (nothing to do, or an error reported already):
@@ -335,7 +345,7 @@ int main(int argc, char **argv) {
 
     if (o.skip_existing) { /* everything done already: no model to load */
         size_t present = 0;
-        for (size_t i = 0; i < in.n; i++) present += access(out_paths[i], F_OK) == 0;
+        for (size_t i = 0; i < in.n; i++) present += output_exists(out_paths[i]);
         if (present == in.n) {
             fprintf(stderr, "voxtral_runner: 0 of %zu files transcribed, 0 failed, %zu skipped "
                     "(output exists): nothing to do\n", in.n, in.n);
@@ -420,7 +430,7 @@ int main(int argc, char **argv) {
     for (size_t i = 0; !st && i < in.n; i++) {
         /* --skip-existing: outputs are written whole or not at all, so one that is there is
          * complete (an interrupted run restarted does only what is missing) */
-        if (o.skip_existing && access(out_paths[i], F_OK) == 0) {
+        if (o.skip_existing && output_exists(out_paths[i])) {
             rs.slot[i] = SLOT_DONE;
             totals.n_skipped++;
             vox_progress_skip(&g_progress);
@@ -468,7 +478,6 @@ int main(int argc, char **argv) {
     voxtral_queue_free(queue);
     free(stdin_audio);
     char **failed = rs.failed;
-    size_t n_failed = rs.n_failed;
     vox_progress_clear(&g_progress);
     totals.interrupted = vox_interrupted();
     totals.wall_ms = now_ms() - t_start;
@@ -501,9 +510,9 @@ int main(int argc, char **argv) {
             totals.batch.shrinks, totals.batch.shrinks == 1 ? "" : "s",
             totals.batch.shrinks == 1 ? "" : "s", steps);
     }
-    if (in.n > 1 || totals.interrupted) print_summary(&totals, in.n > 1 ? failed : NULL, n_failed);
+    if (in.n > 1 || totals.interrupted) print_summary(&totals, in.n > 1 ? failed : NULL, in.n);
     int sig = vox_interrupt_signal();
-    free_paths(failed, n_failed);
+    free_paths(failed, in.n);
     free(rs.slot);
     free(rs.held);
     free_paths(out_paths, in.n);

@@ -40,6 +40,14 @@ run 0 one_bad -d cpu,cuda:77 "${inputs[@]:0:3}"
 checks=$((checks + 1))
 grep -qF "cuda:77: cannot load the model" "$tmp/one_bad.err" || fail "the bad device is not reported: $(cat "$tmp/one_bad.err")"
 check "one bad device: the others' output" [ "$(grep -c '^==> ' "$tmp/one_bad.out")" -eq 3 ]
+# cuda:all beside the CPU on a host without a usable GPU: left out like any device that cannot
+# load (it was a usage error, where cuda:77 was left out); alone it is the usage error
+if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
+    run 0 all_none -d cpu,cuda:all "${inputs[0]}"
+    has "$tmp/all_none.err" "cuda:all: cannot load the model: no CUDA device is usable; left out"
+    run 2 all_alone -d cuda:all "${inputs[0]}"
+    has "$tmp/all_alone.err" "--device cuda:all: no CUDA device is usable"
+fi
 # none loads: exit 2
 run 2 none -d cuda:77,cuda:78 "${inputs[0]}"
 run 2 empty_item -d cpu,,cpu "${inputs[0]}"

@@ -118,6 +118,13 @@ fault encode:2
 # flight and what was left fail, each file reported.
 fault step:6:sticky
 has "$tmp/fault_step_6_sticky.err" "the device is lost"
+# the summary lists the failed inputs again in input order (they fail in the order the engine
+# gives up its sequences, last admitted first)
+check "VOX_FAULT=step:6:sticky: the summary's failures in input order" python3 -c '
+import sys
+names = [l[len("  failed: "):].split(": ", 1)[0] for l in open(sys.argv[1]) if l.startswith("  failed: ")]
+assert len(names) >= 2 and names == sorted(names, key=lambda n: int(n.rsplit("/f", 1)[1][:-4])), names
+' "$tmp/fault_step_6_sticky.err"
 # A device with memory for at most K sequences a step: steps of more fail (as out of memory),
 # and the batch shrinks instead: every file written, the same as without the fault.
 for k in 1 2; do

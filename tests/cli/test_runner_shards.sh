@@ -86,5 +86,14 @@ checks=$((checks + 1))
 checks=$((checks + 1))
 grep -qF "8 skipped (output exists): nothing to do" "$tmp/all.err" || fail "all present: $(cat "$tmp/all.err")"
 
+# a directory where an output would go is not a finished output: its input runs, and writing the
+# output fails with a message (exit 1); the others stay skipped
+rm "$out/f3.txt" && mkdir "$out/f3.txt"
+run 1 dir_output --skip-existing -O "$out" "${all[@]}"
+checks=$((checks + 1))
+grep -qF "0 of 8 files transcribed, 1 failed, 7 skipped (output exists)" "$tmp/dir_output.err" ||
+    fail "directory as an output: $(cat "$tmp/dir_output.err")"
+has "$tmp/dir_output.err" "f3.txt: is a directory"
+
 echo "test_runner_shards: $checks checks, $failures failed"
 [ "$failures" -eq 0 ]
