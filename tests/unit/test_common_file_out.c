@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "temp_files.h"
 
 static char dir[64];
 
@@ -38,17 +39,6 @@ static void put(const char *path, const char *text) {
     }
 }
 
-/* Hidden or not, the entries of the test directory whose name ends in .tmp. */
-static int temporaries_left(void) {
-    DIR *d = opendir(dir);
-    int n = 0;
-    for (struct dirent *e; d && (e = readdir(d));) {
-        size_t len = strlen(e->d_name);
-        n += len > 4 && strcmp(e->d_name + len - 4, ".tmp") == 0;
-    }
-    if (d) closedir(d);
-    return n;
-}
 
 static void test_regular(void) {
     char path[128], buf[64];
@@ -62,16 +52,16 @@ static void test_regular(void) {
     CHECK_MSG(vox_file_write_whole(path, "second, longer\n", 15, &err) == VOX_OK, "%s", err.msg);
     CHECK(stat(path, &after) == 0 && after.st_ino != before.st_ino);
     CHECK(slurp(path, buf, sizeof buf) == 15 && strcmp(buf, "second, longer\n") == 0);
-    CHECK(temporaries_left() == 0);
+    CHECK(temporaries_in(dir) == 0);
 
     /* an aborted file leaves the old one whole and no temporary file */
     vox_file_out f;
     CHECK(vox_file_out_open(&f, path, &err) == VOX_OK);
     CHECK(vox_file_out_write(&f, "partial", 7, &err) == VOX_OK);
-    CHECK(temporaries_left() == 1);
+    CHECK(temporaries_in(dir) == 1);
     vox_file_out_abort(&f);
     vox_file_out_abort(&f); /* twice is harmless */
-    CHECK(slurp(path, buf, sizeof buf) == 15 && temporaries_left() == 0);
+    CHECK(slurp(path, buf, sizeof buf) == 15 && temporaries_in(dir) == 0);
 
     /* a missing directory and a directory as the file: errors naming the path */
     char bad[160];
@@ -95,7 +85,7 @@ static void test_links(void) {
     struct stat sb;
     CHECK(lstat(link, &sb) == 0 && S_ISLNK(sb.st_mode)); /* the link stays a link */
     CHECK(slurp(target, buf, sizeof buf) == 4 && strcmp(buf, "new\n") == 0);
-    CHECK(temporaries_left() == 0);
+    CHECK(temporaries_in(dir) == 0);
     /* a link to nothing yet: its target is created through it */
     CHECK(symlink("created.json", dangling) == 0);
     CHECK_MSG(vox_file_write_whole(dangling, "made\n", 5, &err) == VOX_OK, "%s", err.msg);
@@ -130,7 +120,7 @@ static void test_fifo(void) {
           WEXITSTATUS(status) == 0);
     struct stat sb;
     CHECK(lstat(fifo, &sb) == 0 && S_ISFIFO(sb.st_mode)); /* still the FIFO */
-    CHECK(temporaries_left() == 0);
+    CHECK(temporaries_in(dir) == 0);
     unlink(fifo);
 }
 
@@ -157,7 +147,7 @@ static void test_standard_stream(void) {
     CHECK(stat(log, &after) == 0 && after.st_ino == before.st_ino);
     CHECK_MSG(slurp(log, buf, sizeof buf) == 19 && strcmp(buf, "before\n{\"json\": 1}\n") == 0,
               "'%s'", buf);
-    CHECK(temporaries_left() == 0);
+    CHECK(temporaries_in(dir) == 0);
     unlink(log);
 }
 

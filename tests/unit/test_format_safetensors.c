@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "temp_files.h"
 
 static char tmpdir[200];
 
@@ -38,17 +39,6 @@ static void write_file(const char *path, const void *p, size_t n) {
     }
 }
 
-/* Files in the test directory whose name ends in .tmp: a writer's temporary file left behind. */
-static int temporaries_left(void) {
-    DIR *d = opendir(tmpdir);
-    int n = 0;
-    for (struct dirent *e; d && (e = readdir(d));) {
-        size_t len = strlen(e->d_name);
-        n += len > 4 && strcmp(e->d_name + len - 4, ".tmp") == 0;
-    }
-    if (d) closedir(d);
-    return n;
-}
 
 /* A file whose first 8 bytes declare `declared` header bytes, followed by `header` (its real
  * length) and data_len bytes of data (a counting pattern). */
@@ -148,7 +138,7 @@ static void test_round_trip(void) {
     path_in(replaced, sizeof replaced, "replaced.safetensors");
     CHECK(vox_st_writer_save(w, replaced, &err) == VOX_OK);
     vox_st_writer_free(w);
-    CHECK(temporaries_left() == 0);
+    CHECK(temporaries_in(tmpdir) == 0);
 
     /* The layout, byte by byte. */
     size_t size = 0;
@@ -692,7 +682,7 @@ static void test_writer_errors(void) {
         setrlimit(RLIMIT_FSIZE, &old_limit);
         CHECK_MSG(s == VOX_ERR_IO && strstr(err.msg, path) && strstr(err.msg, "cannot write"),
                   "%d: %s", (int)s, err.msg);
-        CHECK(temporaries_left() == 0);
+        CHECK(temporaries_in(tmpdir) == 0);
         st = open_ok(path);
         if (st) {
             CHECK(vox_st_count(st) == 1 && vox_st_find(st, "big") == NULL);
