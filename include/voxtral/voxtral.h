@@ -20,7 +20,8 @@
  *   voxtral_queue_run(q, &err);       // returns when every submitted request is complete
  *   voxtral_queue_free(q);
  *
- * The library never prints; every failure comes back as a status and a message in vox_error. */
+ * The library never prints; every failure comes back as a status and a message in vox_error
+ * (err may be NULL where only the status is wanted). */
 #ifndef VOXTRAL_VOXTRAL_H
 #define VOXTRAL_VOXTRAL_H
 
@@ -231,10 +232,12 @@ typedef struct {
 voxtral_queue_params voxtral_queue_default_params(void);
 vox_status voxtral_queue_create(voxtral_context *ctx, const voxtral_queue_params *params,
                                 voxtral_queue **out, vox_error *err);
-/* A queue over several contexts, one per device, each with its own copy of the weights: each
- * device runs its own batch on a thread of its own, all taking requests from the one queue;
- * params.max_batch applies to each device. Callbacks still come one at a time. A device that
- * fails ends what it had in flight (those requests fail) and the others go on. */
+/* A queue over several contexts, one per device, each with its own copy of the weights (a
+ * context given twice is refused: VOX_ERR_INVALID_ARG): each device runs its own batch on a
+ * thread of its own, all taking requests from the one queue; params.max_batch applies to each
+ * device. Callbacks still come one at a time, never two at once, but each on the thread of the
+ * device that completed the request. A device that fails ends what it had in flight (those
+ * requests fail) and the others go on. */
 vox_status voxtral_queue_create_multi(voxtral_context *const *ctxs, int n,
                                       const voxtral_queue_params *params, voxtral_queue **out,
                                       vox_error *err);
@@ -256,12 +259,14 @@ vox_status voxtral_queue_submit_pcm(voxtral_queue *q, const float *samples, size
 vox_status voxtral_queue_submit_encoded(voxtral_queue *q, const void *data, size_t size,
                                         const char *name, const voxtral_transcribe_params *params,
                                         uint64_t tag, vox_error *err);
-/* Runs until every submitted request has completed (each through the callback, on this
- * thread). Fails only when the device itself fails; the requests not done then complete with
- * that error. */
+/* Runs until every submitted request has completed (each through the callback: on this thread
+ * with one device; voxtral_queue_create_multi says where with several). Fails only when the
+ * device itself fails; the requests not done then complete with that error; after
+ * voxtral_queue_cancel, VOX_ERR_INTERRUPTED. */
 vox_status voxtral_queue_run(voxtral_queue *q, vox_error *err);
-/* Asks a running queue to stop: requests not yet complete end with VOX_ERR_INTERRUPTED.
- * Async-signal-safe. */
+/* Asks a running queue to stop: requests not yet complete end with VOX_ERR_INTERRUPTED. A
+ * cancelled queue stays so: what is submitted or run on it afterwards ends the same way at once
+ * (create another queue to go on). Async-signal-safe. */
 void voxtral_queue_cancel(voxtral_queue *q);
 /* The most sequences in flight, over every device. */
 int voxtral_queue_batch_size(const voxtral_queue *q);

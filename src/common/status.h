@@ -13,4 +13,10 @@
 /* Whether an error message begins with name (a file that the message already names), also where
  * vox_error elided the middle of a long one. */
 bool vox_message_names(const char *msg, const char *name);
+
+/* The public API's entry points take err == NULL (only the status wanted): this gives err a
+ * scratch vox_error of the function's own for the code below to fill. */
+#define VOX_ERR_SCRATCH(err)                                                                 \
+    vox_error vox_err_scratch_;                                                              \
+    if (!(err)) (err) = &vox_err_scratch_
 #endif

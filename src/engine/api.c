@@ -106,6 +106,7 @@ static vox_status warm_up(voxtral_context *ctx, vox_error *err) {
 }
 
 vox_status voxtral_init(const voxtral_context_params *p, voxtral_context **out, vox_error *err) {
+    VOX_ERR_SCRATCH(err);
     if (!out) return vox_fail(err, VOX_ERR_INVALID_ARG, "voxtral_init: no context to return");
     *out = NULL;
     if (!p || !p->model_dir || !p->model_dir[0])
@@ -291,6 +292,7 @@ static vox_status transcribe_one(voxtral_context *ctx, const single_input *in,
 vox_status voxtral_transcribe_pcm(voxtral_context *ctx, const float *samples, size_t n_samples,
                                   const voxtral_transcribe_params *p, voxtral_result **out,
                                   vox_error *err) {
+    VOX_ERR_SCRATCH(err);
     *out = NULL;
     if (n_samples == 0) return vox_fail(err, VOX_ERR_INVALID_ARG, "the audio is empty");
     if (!samples) return vox_fail(err, VOX_ERR_INVALID_ARG, "no samples for %zu", n_samples);
@@ -301,6 +303,7 @@ vox_status voxtral_transcribe_pcm(voxtral_context *ctx, const float *samples, si
 vox_status voxtral_transcribe_file(voxtral_context *ctx, const char *path,
                                    const voxtral_transcribe_params *p, voxtral_result **out,
                                    vox_error *err) {
+    VOX_ERR_SCRATCH(err);
     if (!path) {
         if (out) *out = NULL;
         return vox_fail(err, VOX_ERR_INVALID_ARG, "voxtral_transcribe_file: no path");
@@ -311,6 +314,7 @@ vox_status voxtral_transcribe_file(voxtral_context *ctx, const char *path,
 vox_status voxtral_transcribe_encoded(voxtral_context *ctx, const void *data, size_t size,
                                       const char *name, const voxtral_transcribe_params *p,
                                       voxtral_result **out, vox_error *err) {
+    VOX_ERR_SCRATCH(err);
     return transcribe_one(ctx, &(single_input){.data = data, .size = size, .name = name}, p, out,
                           err);
 }

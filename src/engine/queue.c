@@ -271,6 +271,7 @@ static void *engine_thread(void *arg) {
 }
 
 vox_status voxtral_queue_run(voxtral_queue *q, vox_error *err) {
+    VOX_ERR_SCRATCH(err);
     /* one thread a device (the caller's for the first) */
     for (int i = 1; i < q->n_engines; i++) {
         vox_engine *e = &q->engines[i];
@@ -327,13 +328,20 @@ vox_status voxtral_queue_run(voxtral_queue *q, vox_error *err) {
 vox_status voxtral_queue_create_multi(voxtral_context *const *ctxs, int n,
                                       const voxtral_queue_params *params, voxtral_queue **out,
                                       vox_error *err) {
+    VOX_ERR_SCRATCH(err);
     if (!out) return vox_fail(err, VOX_ERR_INVALID_ARG, "voxtral_queue_create: no queue to return");
     *out = NULL;
     if (!params || !params->on_complete)
         return vox_fail(err, VOX_ERR_INVALID_ARG, "voxtral_queue_create: on_complete is required");
     if (n < 1 || !ctxs) return vox_fail(err, VOX_ERR_INVALID_ARG, "voxtral_queue_create: no context");
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         if (!ctxs[i]) return vox_fail(err, VOX_ERR_INVALID_ARG, "voxtral_queue_create: context %d is NULL", i);
+        /* two engines on one context would share its backend and buffers, unguarded */
+        for (int j = 0; j < i; j++)
+            if (ctxs[j] == ctxs[i])
+                return vox_fail(err, VOX_ERR_INVALID_ARG, "voxtral_queue_create: context %d is "
+                                "context %d again (one context a device)", i, j);
+    }
     voxtral_queue *q = calloc(1, sizeof *q);
     if (!q || !(q->engines = calloc((size_t)n, sizeof *q->engines))) {
         free(q);
@@ -415,6 +423,7 @@ static vox_status submit(voxtral_queue *q, vox_request *r, const voxtral_transcr
 vox_status voxtral_queue_submit_file(voxtral_queue *q, const char *path,
                                      const voxtral_transcribe_params *params, uint64_t tag,
                                      vox_error *err) {
+    VOX_ERR_SCRATCH(err);
     if (!path) return vox_fail(err, VOX_ERR_INVALID_ARG, "voxtral_queue_submit_file: no path");
     vox_request *r = calloc(1, sizeof *r);
     if (!r || !(r->path = strdup(path))) {
@@ -427,6 +436,7 @@ vox_status voxtral_queue_submit_file(voxtral_queue *q, const char *path,
 vox_status voxtral_queue_submit_encoded(voxtral_queue *q, const void *data, size_t size,
                                         const char *name, const voxtral_transcribe_params *params,
                                         uint64_t tag, vox_error *err) {
+    VOX_ERR_SCRATCH(err);
     if (!data && size > 0) return vox_fail(err, VOX_ERR_INVALID_ARG, "no data for %zu bytes", size);
     static const unsigned char none; /* an empty buffer is a request that fails as empty */
     vox_request *r = calloc(1, sizeof *r);
@@ -442,6 +452,7 @@ vox_status voxtral_queue_submit_encoded(voxtral_queue *q, const void *data, size
 vox_status voxtral_queue_submit_pcm(voxtral_queue *q, const float *samples, size_t n_samples,
                                     const voxtral_transcribe_params *params, uint64_t tag,
                                     vox_error *err) {
+    VOX_ERR_SCRATCH(err);
     if (n_samples == 0) return vox_fail(err, VOX_ERR_INVALID_ARG, "the audio is empty");
     if (!samples) return vox_fail(err, VOX_ERR_INVALID_ARG, "no samples for %zu", n_samples);
     /* more than memory can hold (the copy's size would wrap); the 30 min limit and finite

@@ -290,6 +290,20 @@ int main(int argc, char **argv) {
     no_dir.model_dir = NULL;
     CHECK(voxtral_init(&no_dir, &no_ctx, &err) == VOX_ERR_INVALID_ARG && !no_ctx);
     CHECK(voxtral_init(NULL, &no_ctx, &err) == VOX_ERR_INVALID_ARG && !no_ctx);
+    /* err may be NULL where only the status is wanted (these crashed when a message was made) */
+    no_dir.model_dir = VOX_FIXTURES "/no/such/model";
+    CHECK(voxtral_init(&no_dir, &no_ctx, NULL) != VOX_OK && !no_ctx);
+    CHECK(voxtral_transcribe_file(ctx, VOX_FIXTURES "/no/such/file.wav", &dp, &none, NULL) == VOX_ERR_IO && !none);
+    {
+        /* one context given twice to a multi-device queue: refused (two engines on one backend
+         * gave wrong transcripts or broke an assertion) */
+        voxtral_queue_params qp = voxtral_queue_default_params();
+        qp.on_complete = on_complete;
+        voxtral_context *twice[2] = {ctx, ctx};
+        voxtral_queue *q = (voxtral_queue *)1;
+        CHECK(voxtral_queue_create_multi(twice, 2, &qp, &q, &err) == VOX_ERR_INVALID_ARG && !q &&
+              strstr(err.msg, "context 1 is context 0 again"));
+    }
     {
         voxtral_queue_params qp = voxtral_queue_default_params();
         voxtral_queue *q = (voxtral_queue *)1;
