@@ -442,7 +442,8 @@ static vox_status quantize_entries(const plan_entry *e, int parts, void **buf, i
 /* Writes one blob: tensors that keep their bytes are referenced in the source mapping, the
  * others converted into buffers freed once the blob is saved. */
 static vox_status write_blob(const plan *p, vox_blob blob, const float *positions,
-                             const char *path, size_t *n_tensors, vox_error *err) {
+                             const char *path, const vox_export_params *params, size_t *n_tensors,
+                             vox_error *err) {
     vox_st_writer *w = vox_st_writer_new();
     void **bufs = calloc(p->n, sizeof *bufs);
     if (!w || !bufs) {
@@ -455,6 +456,10 @@ static vox_status write_blob(const plan *p, vox_blob blob, const float *position
     for (size_t i = 0; i < p->n && st == VOX_OK; i++) {
         const plan_entry *e = &p->e[i];
         if (ours[e->kind].blob != blob) continue;
+        if (params->stop && params->stop(params->user)) { /* converting takes seconds too */
+            st = vox_fail(err, VOX_ERR_INTERRUPTED, "%s: interrupted", path);
+            break;
+        }
         const char *fused_fmt = ours[e->kind].name;
         int parts = fused_parts(e->kind, &fused_fmt);
         if (parts > 1 || e->dtype == VOX_DTYPE_F8_E4M3) {
@@ -502,7 +507,7 @@ static vox_status write_blob(const plan *p, vox_blob blob, const float *position
             st = vox_st_writer_add(w, e->name, e->dtype, e->ndim, e->shape, data, err);
         count++;
     }
-    if (st == VOX_OK) st = vox_st_writer_save(w, path, err);
+    if (st == VOX_OK) st = vox_st_writer_save_stoppable(w, path, params->stop, params->user, err);
     vox_st_writer_free(w);
     for (size_t i = 0; i < p->n; i++) free(bufs[i]);
     free(bufs);
@@ -513,7 +518,7 @@ static vox_status write_blob(const plan *p, vox_blob blob, const float *position
 /* ---- the export ------------------------------------------------------------------------------ */
 
 vox_export_params vox_export_default_params(void) {
-    vox_export_params p = {VOX_EXPORT_KEEP, VOX_LAYOUT_AUTO, NULL, NULL};
+    vox_export_params p = {VOX_EXPORT_KEEP, VOX_LAYOUT_AUTO, NULL, NULL, NULL};
     return p;
 }
 
@@ -659,35 +664,83 @@ static vox_status prepare(const char *from, const vox_export_params *params, vox
     return VOX_OK;
 }
 
+/* The files an export writes into its staging directory, in the order they are moved into place
+ * (the manifest last: a directory is a model once it is there). */
+static void staged_names(const vox_manifest *m, const char *names[VOX_BLOB_COUNT + 2]) {
+    for (int b = 0; b < VOX_BLOB_COUNT; b++) names[b] = blob_files[b];
+    names[VOX_BLOB_COUNT] = m->tokenizer.file;
+    names[VOX_BLOB_COUNT + 1] = VOX_MANIFEST_FILE;
+}
+
+/* Removes the staging directory and what is in it (the export's own files only). */
+static void remove_staging(const char *staging, const vox_manifest *m) {
+    const char *names[VOX_BLOB_COUNT + 2];
+    staged_names(m, names);
+    char path[VOX_PATH_MAX + 512];
+    for (int i = 0; i < VOX_BLOB_COUNT + 2; i++) {
+        snprintf(path, sizeof path, "%s/%s", staging, names[i]);
+        unlink(path);
+    }
+    rmdir(staging);
+}
+
+/* Writes the model into a hidden staging directory inside `out`, then moves its files into `out`
+ * (the old manifest removed first, the new one moved last). A failure or a stop while writing
+ * (disk full, SIGINT) removes the staging directory, and `out` itself when this export made it:
+ * `out` is then as it was, an earlier model in it intact. */
 static vox_status write_model(const char *out, const vox_checkpoint *ck, const plan *p,
                               const float *positions, const vox_manifest *m,
                               const vox_export_params *params, vox_error *err) {
-    char path[VOX_PATH_MAX + 64];
+    struct stat sb;
+    const bool made_out = stat(out, &sb) != 0;
     vox_status st = make_dirs(out, err);
     if (st != VOX_OK) return st;
-
-    /* From here on the directory is not a complete model until the new manifest is in place. */
-    snprintf(path, sizeof path, "%s/%s", out, VOX_MANIFEST_FILE);
-    if (remove(path) != 0 && errno != ENOENT)
-        return vox_fail(err, VOX_ERR_IO, "%s: cannot remove the old manifest: %s", path,
-                        strerror(errno));
-
-    for (int b = 0; b < VOX_BLOB_COUNT; b++) {
-        size_t n = 0;
-        snprintf(path, sizeof path, "%s/%s", out, blob_files[b]);
-        if ((st = write_blob(p, (vox_blob)b, positions, path, &n, err)) != VOX_OK) return st;
-        if (params->on_file) params->on_file(path, n, file_size(path), params->user);
+    char staging[VOX_PATH_MAX + 64], path[VOX_PATH_MAX + 512], dst[VOX_PATH_MAX + 512];
+    snprintf(staging, sizeof staging, "%s/.voxtral_export.%ld", out, (long)getpid());
+    remove_staging(staging, m); /* a crashed export of an earlier process with our PID */
+    if (mkdir(staging, 0777) != 0) {
+        st = vox_fail(err, VOX_ERR_IO, "%s: cannot create directory: %s", staging, strerror(errno));
+        if (made_out) rmdir(out);
+        return st;
+    }
+    size_t n_tensors[VOX_BLOB_COUNT] = {0}, tekken_bytes = 0;
+    for (int b = 0; b < VOX_BLOB_COUNT && !st; b++) {
+        snprintf(path, sizeof path, "%s/%s", staging, blob_files[b]);
+        st = write_blob(p, (vox_blob)b, positions, path, params, &n_tensors[b], err);
+    }
+    if (!st) {
+        snprintf(path, sizeof path, "%s/%s", staging, m->tokenizer.file);
+        st = copy_file(ck->tekken_path, path, &tekken_bytes, err);
+    }
+    if (!st) st = vox_manifest_write(staging, m, err);
+    if (!st && params->stop && params->stop(params->user))
+        st = vox_fail(err, VOX_ERR_INTERRUPTED, "%s: interrupted", out);
+    if (st) {
+        remove_staging(staging, m);
+        if (made_out) rmdir(out);
+        return st;
     }
 
-    size_t bytes = 0;
-    snprintf(path, sizeof path, "%s/%s", out, m->tokenizer.file);
-    if ((st = copy_file(ck->tekken_path, path, &bytes, err)) != VOX_OK) return st;
-    if (params->on_file) params->on_file(path, 0, bytes, params->user);
-
-    if ((st = vox_manifest_write(out, m, err)) != VOX_OK) return st;
-    snprintf(path, sizeof path, "%s/%s", out, VOX_MANIFEST_FILE);
-    if (params->on_file) params->on_file(path, 0, file_size(path), params->user);
-    return VOX_OK;
+    /* into place: renames within one directory tree, the manifest last */
+    snprintf(dst, sizeof dst, "%s/%s", out, VOX_MANIFEST_FILE);
+    if (remove(dst) != 0 && errno != ENOENT) {
+        st = vox_fail(err, VOX_ERR_IO, "%s: cannot remove the old manifest: %s", dst, strerror(errno));
+        remove_staging(staging, m);
+        return st;
+    }
+    const char *names[VOX_BLOB_COUNT + 2];
+    staged_names(m, names);
+    for (int i = 0; i < VOX_BLOB_COUNT + 2 && !st; i++) {
+        snprintf(path, sizeof path, "%s/%s", staging, names[i]);
+        snprintf(dst, sizeof dst, "%s/%s", out, names[i]);
+        if (rename(path, dst) != 0)
+            st = vox_fail(err, VOX_ERR_IO, "%s: cannot move into place: %s", dst, strerror(errno));
+        else if (params->on_file)
+            params->on_file(dst, i < VOX_BLOB_COUNT ? n_tensors[i] : 0,
+                            i == VOX_BLOB_COUNT ? tekken_bytes : file_size(dst), params->user);
+    }
+    remove_staging(staging, m);
+    return st;
 }
 
 vox_status vox_export(const char *from, const char *out, const vox_export_params *params,

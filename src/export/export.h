@@ -19,6 +19,7 @@
 #ifndef VOX_EXPORT_EXPORT_H
 #define VOX_EXPORT_EXPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "format/manifest.h"
@@ -50,6 +51,9 @@ typedef struct {
      * tekken.json and voxtral.json) and size in bytes. */
     void (*on_file)(const char *path, size_t n_tensors, size_t bytes, void *user);
     void *user;
+    /* Asked now and then while writing (may be NULL): once it says so, the export stops with
+     * VOX_ERR_INTERRUPTED and nothing is left of it (voxtral_export's SIGINT). */
+    bool (*stop)(void *user);
 } vox_export_params;
 
 vox_export_params vox_export_default_params(void);
@@ -65,9 +69,10 @@ typedef struct {
 } vox_export_result;
 
 /* Exports the checkpoint in directory `from` into directory `out` (created if missing).
- * res may be NULL. On failure nothing has been written when the checkpoint itself is at fault
- * (missing or misshapen tensor, bad config, no tekken.json); an I/O failure while writing leaves
- * no voxtral.json in `out`. */
+ * res may be NULL. The files are written into a hidden directory inside `out` and moved into
+ * place once all are written, the manifest last: on any failure (a checkpoint at fault, a full
+ * disk, a stop) `out` is left as it was (removed when the export created it), an earlier model
+ * in it intact. */
 vox_status vox_export(const char *from, const char *out, const vox_export_params *params,
                       vox_export_result *res, vox_error *err);
 

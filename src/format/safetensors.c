@@ -730,6 +730,31 @@ static void order_for_alignment(vox_st_writer *w) {
 }
 
 vox_status vox_st_writer_save(vox_st_writer *w, const char *path, vox_error *err) {
+    return vox_st_writer_save_stoppable(w, path, NULL, NULL, err);
+}
+
+/* Appends a tensor's bytes in pieces, asking stop before each. */
+static vox_status write_stoppable(vox_file_out *f, const void *data, size_t n, bool (*stop)(void *),
+                                  void *stop_arg, vox_error *err) {
+    const size_t piece = (size_t)64 << 20;
+    const char *p = data;
+    vox_status st = VOX_OK;
+    do {
+        if (stop && stop(stop_arg)) {
+            st = vox_fail(err, VOX_ERR_INTERRUPTED, "%s: interrupted", f->path);
+            vox_file_out_abort(f);
+            break;
+        }
+        size_t k = n < piece ? n : piece;
+        if (k) st = vox_file_out_write(f, p, k, err);
+        p += k;
+        n -= k;
+    } while (!st && n > 0);
+    return st;
+}
+
+vox_status vox_st_writer_save_stoppable(vox_st_writer *w, const char *path, bool (*stop)(void *),
+                                        void *stop_arg, vox_error *err) {
     order_for_alignment(w);
     sbuf h = {0};
     sb_put(&h, "{", 1);
@@ -775,7 +800,8 @@ vox_status vox_st_writer_save(vox_st_writer *w, const char *path, vox_error *err
     vox_status s = vox_file_out_open(&f, path, err);
     if (!s) s = vox_file_out_write(&f, len8, 8, err);
     if (!s) s = vox_file_out_write(&f, h.p, h.len, err);
-    for (size_t i = 0; !s && i < w->n; i++) s = vox_file_out_write(&f, w->t[i].data, w->t[i].nbytes, err);
+    for (size_t i = 0; !s && i < w->n; i++)
+        s = write_stoppable(&f, w->t[i].data, w->t[i].nbytes, stop, stop_arg, err);
     if (!s) s = vox_file_out_commit(&f, err);
     free(h.p);
     return s;

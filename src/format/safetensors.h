@@ -30,6 +30,7 @@
 #ifndef VOX_FORMAT_SAFETENSORS_H
 #define VOX_FORMAT_SAFETENSORS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -69,7 +70,7 @@ size_t vox_st_size(const vox_safetensors *st);
 const char *vox_st_metadata(const vox_safetensors *st, const char *key);
 
 /* Writer: collects tensors (the data is referenced, not copied, until vox_st_writer_save), then
- * writes PATH.tmp and renames it to PATH, so that no partial file is ever left under PATH.
+ * writes PATH whole or not at all (common/file_out.h), so that no partial file is ever left.
  * The header lists __metadata__ first, then the tensors by element size, largest first (in the
  * order they were added among equals), with consecutive data_offsets; it is padded with spaces
  * so that the data starts at a multiple of 8 bytes: every tensor is then aligned to its element
@@ -77,7 +78,9 @@ const char *vox_st_metadata(const vox_safetensors *st, const char *key);
  * repeated name, a bad dtype, more than VOX_ST_MAX_DIMS dims, a negative dim, a byte size that
  * overflows, or NULL data for a non-empty tensor. set_metadata replaces the value of a key set
  * before. save reports a failed write (disk full: ENOSPC) as VOX_ERR_IO naming PATH, and removes
- * PATH.tmp; PATH is then left as it was. */
+ * its temporary file; PATH is then left as it was. save_stoppable also asks stop(stop_arg) before
+ * each tensor (and each 64 MB of a larger one): once it says so, the file is given up the same way
+ * and the status is VOX_ERR_INTERRUPTED. */
 typedef struct vox_st_writer vox_st_writer;
 vox_st_writer *vox_st_writer_new(void);
 vox_status vox_st_writer_add(vox_st_writer *w, const char *name, vox_dtype dtype, int ndim,
@@ -85,6 +88,8 @@ vox_status vox_st_writer_add(vox_st_writer *w, const char *name, vox_dtype dtype
 vox_status vox_st_writer_set_metadata(vox_st_writer *w, const char *key, const char *value,
                                       vox_error *err);
 vox_status vox_st_writer_save(vox_st_writer *w, const char *path, vox_error *err);
+vox_status vox_st_writer_save_stoppable(vox_st_writer *w, const char *path, bool (*stop)(void *),
+                                        void *stop_arg, vox_error *err);
 void vox_st_writer_free(vox_st_writer *w);
 
 #ifdef __cplusplus

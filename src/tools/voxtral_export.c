@@ -1,10 +1,32 @@
 /* voxtral_export: turns a downloaded Voxtral checkpoint (transformers or Mistral layout) into an
  * exported model directory for voxtral_runner. The work is in src/export; this file parses the
  * command line and prints. */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "export/export.h"
+
+/* SIGINT or SIGTERM: the export stops at its next tensor and removes what it wrote (a second
+ * signal ends the process at once: the handler is reset after the first). */
+static volatile sig_atomic_t g_signal;
+
+static void on_signal(int sig) { g_signal = sig; }
+
+static bool stop_requested(void *unused) {
+    (void)unused;
+    return g_signal != 0;
+}
+
+static void catch_signals(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESETHAND | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -106,12 +128,18 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (!quiet) params.on_file = print_file;
+    params.stop = stop_requested;
+    catch_signals();
 
     vox_export_result res;
     vox_error err = {0};
     vox_status st = vox_export(from, out, &params, &res, &err);
     for (int i = 0; i < res.n_warnings; i++)
         fprintf(stderr, "voxtral_export: warning: %s\n", res.warnings[i]);
+    if (st == VOX_ERR_INTERRUPTED && g_signal) {
+        fprintf(stderr, "voxtral_export: interrupted: nothing was exported, %s is as it was\n", out);
+        return 128 + g_signal;
+    }
     if (st != VOX_OK) {
         fprintf(stderr, "voxtral_export: error: %s\n", err.msg);
         return 1;

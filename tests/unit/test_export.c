@@ -7,12 +7,15 @@
  *   - --dtype bf16: every value is the round-to-nearest-even of the F32 source;
  *   - broken checkpoints (missing / misshapen / mistyped tensor, no tekken.json, bad config)
  *     fail with a message naming the file, and write nothing. */
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <float.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -585,6 +588,92 @@ static void test_broken(void) {
     CHECK_MSG(vox_manifest_read(tmp_path("hf_bf16"), &m, &err) == VOX_OK, "%s", err.msg);
 }
 
+/* ---- an export that stops or fails part way leaves nothing of itself ------------------------- */
+
+/* The entries of dir (hidden ones too), sorted into one string with their sizes: a directory's
+ * state, to compare before and after. */
+static void dir_state(const char *dir, char *out, size_t n) {
+    out[0] = 0;
+    struct dirent **list = NULL;
+    int k = scandir(dir, &list, NULL, alphasort);
+    for (int i = 0; i < k; i++) {
+        char path[1200];
+        struct stat sb;
+        snprintf(path, sizeof path, "%s/%s", dir, list[i]->d_name);
+        if (strcmp(list[i]->d_name, ".") && strcmp(list[i]->d_name, "..") && stat(path, &sb) == 0) {
+            size_t len = strlen(out);
+            snprintf(out + len, n - len, "%s:%lld ", list[i]->d_name, (long long)sb.st_size);
+        }
+        free(list[i]);
+    }
+    free(list);
+    if (k < 0) snprintf(out, n, "(none)");
+}
+
+typedef struct {
+    int calls, stop_after;
+} stop_counter;
+
+static bool stop_after_calls(void *user) {
+    stop_counter *c = user;
+    return ++c->calls > c->stop_after;
+}
+
+static void test_stopped_and_failed(void) {
+    const char *existing = tmp_path("kept");
+    CHECK(export_ok(hf_dir, existing, VOX_EXPORT_KEEP, NULL));
+    char before[4096], after[4096];
+    dir_state(existing, before, sizeof before);
+    /* stopped at the first check, part way through a blob, and at the last one before moving the
+     * files into place: a new directory is not created, an existing model is as it was */
+    const int stops[] = {0, 1, 7, 40, 1000};
+    int interrupted = 0;
+    for (size_t i = 0; i < sizeof stops / sizeof *stops; i++) {
+        const char *outs[2] = {tmp_path("stopped_new"), existing};
+        for (int o = 0; o < 2; o++) {
+            stop_counter c = {0, stops[i]};
+            vox_export_params p = vox_export_default_params();
+            p.stop = stop_after_calls;
+            p.user = &c;
+            vox_error err = {0};
+            vox_status st = vox_export(hf_dir, outs[o], &p, NULL, &err);
+            if (st == VOX_OK) { /* asked fewer times than stop_after: a complete export */
+                CHECK_MSG(c.calls <= stops[i], "stop after %d: exported after %d calls", stops[i], c.calls);
+                continue;
+            }
+            interrupted++;
+            CHECK_MSG(st == VOX_ERR_INTERRUPTED, "stop after %d: status %d: %s", stops[i], (int)st, err.msg);
+            if (o == 0)
+                CHECK_MSG(access(outs[0], F_OK) != 0, "stop after %d: %s was created", stops[i], outs[0]);
+            dir_state(existing, after, sizeof after);
+            CHECK_MSG(strcmp(before, after) == 0, "stop after %d: %s went from '%s' to '%s'",
+                      stops[i], existing, before, after);
+        }
+    }
+    CHECK_MSG(interrupted >= 6, "only %d of the exports were stopped", interrupted);
+
+    /* a write that fails part way (a full disk: RLIMIT_FSIZE makes write() fail with EFBIG past
+     * 64 KiB, smaller than the text decoder's blob): the same */
+    struct rlimit old_limit, limit;
+    getrlimit(RLIMIT_FSIZE, &old_limit);
+    limit = old_limit;
+    limit.rlim_cur = 65536;
+    void (*old_handler)(int) = signal(SIGXFSZ, SIG_IGN);
+    if (setrlimit(RLIMIT_FSIZE, &limit) == 0) {
+        vox_error err = {0};
+        vox_status st_new = vox_export(hf_dir, tmp_path("full_new"), NULL, NULL, &err);
+        vox_status st_old = vox_export(hf_dir, existing, NULL, NULL, &err);
+        setrlimit(RLIMIT_FSIZE, &old_limit);
+        CHECK_MSG(st_new == VOX_ERR_IO && st_old == VOX_ERR_IO && strstr(err.msg, "cannot write"),
+                  "full disk: %d %d: %s", (int)st_new, (int)st_old, err.msg);
+        CHECK(access(tmp_path("full_new"), F_OK) != 0);
+        dir_state(existing, after, sizeof after);
+        CHECK_MSG(strcmp(before, after) == 0, "full disk: %s went from '%s' to '%s'", existing,
+                  before, after);
+    }
+    signal(SIGXFSZ, old_handler);
+}
+
 int main(void) {
     snprintf(hf_dir, sizeof hf_dir, "%s/tiny/checkpoint_hf", VOX_FIXTURES);
     snprintf(mistral_dir, sizeof mistral_dir, "%s/tiny/checkpoint_mistral", VOX_FIXTURES);
@@ -601,6 +690,7 @@ int main(void) {
     test_bf16();
     test_broken();
     test_hf_variants();
+    test_stopped_and_failed();
     int rc = test_finish("test_export");
     if (rc == 0) {
         char cmd[128];
