@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/dtype.h"
 #include "export/export.h"
 #include "format/manifest.h"
 #include "format/safetensors.h"
@@ -391,6 +392,7 @@ typedef struct {
     int v5_names; /* the text model under language_model.model.model., as transformers 5 saves */
     int sharded;  /* two shards and model.safetensors.index.json instead of model.safetensors */
     int bent_positions; /* embed_positions no longer the sinusoidal table */
+    int bf16_positions; /* embed_positions stored in bf16 (rounded), as a bf16 release has it */
 } variant;
 
 static void save_or_die(vox_st_writer *w, const char *path) {
@@ -445,6 +447,16 @@ static void make_variant(const char *dir, variant v) {
             bent[3 * t->shape[1] + 5] += 0.01f;
             data = bent;
         }
+        static uint16_t *rounded;
+        if (v.bf16_positions && strcmp(name, "audio_tower.embed_positions.weight") == 0) {
+            free(rounded);
+            rounded = malloc(t->n_elements * sizeof *rounded);
+            for (size_t k = 0; k < t->n_elements; k++)
+                rounded[k] = vox_f32_to_bf16(((const float *)data)[k]);
+            data = rounded;
+            dtype = VOX_DTYPE_BF16;
+            shape[0] = t->shape[0]; /* the same table, two bytes an element */
+        }
         int shard = v.sharded ? (int)(i % 2) : 0;
         vox_st_writer_add(w[shard], name, dtype, t->ndim, shape, data, &err);
         index_len += snprintf(index + index_len, sizeof index - index_len, "%s\"%s\": \"%s\"",
@@ -496,6 +508,17 @@ static void test_hf_variants(void) {
             close_export(&y);
         }
     }
+
+    /* The table stored in bf16 (every tensor of a bf16 release): no warning; bent as well: the
+     * warning, as in f32 */
+    make_variant(tmp_path("bf16_table"), (variant){.bf16_positions = 1});
+    if (export_ok(tmp_path("bf16_table"), tmp_path("bf16_table.out"), VOX_EXPORT_KEEP, &r))
+        CHECK_MSG(r.n_warnings == 0, "bf16 table: %d warnings: %s", r.n_warnings,
+                  r.n_warnings ? r.warnings[0] : "");
+    make_variant(tmp_path("bf16_bent"), (variant){.bf16_positions = 1, .bent_positions = 1});
+    if (export_ok(tmp_path("bf16_bent"), tmp_path("bf16_bent.out"), VOX_EXPORT_KEEP, &r))
+        CHECK_MSG(r.n_warnings == 1 && strstr(r.warnings[0], "is not the sinusoidal table"),
+                  "bf16 bent table: %d warnings: %s", r.n_warnings, r.n_warnings ? r.warnings[0] : "");
 
     /* A tensor the index does not list: the index is named. */
     make_variant(tmp_path("sharded_missing"),
