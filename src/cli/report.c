@@ -151,7 +151,7 @@ void vox_write_latency_table(FILE *out, const vox_run_totals *t, const char *dev
     }
 }
 
-char *vox_latency_json(const vox_run_totals *t, const char *device) {
+char *vox_latency_json(const vox_run_totals *t, const char *device, bool one_line) {
     const voxtral_timings *s = &t->sum;
     int decoded = decoded_tokens(t);
     cJSON *o = cJSON_CreateObject();
@@ -215,7 +215,7 @@ char *vox_latency_json(const vox_run_totals *t, const char *device) {
             cJSON_AddItemToArray(devs, dj);
         }
     }
-    char *text = cJSON_Print(o);
+    char *text = one_line ? cJSON_PrintUnformatted(o) : cJSON_Print(o);
     cJSON_Delete(o);
     return text;
 }

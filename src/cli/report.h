@@ -47,7 +47,8 @@ void vox_run_totals_add(vox_run_totals *t, const vox_transcript *tr);
 void vox_run_totals_add_load(vox_run_totals *t, const voxtral_load_timings *l);
 
 void vox_write_latency_table(FILE *out, const vox_run_totals *t, const char *device);
-/* The same numbers as JSON text, without a final newline (malloc'ed; NULL: out of memory). */
-char *vox_latency_json(const vox_run_totals *t, const char *device);
+/* The same numbers as JSON text, without a final newline (malloc'ed; NULL: out of memory);
+ * one_line: on one line (after -o json's lines on standard output, one object a line). */
+char *vox_latency_json(const vox_run_totals *t, const char *device, bool one_line);
 
 #endif

@@ -72,10 +72,11 @@ static bool output_exists(const char *path) {
     return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
-/* --latency-json: to path, whole or not at all, or after the transcripts on their stream. */
+/* --latency-json: to path, whole or not at all, or after the transcripts on their stream (on
+ * one line there, so that -o json's output stays one object a line). */
 static vox_status write_latency_json(const char *path, bool to_results, const vox_run_totals *t,
                                      const char *device, vox_error *err) {
-    char *text = vox_latency_json(t, device);
+    char *text = vox_latency_json(t, device, to_results);
     if (!text) return vox_fail(err, VOX_ERR_NOMEM, "%s: out of memory", path);
     size_t len = strlen(text);
     text[len] = '\n'; /* cJSON_Print's NUL becomes the final newline */

@@ -183,6 +183,13 @@ run 0 latency_dash --latency-json - "$audio/short.wav"
 json_after_transcript latency_dash
 run 0 latency_devstdout --latency-json /dev/stdout "$audio/short.wav"
 json_after_transcript latency_devstdout
+run 0 latency_jsonl -o json --latency-json - "$audio/short.wav" "$audio/speech.flac"
+check "--latency-json - with -o json: one JSON object a line" python3 -c '
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+objs = [json.loads(l) for l in lines]
+assert len(objs) == 3 and "text" in objs[0] and "text" in objs[1] and objs[2]["files"] == 2, lines' \
+    "$tmp/latency_jsonl.out"
 ln -s latency_target.json "$tmp/latency_link.json"
 run 0 latency_link --latency-json "$tmp/latency_link.json" "$audio/short.wav"
 check "--latency-json LINK: the link stays a link" [ -L "$tmp/latency_link.json" ]
