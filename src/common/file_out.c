@@ -47,6 +47,11 @@ static int standard_stream_of(const struct stat *sb) {
     return 0;
 }
 
+int vox_file_standard_stream(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0 ? standard_stream_of(&sb) : 0;
+}
+
 /* How path is written. */
 typedef enum {
     OUT_REPLACE,  /* a regular file or nothing: through a temporary file renamed over *target */
@@ -227,18 +232,17 @@ vox_status vox_file_out_check(const char *option, const char *path, vox_error *e
         return vox_fail(err, VOX_ERR_IO, "%s %s", option, why.msg); /* "is a directory", ... */
     }
     if (kind == OUT_STREAM) return VOX_OK;
-    if (kind == OUT_IN_PLACE) {
-        struct stat sb;
-        if (stat(path, &sb) == 0 && access(path, W_OK) != 0)
+    struct stat sb;
+    if (kind == OUT_IN_PLACE && stat(path, &sb) == 0) { /* a device, a FIFO, a socket */
+        if (access(path, W_OK) != 0)
             return vox_fail(err, VOX_ERR_IO, "%s %s: cannot write there: %s", option, path,
                             strerror(errno));
-        if (stat(path, &sb) == 0) return VOX_OK;
-        /* a dangling link: the directory checked is the link's own */
+        return VOX_OK;
     }
+    /* a file to replace, or a dangling link (the directory checked is the link's own) */
     char *dir = parent_dir(target ? target : path);
     free(target);
     if (!dir) return vox_fail(err, VOX_ERR_NOMEM, "out of memory");
-    struct stat sb;
     vox_status st;
     if (stat(dir, &sb) != 0)
         st = vox_fail(err, VOX_ERR_IO, "%s %s: %s: %s", option, path, dir, strerror(errno));

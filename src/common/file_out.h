@@ -53,6 +53,10 @@ void vox_file_out_abort(vox_file_out *f);
 /* open + write + commit of n bytes. */
 vox_status vox_file_write_whole(const char *path, const void *data, size_t n, vox_error *err);
 
+/* 1 or 2 when path names the file standard output or standard error writes to now (/dev/stdout,
+ * or the file the shell redirected it to), else 0: such a path is written through that stream. */
+int vox_file_standard_stream(const char *path);
+
 /* Before the work: that path (an option's, named in errors as "OPTION PATH: ...") can be written
  * when the run ends: a file written in place can be opened for writing, and a file to replace has
  * a directory that exists and takes a new file; a directory is refused. Nothing is left behind. */

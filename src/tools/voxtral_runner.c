@@ -10,12 +10,12 @@
  * status: 0 all good, 1 some files failed, 2 usage or model error, 128 + signal when
  * interrupted (cli/options.h). */
 #include <errno.h>
-#include <sys/stat.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -58,10 +58,7 @@ static void take_stdout(void) {
 /* Whether path is standard output: "-", or the file descriptor 1 writes to (/dev/stdout, or
  * the file the shell redirected it to). Asked before take_stdout. */
 static bool names_stdout(const char *path) {
-    struct stat a, b;
-    return strcmp(path, "-") == 0 ||
-           (stat(path, &a) == 0 && fstat(STDOUT_FILENO, &b) == 0 && a.st_dev == b.st_dev &&
-            a.st_ino == b.st_ino);
+    return strcmp(path, "-") == 0 || vox_file_standard_stream(path) == STDOUT_FILENO;
 }
 
 /* --skip-existing: an output of an earlier run is there. Outputs are written whole or not at all,
